@@ -1,0 +1,44 @@
+# snowseq: time-ordered, shard-routable 64-bit IDs generated inside PostgreSQL
+
+EXTENSION = snowseq
+EXTVERSION = 1.0
+MODULE_big = snowseq
+OBJS = \
+	src/snowseq.o \
+	src/guc.o \
+	src/shmem.o \
+	src/clock.o \
+	src/reserve.o \
+	src/worker.o \
+	src/status.o \
+	src/gene.o \
+	src/segment.o \
+	src/route.o
+
+DATA = sql/snowseq--$(EXTVERSION).sql
+
+SHLIB_LINK += -lxxhash -lmurmurhash
+
+REGRESS = api errors gene route
+REGRESS_OPTS = --temp-config=$(srcdir)/test/snowseq.conf --temp-instance=./tmp_check_regress
+
+TAP_TESTS = 1
+PROVE_TESTS = $(or $(T),test/t/*.pl)
+PROVE_FLAGS = -I ./test
+
+PG_CPPFLAGS = -I$(srcdir)/src
+override PG_CFLAGS += -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+
+EXTRA_CLEAN = tmp_check_regress results regression.diffs regression.out
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+.PHONY: demo test bench
+demo:
+	bash test/demo.sh
+test:
+	bash test/check.sh
+bench:
+	bash bench/run.sh

@@ -1,0 +1,242 @@
+/*
+ * gene.c
+ *		Sharding genes: 15 bits of hash of a business key, the top of an ID
+ *		so that the ID says which shard holds its row.
+ *
+ * gene = (XXH64(bytes, 0) ^ h1 of MurmurHash3_x64_128(bytes, 0)) & 0x7FFF,
+ * with text as UTF-8, bigint as 8 bytes little-endian, bytea as is.
+ */
+#include "postgres.h"
+
+#include <murmurhash.h>
+#include <xxhash.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "snowseq.h"
+
+/* The gene of a byte string. */
+int
+GeneOfBytes(const char *data, size_t len)
+{
+	uint64_t	mm[2];
+
+	lmmh_x64_128(data, (unsigned int) len, 0, mm);
+	return (int) ((XXH64(data, len, 0) ^ mm[0]) & SNOWSEQ_MAX_GENE);
+}
+
+/* Gene of a text key, hashed as UTF-8 whatever the database encoding. */
+static int
+GeneOfText(text *t)
+{
+	int			len = VARSIZE_ANY_EXHDR(t);
+	char	   *utf8 = pg_server_to_any(VARDATA_ANY(t), len, PG_UTF8);
+	int			gene;
+
+	if (utf8 != VARDATA_ANY(t))
+		len = strlen(utf8);
+	gene = GeneOfBytes(utf8, len);
+	if (utf8 != VARDATA_ANY(t))
+		pfree(utf8);
+	return gene;
+}
+
+/* Gene of a bigint key: its 8 bytes, little-endian. */
+static int
+GeneOfInt8(int64 v)
+{
+	unsigned char b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char) ((uint64) v >> (8 * i));
+	return GeneOfBytes((const char *) b, 8);
+}
+
+/* Gene of a bytea key. */
+static int
+GeneOfBytea(bytea *b)
+{
+	return GeneOfBytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
+}
+
+/* ERROR for a NULL key: an ID without a gene is never issued. */
+static void
+CheckKey(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s: argument key must not be NULL", get_func_name(fcinfo->flinfo->fn_oid)),
+				 errhint("Pass the business key (text, bigint or bytea) the ID is to be routed by.")));
+}
+
+/* Gene ID: gene << 48 | the next segment of this node. */
+static int64
+GeneNext(int gene)
+{
+	SnowseqCheckUsable();
+	return ((int64) gene << SNOWSEQ_SEGMENT_BITS) | (int64) SegmentNext();
+}
+
+PG_FUNCTION_INFO_V1(snowseq_gene_text);
+PG_FUNCTION_INFO_V1(snowseq_gene_int8);
+PG_FUNCTION_INFO_V1(snowseq_gene_bytea);
+PG_FUNCTION_INFO_V1(snowseq_gene_next_text);
+PG_FUNCTION_INFO_V1(snowseq_gene_next_int8);
+PG_FUNCTION_INFO_V1(snowseq_gene_next_bytea);
+PG_FUNCTION_INFO_V1(snowseq_fill_gene_id);
+
+Datum
+snowseq_gene_text(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT32(GeneOfText(PG_GETARG_TEXT_PP(0)));
+}
+
+Datum
+snowseq_gene_int8(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT32(GeneOfInt8(PG_GETARG_INT64(0)));
+}
+
+Datum
+snowseq_gene_bytea(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT32(GeneOfBytea(PG_GETARG_BYTEA_PP(0)));
+}
+
+Datum
+snowseq_gene_next_text(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT64(GeneNext(GeneOfText(PG_GETARG_TEXT_PP(0))));
+}
+
+Datum
+snowseq_gene_next_int8(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT64(GeneNext(GeneOfInt8(PG_GETARG_INT64(0))));
+}
+
+Datum
+snowseq_gene_next_bytea(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT64(GeneNext(GeneOfBytea(PG_GETARG_BYTEA_PP(0))));
+}
+
+/* Column number of a trigger argument, or a clear ERROR. */
+static int
+TriggerColumn(Relation rel, const char *name, const char *role)
+{
+	int			attnum = SPI_fnumber(RelationGetDescr(rel), name);
+
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("snowseq_fill_gene_id: %s column \"%s\" does not exist in table \"%s\"",
+						role, name, RelationGetRelationName(rel)),
+				 errhint("Use EXECUTE FUNCTION snowseq_fill_gene_id('id_column', 'key_column').")));
+	return attnum;
+}
+
+/*
+ * BEFORE INSERT row trigger: fill the ID column (first argument) from the
+ * business-key column (second argument) when the ID is NULL.  Key columns
+ * of text, varchar, bigint, integer, smallint or bytea are accepted.
+ */
+Datum
+snowseq_fill_gene_id(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Trigger    *tg;
+	Relation	rel;
+	TupleDesc	desc;
+	HeapTuple	tuple;
+	int			id_att,
+				key_att;
+	Oid			key_type;
+	bool		isnull;
+	Datum		key;
+	int			gene;
+	Datum		newval;
+	bool		newnull = false;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("snowseq_fill_gene_id must be called as a trigger")));
+	if (!TRIGGER_FIRED_BEFORE(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+		!(TRIGGER_FIRED_BY_INSERT(td->tg_event) || TRIGGER_FIRED_BY_UPDATE(td->tg_event)))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("snowseq_fill_gene_id must be a BEFORE INSERT ... FOR EACH ROW trigger")));
+	tg = td->tg_trigger;
+	rel = td->tg_relation;
+	if (tg->tgnargs != 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("snowseq_fill_gene_id takes 2 arguments, got %d", tg->tgnargs),
+				 errhint("Use EXECUTE FUNCTION snowseq_fill_gene_id('id_column', 'key_column').")));
+	desc = RelationGetDescr(rel);
+	id_att = TriggerColumn(rel, tg->tgargs[0], "ID");
+	key_att = TriggerColumn(rel, tg->tgargs[1], "key");
+	if (TupleDescAttr(desc, id_att - 1)->atttypid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("snowseq_fill_gene_id: ID column \"%s\" must be bigint, not %s",
+						tg->tgargs[0], format_type_be(TupleDescAttr(desc, id_att - 1)->atttypid))));
+	key_type = getBaseType(TupleDescAttr(desc, key_att - 1)->atttypid);
+
+	tuple = TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple;
+	(void) heap_getattr(tuple, id_att, desc, &isnull);
+	if (!isnull)
+		return PointerGetDatum(tuple);
+
+	key = heap_getattr(tuple, key_att, desc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("snowseq_fill_gene_id: key column \"%s\" is NULL", tg->tgargs[1]),
+				 errhint("Every row needs a business key to give its ID a gene.")));
+	switch (key_type)
+	{
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+			gene = GeneOfText(DatumGetTextPP(key));
+			break;
+		case INT8OID:
+			gene = GeneOfInt8(DatumGetInt64(key));
+			break;
+		case INT4OID:
+			gene = GeneOfInt8((int64) DatumGetInt32(key));
+			break;
+		case INT2OID:
+			gene = GeneOfInt8((int64) DatumGetInt16(key));
+			break;
+		case BYTEAOID:
+			gene = GeneOfBytea(DatumGetByteaPP(key));
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("snowseq_fill_gene_id: key column \"%s\" has type %s",
+							tg->tgargs[1], format_type_be(key_type)),
+					 errhint("Use a text, varchar, bigint, integer, smallint or bytea key column.")));
+			gene = 0;			/* keep compiler quiet */
+	}
+	newval = Int64GetDatum(GeneNext(gene));
+	return PointerGetDatum(heap_modify_tuple_by_cols(tuple, desc, 1, &id_att, &newval, &newnull));
+}

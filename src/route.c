@@ -1,0 +1,346 @@
+/*
+ * route.c
+ *		Routing: shard_of, gene ranges, the routing map and its per-backend
+ *		cache, and snowseq_create_shards.
+ *
+ * The map (snowseq_shard_map) gives each shard the highest gene it holds;
+ * a gene belongs to the row with the smallest upper_gene >= it.  Each
+ * backend keeps the map sorted in memory and finds a gene by binary
+ * search.  A statement trigger on the map sends a relcache invalidation
+ * for it, so a committed change reaches every backend's next lookup.
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "partitioning/partdesc.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/partcache.h"
+#include "utils/rangetypes.h"
+#include "utils/rel.h"
+#include "utils/typcache.h"
+
+#include "snowseq.h"
+
+typedef struct MapEntry
+{
+	int			upper_gene;
+	char	   *shard;
+} MapEntry;
+
+static MapEntry *map = NULL;
+static int	map_len = 0;
+static bool map_valid = false;
+static bool callback_registered = false;
+static Oid	map_relid = InvalidOid;
+static MemoryContext map_cxt = NULL;
+
+/* Relcache invalidation: the map table changed (or everything did). */
+static void
+MapInvalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == map_relid)
+		map_valid = false;
+}
+
+/* Schema-qualified name of the map, in the schema of the calling function. */
+static char *
+MapTableName(Oid fn_oid, Oid *nsp_out)
+{
+	Oid			nsp = get_func_namespace(fn_oid);
+
+	*nsp_out = nsp;
+	return quote_qualified_identifier(get_namespace_name(nsp), "snowseq_shard_map");
+}
+
+/* Load the map into backend memory, sorted by upper_gene. */
+static void
+MapLoad(Oid fn_oid)
+{
+	Oid			nsp;
+	char	   *name = MapTableName(fn_oid, &nsp);
+	StringInfoData q;
+
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(MapInvalidate, (Datum) 0);
+		callback_registered = true;
+	}
+	if (map_cxt == NULL)
+		map_cxt = AllocSetContextCreate(TopMemoryContext, "snowseq shard map",
+										ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(map_cxt);
+	map = NULL;
+	map_len = 0;
+	map_relid = get_relname_relid("snowseq_shard_map", nsp);
+	/* valid from here: an invalidation during the load marks it stale again */
+	map_valid = true;
+
+	initStringInfo(&q);
+	appendStringInfo(&q, "SELECT upper_gene, shard FROM %s ORDER BY upper_gene", name);
+	SPI_connect();
+	if (SPI_execute(q.data, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read %s", name);
+	map = MemoryContextAlloc(map_cxt, sizeof(MapEntry) * Max(SPI_processed, 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		bool		isnull;
+
+		map[i].upper_gene = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+		map[i].shard = MemoryContextStrdup(map_cxt, SPI_getvalue(tup, SPI_tuptable->tupdesc, 2));
+	}
+	map_len = (int) SPI_processed;
+	SPI_finish();
+}
+
+/* The shard holding a gene: ceiling lookup by binary search. */
+static text *
+MapLookup(Oid fn_oid, int gene)
+{
+	int			lo = 0,
+				hi;
+
+	if (!map_valid)
+		MapLoad(fn_oid);
+	if (map_len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowseq_shard_map is empty"),
+				 errhint("Insert one row per shard (upper_gene, shard) ending at upper_gene 32767, or call snowseq_create_shards().")));
+	hi = map_len;
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (map[mid].upper_gene < gene)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == map_len)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gene %d is not covered by snowseq_shard_map: genes %d to %d have no shard",
+						gene, map[map_len - 1].upper_gene + 1, SNOWSEQ_MAX_GENE),
+				 errhint("Add a row with upper_gene %d to snowseq_shard_map.", SNOWSEQ_MAX_GENE)));
+	return cstring_to_text(map[lo].shard);
+}
+
+/* Reject a negative ID: no gene. */
+static int
+GeneOfId(int64 id)
+{
+	if (id < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("snowseq ID must not be negative: " INT64_FORMAT, id),
+				 errhint("Gene IDs are positive; their top 15 bits are the gene.")));
+	return (int) (id >> SNOWSEQ_SEGMENT_BITS);
+}
+
+/* The int8range of a gene's IDs, [gene << 48, (gene + 1) << 48). */
+static Datum
+GeneRange(int gene)
+{
+	TypeCacheEntry *tc = lookup_type_cache(INT8RANGEOID, TYPECACHE_RANGE_INFO);
+	RangeBound	lower,
+				upper;
+
+	if (gene < 0 || gene > SNOWSEQ_MAX_GENE)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("gene must be between 0 and %d, not %d", SNOWSEQ_MAX_GENE, gene)));
+	lower.val = Int64GetDatum((int64) gene << SNOWSEQ_SEGMENT_BITS);
+	lower.infinite = false;
+	lower.inclusive = true;
+	lower.lower = true;
+	/* the last gene ends at the top of bigint: no finite exclusive bound */
+	upper.val = Int64GetDatum(gene == SNOWSEQ_MAX_GENE ? 0 : ((int64) gene + 1) << SNOWSEQ_SEGMENT_BITS);
+	upper.infinite = gene == SNOWSEQ_MAX_GENE;
+	upper.inclusive = false;
+	upper.lower = false;
+	return RangeTypePGetDatum(make_range(tc, &lower, &upper, false));
+}
+
+PG_FUNCTION_INFO_V1(shard_of);
+PG_FUNCTION_INFO_V1(snowseq_gene_range);
+PG_FUNCTION_INFO_V1(snowseq_route);
+PG_FUNCTION_INFO_V1(snowseq_route_gene);
+PG_FUNCTION_INFO_V1(snowseq_shard_map_changed);
+PG_FUNCTION_INFO_V1(snowseq_create_shards);
+
+/* shard_of(id) -> int: the gene of an ID, id >> 48. */
+Datum
+shard_of(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(GeneOfId(PG_GETARG_INT64(0)));
+}
+
+/* snowseq_gene_range(gene) -> int8range */
+Datum
+snowseq_gene_range(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_DATUM(GeneRange(PG_GETARG_INT32(0)));
+}
+
+/* snowseq_route(id) -> text: the shard of an ID. */
+Datum
+snowseq_route(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(MapLookup(fcinfo->flinfo->fn_oid, GeneOfId(PG_GETARG_INT64(0))));
+}
+
+/* snowseq_route_gene(gene) -> text: the shard of a gene (snowseq_route_key uses it). */
+Datum
+snowseq_route_gene(PG_FUNCTION_ARGS)
+{
+	int			gene = PG_GETARG_INT32(0);
+
+	if (gene < 0 || gene > SNOWSEQ_MAX_GENE)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("gene must be between 0 and %d, not %d", SNOWSEQ_MAX_GENE, gene)));
+	PG_RETURN_TEXT_P(MapLookup(fcinfo->flinfo->fn_oid, gene));
+}
+
+/* Statement trigger on the map: tell every backend to reload it. */
+Datum
+snowseq_shard_map_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "snowseq_shard_map_changed must be called as a trigger");
+	CacheInvalidateRelcache(td->tg_relation);
+	return PointerGetDatum(NULL);
+}
+
+/* Run one SQL command through SPI, or fail. */
+static void
+RunSql(const char *sql, int expect)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc != expect)
+		elog(ERROR, "snowseq: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
+}
+
+/*
+ * snowseq_create_shards(parent, n): n range partitions of a table
+ * partitioned by range on its bigint ID column, on gene boundaries, and the
+ * routing map to match.
+ */
+Datum
+snowseq_create_shards(PG_FUNCTION_ARGS)
+{
+	Oid			parent = PG_GETARG_OID(0);
+	int32		n = PG_GETARG_INT32(1);
+	Relation	rel;
+	PartitionKey key;
+	char	   *nspname;
+	char	   *relname;
+	char	   *qparent;
+	Oid			map_nsp;
+	char	   *qmap = MapTableName(fcinfo->flinfo->fn_oid, &map_nsp);
+	int			genes;
+	StringInfoData q;
+	int			existing;
+
+	if (n < 1 || n > SNOWSEQ_MAX_GENE + 1 || (n & (n - 1)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("number of shards must be a power of two from 1 to %d, not %d",
+						SNOWSEQ_MAX_GENE + 1, n),
+				 errhint("Shards hold equal gene ranges, so their number divides 32768.")));
+
+	rel = table_open(parent, AccessExclusiveLock);
+	relname = pstrdup(RelationGetRelationName(rel));
+	nspname = get_namespace_name(RelationGetNamespace(rel));
+	qparent = quote_qualified_identifier(nspname, relname);
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("table \"%s\" is not partitioned", relname),
+				 errhint("Create it with PARTITION BY RANGE (id_column) on its bigint ID column.")));
+	key = RelationGetPartitionKey(rel);
+	if (key->strategy != PARTITION_STRATEGY_RANGE || key->partnatts != 1 ||
+		key->partattrs[0] == 0 || key->parttypid[0] != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("table \"%s\" must be partitioned by range on one bigint column", relname),
+				 errhint("Create it with PARTITION BY RANGE (id_column) on its bigint ID column.")));
+	if (RelationGetPartitionDesc(rel, true)->nparts > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" already has partitions", relname),
+				 errhint("snowseq_create_shards creates all partitions of a table at once.")));
+	table_close(rel, NoLock);
+
+	genes = (SNOWSEQ_MAX_GENE + 1) / n;
+	SPI_connect();
+	initStringInfo(&q);
+	appendStringInfo(&q, "SELECT count(*) FROM %s", qmap);
+	RunSql(q.data, SPI_OK_SELECT);
+	{
+		bool		isnull;
+
+		existing = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	if (existing > 0)
+	{
+		/* a map already there must describe the same gene ranges */
+		resetStringInfo(&q);
+		appendStringInfo(&q,
+						 "SELECT count(*) FROM %s m WHERE m.upper_gene %% %d = %d",
+						 qmap, genes, genes - 1);
+		RunSql(q.data, SPI_OK_SELECT);
+		{
+			bool		isnull;
+			int			aligned = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+
+			if (aligned != existing || existing != n)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("snowseq_shard_map already describes %d shards with other gene ranges", existing),
+						 errhint("Empty snowseq_shard_map first, or create %d shards to match it.", existing)));
+		}
+	}
+	for (int i = 0; i < n; i++)
+	{
+		char	   *part = psprintf("%s_%d", relname, i);
+		char	   *qpart = quote_qualified_identifier(nspname, part);
+
+		resetStringInfo(&q);
+		if (i == n - 1)
+			appendStringInfo(&q, "CREATE TABLE %s PARTITION OF %s FOR VALUES FROM (" INT64_FORMAT ") TO (MAXVALUE)",
+							 qpart, qparent, (int64) i * genes << SNOWSEQ_SEGMENT_BITS);
+		else
+			appendStringInfo(&q, "CREATE TABLE %s PARTITION OF %s FOR VALUES FROM (" INT64_FORMAT ") TO (" INT64_FORMAT ")",
+							 qpart, qparent, (int64) i * genes << SNOWSEQ_SEGMENT_BITS,
+							 (int64) (i + 1) * genes << SNOWSEQ_SEGMENT_BITS);
+		RunSql(q.data, SPI_OK_UTILITY);
+		if (existing == 0)
+		{
+			resetStringInfo(&q);
+			appendStringInfo(&q, "INSERT INTO %s (upper_gene, shard) VALUES (%d, %s)",
+							 qmap, (i + 1) * genes - 1, quote_literal_cstr(qpart));
+			RunSql(q.data, SPI_OK_INSERT);
+		}
+	}
+	SPI_finish();
+	if (existing > 0)
+		ereport(NOTICE,
+				(errmsg("snowseq_shard_map already matches %d shards and was left as it is", n)));
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,107 @@
+/*
+ * worker.c
+ *		The reservation worker: advances reservations ahead of need, so that
+ *		in steady state no caller waits for WAL or fsync.
+ *
+ * Callers that pass a low-water mark set the worker's latch once; the
+ * worker sleeps on that latch and nothing else, so an idle server does not
+ * wake it.  Without the worker callers advance for themselves.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/guc.h"
+#include "utils/wait_event.h"
+
+#include "snowseq.h"
+
+PGDLLEXPORT void snowseq_worker_main(Datum arg);
+
+/* Forget our latch when we exit, so callers fall back to advancing themselves. */
+static void
+WorkerExit(int code, Datum arg)
+{
+	if (Snowseq != NULL)
+		Snowseq->worker_latch = NULL;
+}
+
+/* Advance every reservation that is past its low-water mark. */
+static void
+WorkerAdvanceDue(bool at_start)
+{
+	bool		did = false;
+
+	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	if (Snowseq->state_error == STATE_OK && snowseq_node_id >= 0)
+	{
+		for (int k = 0; k < RESERVE_COUNT; k++)
+		{
+			bool		used = pg_atomic_read_u64(&Snowseq->res[k].counter) > 0;
+
+			/* at start, get ahead of the first caller of a counter in use */
+			if (ReserveAdvanceDue(k) || (at_start && used && Snowseq->state_file_found))
+			{
+				ReserveAdvance(k, 0);
+				did = true;
+			}
+		}
+	}
+	LWLockRelease(Snowseq->lock);
+	if (did)
+		ConditionVariableBroadcast(&Snowseq->advanced);
+}
+
+/* Entry point of the reservation worker. */
+void
+snowseq_worker_main(Datum arg)
+{
+	bool		at_start = true;
+
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	on_shmem_exit(WorkerExit, (Datum) 0);
+	Snowseq->worker_latch = &MyProc->procLatch;
+	pg_atomic_write_u32(&Snowseq->advance_requested, 0);
+
+	while (!ShutdownRequestPending)
+	{
+		ResetLatch(MyLatch);
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (at_start || pg_atomic_exchange_u32(&Snowseq->advance_requested, 0) != 0)
+		{
+			WorkerAdvanceDue(at_start);
+			at_start = false;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);
+	}
+	proc_exit(0);
+}
+
+/* Register the worker at preload: it runs on a primary, never on a standby. */
+void
+WorkerRegister(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 1;
+	strlcpy(worker.bgw_library_name, "snowseq", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "snowseq_worker_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "snowseq reservation worker", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "snowseq reservation worker", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}
