@@ -35,6 +35,11 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# the TAP suites alone (T=test/t/NNN_x.pl for one file)
+.PHONY: tapcheck
+tapcheck:
+	$(prove_installcheck)
+
 .PHONY: demo test bench
 demo:
 	bash test/demo.sh

@@ -148,10 +148,12 @@ ClockComposeId(uint64 state)
 					(state & seq_mask));
 }
 
-/* Reject an ID no layout can produce. */
+/* Reject an ID no layout can produce; the layout needs preload. */
 static void
 CheckId(int64 id)
 {
+	if (Snowseq == NULL)
+		ShmemCheckUsableSlow();
 	if (id < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -176,9 +178,12 @@ TimestamptzToMs(TimestampTz ts)
 static int64
 TimeFieldOf(TimestampTz ts)
 {
-	int64		ms = TimestamptzToMs(ts);
+	int64		ms;
 	int64		units;
 
+	if (Snowseq == NULL)
+		ShmemCheckUsableSlow();
+	ms = TimestamptzToMs(ts);
 	if (ms < SnowseqEpochMs)
 		return -1;
 	units = (ms - SnowseqEpochMs) / snowseq_time_unit_ms;

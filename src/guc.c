@@ -82,8 +82,8 @@ ParseEpoch(const char *value)
 {
 	pg_tz	   *saved_tz = session_timezone;
 	MemoryContext cxt = CurrentMemoryContext;
-	TimestampTz ts = 0;
-	ErrorData  *edata = NULL;
+	volatile TimestampTz ts = 0;
+	ErrorData  *volatile edata = NULL;
 
 	session_timezone = pg_tzset_offset(0);
 	PG_TRY();

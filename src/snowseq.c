@@ -14,19 +14,19 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 /*
- * Define the settings always; shared memory, the WAL resource manager and
- * the reservation worker exist only when preloaded.  Without preload the
- * generating functions say what is missing.
+ * Everything but the pure hash and routing functions needs the settings
+ * and shared memory, which exist only when preloaded (PGC_POSTMASTER
+ * settings cannot be defined later).  Without preload the functions that
+ * need them say what is missing.
  */
 void
 _PG_init(void)
 {
-	GucInit();
-	GucValidate();
-
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
+	GucInit();
+	GucValidate();
 	ShmemInit();
 	ReserveInit();
 	WorkerRegister();

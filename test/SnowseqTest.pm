@@ -1,0 +1,172 @@
+# Shared helpers of snowseq's TAP tests.
+#
+# Whatever a client received counts as issued: IDs are written by psql to
+# files outside the server under test, and checked from there.
+package SnowseqTest;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use File::Temp ();
+use IPC::Run ();
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+our @EXPORT = qw(snowseq_node start_faketime set_fake_offset id_clients
+  wait_clients check_ids read_ids all_unique strictly_increasing max_of
+  server_log_since);
+
+my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
+# A new cluster with snowseq preloaded.  Options:
+#   node_id => N (default 1; undef leaves it unset), conf => [lines],
+#   preload => 0 to leave shared_preload_libraries alone,
+#   streaming => 1 for a primary that takes standbys,
+#   faketime => file (start the postmaster under libfaketime),
+#   start => 0 to leave it stopped, extension => 0 to skip CREATE EXTENSION.
+sub snowseq_node
+{
+	my ($name, %o) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(allows_streaming => $o{streaming} ? 1 : 0);
+	my $conf = '';
+	$conf .= "shared_preload_libraries = 'snowseq'\n" unless defined $o{preload} && !$o{preload};
+	my $id = exists $o{node_id} ? $o{node_id} : 1;
+	$conf .= "snowseq.node_id = $id\n" if defined $id;
+	$conf .= "$_\n" for @{ $o{conf} || [] };
+	$node->append_conf('postgresql.conf', $conf);
+	return $node if defined $o{start} && !$o{start};
+	if ($o{faketime}) { start_faketime($node, $o{faketime}); }
+	else { $node->start; }
+	$node->safe_psql('postgres', 'CREATE EXTENSION snowseq')
+	  unless defined $o{extension} && !$o{extension};
+	return $node;
+}
+
+# Start a node with its postmaster (and so every backend) under libfaketime,
+# reading the offset from $file at every clock call.
+sub start_faketime
+{
+	my ($node, $file, %opts) = @_;
+	set_fake_offset($file, '+0') unless -e $file;
+	local $ENV{LD_PRELOAD} = $LIBFAKETIME;
+	local $ENV{FAKETIME_TIMESTAMP_FILE} = $file;
+	local $ENV{FAKETIME_NO_CACHE} = 1;
+	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = 1;
+	$node->start(%opts);
+}
+
+# Set the offset libfaketime applies, e.g. '-10m', '+0', '-1h'.
+sub set_fake_offset
+{
+	my ($file, $offset) = @_;
+	open my $fh, '>', "$file.tmp" or die "cannot write $file: $!";
+	print $fh "$offset\n";
+	close $fh;
+	rename "$file.tmp", $file or die "cannot rename $file: $!";
+}
+
+# Start $n psql clients, each running $sql, with the rows each received
+# written to a file of its own.  Returns [ [harness, file], ... ].
+sub id_clients
+{
+	my ($node, $n, $sql, $tag) = @_;
+	my @c;
+	for my $i (1 .. $n)
+	{
+		my $file = sprintf('%s/ids_%s_%d.txt', $PostgreSQL::Test::Utils::tmp_check, $tag // 'c', $i);
+		my ($err) = ('');
+		my $h = IPC::Run::start(
+			[ 'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-c', $sql ],
+			'>', $file, '2>', \$err);
+		push @c, [ $h, $file, \$err ];
+	}
+	return \@c;
+}
+
+# Wait for clients; returns the number that failed (expected after a crash).
+sub wait_clients
+{
+	my ($clients) = @_;
+	my $failed = 0;
+	for my $c (@$clients)
+	{
+		eval { $c->[0]->finish; 1 } or $failed++;
+		$failed++ if !$c->[0]->result(0) == 0 && $c->[0]->result(0);
+	}
+	return $failed;
+}
+
+# Read the IDs of a file (the complete lines only: a client killed while
+# printing may leave a torn last line, which it never received whole).
+sub read_ids
+{
+	my ($file) = @_;
+	open my $fh, '<', $file or return ();
+	my @ids;
+	while (my $l = <$fh>)
+	{
+		last unless $l =~ /\n\z/;
+		chomp $l;
+		push @ids, $l if $l =~ /^\d+$/;
+	}
+	return @ids;
+}
+
+sub strictly_increasing
+{
+	my ($ids) = @_;
+	for my $i (1 .. $#$ids)
+	{
+		return 0 unless $ids->[$i] > $ids->[ $i - 1 ];
+	}
+	return 1;
+}
+
+sub all_unique
+{
+	my ($ids) = @_;
+	my %seen;
+	for (@$ids)
+	{
+		return 0 if $seen{$_}++;
+	}
+	return 1;
+}
+
+sub max_of
+{
+	my $m = 0;
+	for (@_) { $m = $_ if $_ > $m; }
+	return $m;
+}
+
+# Check every client's IDs: positive, strictly increasing within each
+# client, unique across all.  Returns the union.
+sub check_ids
+{
+	my ($clients, $what) = @_;
+	my @all;
+	my $inc = 1;
+	for my $c (@$clients)
+	{
+		my @ids = read_ids($c->[1]);
+		$inc = 0 unless strictly_increasing(\@ids);
+		push @all, @ids;
+	}
+	ok($inc, "$what: each session's IDs strictly increase");
+	ok(all_unique(\@all), "$what: no duplicate among " . scalar(@all) . " IDs");
+	ok(!(grep { $_ <= 0 } @all), "$what: every ID is positive");
+	return \@all;
+}
+
+# The server log written after byte offset $from.
+sub server_log_since
+{
+	my ($node, $from) = @_;
+	return substr(slurp_file($node->logfile), $from // 0);
+}
+
+1;

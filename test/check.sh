@@ -1,0 +1,33 @@
+#!/bin/bash
+# Every test of snowseq: pg_regress on a temporary instance with snowseq
+# preloaded, then the TAP suites (several servers, crashes, clock steps,
+# standbys), then the benchmark harness in smoke mode.
+# Usage: bash test/check.sh            (all)
+#        T=test/t/010_crash.pl bash test/check.sh   (one TAP file)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. test/lib.sh
+
+ensure_packages
+[ -n "${SKIP_BUILD:-}" ] || build_and_install
+
+dir=$(work_tree)
+status=0
+# with T set, only those TAP files run
+target=installcheck
+[ -n "${T:-}" ] && target=tapcheck
+(cd "$dir" && as_server_user make -s PG_CONFIG="$PG_CONFIG" $target ${T:+T="$T"}) || status=$?
+if [ $status -ne 0 ]; then
+	[ -f "$dir/regression.diffs" ] && cat "$dir/regression.diffs"
+	for f in "$dir"/tmp_check/log/*.log; do
+		[ -f "$f" ] || continue
+		case "$f" in *regress_log*) echo "=== $f (tail)"; tail -n 60 "$f";; esac
+	done
+	echo "snowseq tests FAILED (logs in $dir)"
+	exit $status
+fi
+if [ -z "${T:-}" ] && [ -f bench/run.sh ]; then
+	bash bench/run.sh --smoke
+fi
+[ "$dir" != "$(pwd)" ] && rm -rf "$dir"
+echo "snowseq: all tests passed"

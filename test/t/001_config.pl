@@ -1,0 +1,64 @@
+# Configuration: missing preload, unset node id, and settings that must stop
+# the server from starting.
+use strict;
+use warnings;
+use lib 'test';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SnowseqTest;
+use Test::More;
+
+# not preloaded: every generating function says what to add
+my $np = snowseq_node('not_preloaded', preload => 0);
+for my $f ('snowseq_next()', 'snowseq_next_n(3)', "snowseq_gene_next('k')", 'snowseq_status()')
+{
+	my ($rc, $out, $err) = $np->psql('postgres', "SELECT $f");
+	like($err, qr/snowseq must be loaded via shared_preload_libraries.*\n.*HINT:.*Add snowseq to shared_preload_libraries/s,
+		"not preloaded: $f names shared_preload_libraries and hints");
+}
+is($np->safe_psql('postgres', 'SELECT 1'), '1', 'not preloaded: server still up');
+$np->stop;
+
+# node id unset: ERROR naming snowseq.node_id
+my $nu = snowseq_node('node_unset', node_id => undef);
+my ($rc, $out, $err) = $nu->psql('postgres', 'SELECT snowseq_next()');
+like($err, qr/snowseq\.node_id is not set/, 'node id unset: ERROR names snowseq.node_id');
+($rc, $out, $err) = $nu->psql('postgres', "SELECT snowseq_gene_next(1::bigint)");
+like($err, qr/snowseq\.node_id is not set/, 'node id unset: gene IDs refuse too');
+$nu->stop;
+
+# settings that must keep the server from starting, with a clear log line
+my @bad = (
+	[ 'layout sum', [ 'snowseq.time_bits = 41', 'snowseq.node_bits = 10', 'snowseq.seq_bits = 13' ],
+	  qr/snowseq layout adds up to 64 bits, it must add up to 63/ ],
+	[ 'node id out of range', [ 'snowseq.node_bits = 10', 'snowseq.node_id = 1024' ],
+	  qr/snowseq\.node_id = 1024 does not fit in snowseq\.node_bits = 10/ ],
+	[ 'epoch unparseable', [ "snowseq.epoch = 'not a time'" ],
+	  qr/invalid value for snowseq\.epoch: "not a time"/ ],
+	[ 'epoch in the future', [ "snowseq.epoch = '2999-01-01 00:00:00+00'" ],
+	  qr/snowseq\.epoch "2999-01-01 00:00:00\+00" is in the future/ ],
+);
+for my $b (@bad)
+{
+	my ($what, $conf, $re) = @$b;
+	(my $name = $what) =~ s/\W+/_/g;
+	my $n = snowseq_node("bad_$name", conf => $conf, start => 0);
+	my $started = $n->start(fail_ok => 1);
+	ok(!$started, "$what: server refuses to start");
+	like(slurp_file($n->logfile), $re, "$what: log says why");
+}
+
+# the layouts README lists all start and generate
+for my $l ([ 'sonyflake', 39, 16, 8, 10 ], [ 'uidgen', 28, 22, 13, 1000 ], [ 'instagram', 40, 13, 10, 1 ])
+{
+	my ($name, $t, $nb, $s, $u) = @$l;
+	my $n = snowseq_node("layout_$name", node_id => 3,
+		conf => [ "snowseq.time_bits = $t", "snowseq.node_bits = $nb", "snowseq.seq_bits = $s",
+				  "snowseq.time_unit_ms = $u" ]);
+	my $r = $n->safe_psql('postgres',
+		'SELECT p.node, p.ts <= now() + interval \'2 s\' FROM snowseq_parse(snowseq_next()) p');
+	is($r, '3|t', "$name layout ($t/$nb/$s at $u ms) generates IDs that parse back");
+	$n->stop;
+}
+
+done_testing();
