@@ -161,13 +161,17 @@ COMMENT ON FUNCTION snowseq_key_range(bytea) IS 'the IDs of the gene of a bytea 
 
 -- PostgreSQL 15 cannot prune partitions on "bigint <@ int8range".  This
 -- operator means exactly what the built-in one means, but is written as an
--- inlinable SQL function, so the planner sees id >= lower AND id < upper
--- and prunes to the partitions of the range.
+-- inlinable SQL function of two plain comparisons, so the planner sees
+-- id >= lower AND id <= upper - 1 and prunes, at plan time for a constant
+-- range and at run time for a parameter.  int8range is canonical ([)), an
+-- empty range gives bounds no ID satisfies, an unbounded side the extreme,
+-- a NULL range NULL.
 CREATE FUNCTION snowseq_in_range(id bigint, r int8range) RETURNS boolean
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
-	RETURN NOT isempty(r)
-		AND (lower_inf(r) OR id >= lower(r))
-		AND (upper_inf(r) OR id < upper(r));
+	RETURN id >= coalesce(lower(r), CASE WHEN isempty(r) THEN 9223372036854775807
+										 WHEN NOT isempty(r) THEN -9223372036854775808 END)
+		AND id <= coalesce(upper(r) - 1, CASE WHEN isempty(r) THEN -9223372036854775808
+											  WHEN NOT isempty(r) THEN 9223372036854775807 END);
 COMMENT ON FUNCTION snowseq_in_range(bigint, int8range) IS
 	'id <@ r, written so that partition pruning sees the bounds';
 CREATE OPERATOR <@ (
