@@ -512,10 +512,13 @@ snowseq_redo(XLogReaderState *record)
 }
 
 /*
- * End of redo (crash recovery or promotion): the primary may have handed
- * out values under a reservation this server never received, so start
- * above what was replayed by snowseq.promote_margin_ms of logical time (and
- * the matching number of segments), and save that before any ID is issued.
+ * End of redo.  After archive recovery (promotion of a standby, or
+ * point-in-time recovery) the old primary may have handed out values under
+ * a reservation this server never received, so start above what was
+ * replayed by snowseq.promote_margin_ms of logical time (and the matching
+ * number of segments), and save that before any ID is issued.  Crash
+ * recovery needs no margin: the state file and the WAL are complete.  The
+ * signal files are still there when rm_cleanup runs.
  */
 static void
 snowseq_cleanup(void)
@@ -525,6 +528,8 @@ snowseq_cleanup(void)
 	uint64		seg_block;
 
 	if (Snowseq == NULL || Snowseq->state_error != STATE_OK)
+		return;
+	if (access(STANDBY_SIGNAL_FILE, F_OK) != 0 && access(RECOVERY_SIGNAL_FILE, F_OK) != 0)
 		return;
 	SavedFromConfig(&s);
 	floor[RESERVE_CLOCK] = s.bound[RESERVE_CLOCK] + ClockMsToUnits(snowseq_promote_margin_ms);
