@@ -27,6 +27,9 @@ FROM snowseq_next_n(50000) AS id;
 SELECT bool_and(id = prev + 1 OR (snowseq_parse(id)).seq = 0) AS consecutive
 FROM (SELECT id, lag(id) OVER (ORDER BY id) AS prev FROM snowseq_next_n(100) id) t
 WHERE prev IS NOT NULL;
+-- a batch is exactly what it reserved: the next ID is above all of it
+CREATE TEMP TABLE batch AS SELECT id FROM snowseq_next_n(3) id;
+SELECT snowseq_next() > (SELECT max(id) FROM batch) AS next_above_batch;
 SELECT count(*) FROM snowseq_next_n(0);
 SELECT count(*) FROM snowseq_next_n(NULL);
 

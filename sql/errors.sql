@@ -42,6 +42,8 @@ CREATE TABLE by_text (id text) PARTITION BY RANGE (id);
 CREATE TABLE by_two (id bigint, b bigint) PARTITION BY RANGE (id, b);
 CREATE TABLE by_int (id integer) PARTITION BY RANGE (id);
 CREATE TABLE good (id bigint) PARTITION BY RANGE (id);
+CREATE TABLE a_table_name_of_sixty_one_characters_whose_partition_overflows (id bigint) PARTITION BY RANGE (id);
+SELECT snowseq_create_shards('a_table_name_of_sixty_one_characters_whose_partition_overflows', 16);
 SELECT snowseq_create_shards('good', 3);
 SELECT snowseq_create_shards('good', 0);
 SELECT snowseq_create_shards('good', 65536);

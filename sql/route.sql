@@ -16,7 +16,8 @@ INSERT INTO by_gene VALUES (1), (20000::bigint << 48);
 SELECT tableoid::regclass, shard_of(id) FROM by_gene ORDER BY id;
 
 -- the <@ operator means what the built-in one means
-SELECT x, x <@ r AS ours, x OPERATOR(pg_catalog.<@) r AS builtin
+SELECT x, x <@ r AS ours, x OPERATOR(pg_catalog.<@) r AS builtin,
+       r @> x AS ours_commuted, r OPERATOR(pg_catalog.@>) x AS builtin_commuted
 FROM (VALUES (4::bigint, int8range(5, 10)), (5, int8range(5, 10)), (9, int8range(5, 10)),
              (10, int8range(5, 10)), (7, 'empty'::int8range), (7, int8range(NULL, 8)),
              (7, int8range(6, NULL)), (7, int8range(5, 7, '[]')), (7, NULL), (9223372036854775807, int8range(0, NULL)),
@@ -56,6 +57,7 @@ SELECT snowseq_create_shards('shop_items', 4);
 SELECT count(*) FROM snowseq_shard_map;
 -- one buyer, one partition
 EXPLAIN (COSTS OFF) SELECT * FROM shop_orders WHERE order_id <@ snowseq_key_range('buyer-7');
+EXPLAIN (COSTS OFF) SELECT * FROM shop_orders WHERE snowseq_key_range('buyer-7') @> order_id;
 EXPLAIN (COSTS OFF) SELECT * FROM shop_orders WHERE order_id = (20000::bigint << 48) + 5;
 SELECT count(*) = 1 AS found FROM shop_orders WHERE order_id <@ snowseq_key_range('buyer-7') AND buyer = 'buyer-7';
 PREPARE by_buyer(text) AS SELECT count(*) FROM shop_orders WHERE order_id <@ snowseq_key_range($1);

@@ -179,6 +179,18 @@ CREATE OPERATOR <@ (
 	FUNCTION = snowseq_in_range,
 	COMMUTATOR = @>
 );
+-- the commutator, a real operator: "range @> id" prunes too, and no shell
+-- operator is left to hide the built-in anyrange @> anyelement
+CREATE FUNCTION snowseq_range_contains(r int8range, id bigint) RETURNS boolean
+	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
+	RETURN snowseq_in_range(id, r);
+COMMENT ON FUNCTION snowseq_range_contains(int8range, bigint) IS
+	'r @> id, written so that partition pruning sees the bounds';
+CREATE OPERATOR @> (
+	LEFTARG = int8range, RIGHTARG = bigint,
+	FUNCTION = snowseq_range_contains,
+	COMMUTATOR = <@
+);
 
 -- The routing map: a gene belongs to the row with the smallest upper_gene >= it.
 CREATE TABLE snowseq_shard_map (

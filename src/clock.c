@@ -239,7 +239,12 @@ snowseq_next_n(PG_FUNCTION_ARGS)
 	funcctx = SRF_PERCALL_SETUP();
 	first = funcctx->user_fctx;
 	if (funcctx->call_cntr < funcctx->max_calls)
-		SRF_RETURN_NEXT(funcctx, Int64GetDatum(ClockComposeId(*first + funcctx->call_cntr)));
+	{
+		/* SRF_RETURN_NEXT advances call_cntr before it evaluates its result */
+		int64		id = ClockComposeId(*first + funcctx->call_cntr);
+
+		SRF_RETURN_NEXT(funcctx, Int64GetDatum(id));
+	}
 	SRF_RETURN_DONE(funcctx);
 }
 

@@ -287,6 +287,13 @@ snowseq_create_shards(PG_FUNCTION_ARGS)
 				 errhint("snowseq_create_shards creates all partitions of a table at once.")));
 	table_close(rel, NoLock);
 
+	/* partition names are parent_0 .. parent_{n-1}: they must fit unshortened */
+	if (strlen(relname) + 1 + strlen(psprintf("%d", n - 1)) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("partition names of table \"%s\" would exceed %d characters", relname, NAMEDATALEN - 1),
+				 errhint("Use a shorter table name; partitions are named table_0 to table_%d.", n - 1)));
+
 	genes = (SNOWSEQ_MAX_GENE + 1) / n;
 	SPI_connect();
 	initStringInfo(&q);

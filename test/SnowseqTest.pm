@@ -94,7 +94,7 @@ sub wait_clients
 	for my $c (@$clients)
 	{
 		eval { $c->[0]->finish; 1 } or $failed++;
-		$failed++ if !$c->[0]->result(0) == 0 && $c->[0]->result(0);
+		$failed++ if $c->[0]->result(0);
 	}
 	return $failed;
 }

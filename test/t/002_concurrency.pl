@@ -59,6 +59,25 @@ sub wait_for_output
 	return 0;
 }
 
+# Say which IDs were received twice, and by which sessions (a few of them).
+sub diag_duplicates
+{
+	my ($clients) = @_;
+	my (%where, @dups);
+	for my $c (@$clients)
+	{
+		my @ids = read_ids($c->[1]);
+		for my $i (0 .. $#ids)
+		{
+			my $w = "$c->[1] line " . ($i + 1);
+			push @dups, $ids[$i] if exists $where{ $ids[$i] } && @{ $where{ $ids[$i] } } == 1;
+			push @{ $where{ $ids[$i] } }, $w;
+		}
+	}
+	diag(scalar(@dups) . ' IDs received twice');
+	diag("$_: " . join(', ', @{ $where{$_} })) for @dups[ 0 .. ($#dups < 4 ? $#dups : 4) ];
+}
+
 # One row of snowseq_status as a hash.
 sub status_row
 {
@@ -115,6 +134,7 @@ for my $c (@$clients)
 	is(scalar(@ids), $per_session, "session writing $c->[1] received $per_session IDs");
 }
 my $all = check_ids($clients, '4 sessions in 2 databases');
+diag_duplicates($clients) unless all_unique($all);
 is(scalar(@$all), 4 * $per_session, 'union holds 1,000,000 IDs');
 ok(!(grep { (decode_id($_, 10, 12))[1] != 1 } @$all), 'every ID carries node id 1');
 
@@ -137,22 +157,36 @@ is($st->{ids_issued} - $issued_before, 4 * $per_session,
 # 2. snowseq_next_n batches interleaved with snowseq_next never overlap.
 ###########################################################################
 
+# first without concurrency: in one session, batches and single IDs
+# alternate, so every ID is above every ID of the session before it
+{
+	my $script = join('', map { "SELECT snowseq_next_n($_); SELECT snowseq_next();\n" } (1, 2, 3, 1000) x 5);
+	my @seq = split /\n/, $node->safe_psql('postgres', $script);
+	is(scalar(@seq), 5 * (1 + 2 + 3 + 1000 + 4), 'one session: every ID of alternating batches and single IDs received');
+	ok(all_unique(\@seq), 'one session: a single ID after a batch is none of the batch\'s IDs')
+	  or diag('IDs: ' . join(' ', @seq[ 0 .. 9 ]));
+	ok(strictly_increasing(\@seq), 'one session: alternating batches and single IDs strictly increase');
+}
+
 my ($batches, $batch) = (200, 1000);
 my $singles = 300_000;
+# The batch sessions pause 5 ms between batches, so that they last long
+# enough for the single-ID sessions, started once the first batches are out,
+# to take IDs between them.
+my $batch_sql = "COPY (SELECT snowseq_next_n($batch) FROM generate_series(1, $batches) g "
+  . "WHERE pg_sleep(0.005 + 0 * g) IS NOT NULL) TO STDOUT";
+my $batch_clients = [
+	@{ db_clients($node, 'postgres', 1, $batch_sql, 'batch') },
+	@{ db_clients($node, 'otherdb', 1, $batch_sql, 'batch_other') },
+];
+ok(wait_for_output($batch_clients->[0][1]) && wait_for_output($batch_clients->[1][1]),
+	'batch sessions are running');
 my $next_clients = db_clients($node, 'postgres', 2,
 	"COPY (SELECT snowseq_next() FROM generate_series(1, $singles)) TO STDOUT", 'single');
-# start the batches while the single-ID sessions are running
-ok(wait_for_output($next_clients->[0][1]) && wait_for_output($next_clients->[1][1]),
-	'single-ID sessions are running');
-my $batch_clients = [
-	@{ db_clients($node, 'postgres', 1,
-		"COPY (SELECT snowseq_next_n($batch) FROM generate_series(1, $batches)) TO STDOUT", 'batch') },
-	@{ db_clients($node, 'otherdb', 1,
-		"COPY (SELECT snowseq_next_n($batch) FROM generate_series(1, $batches)) TO STDOUT", 'batch_other') },
-];
 my $mix = [ @$next_clients, @$batch_clients ];
 clients_ok($mix, 'batches and single IDs');
 my $mixed = check_ids($mix, 'batches and single IDs');
+diag_duplicates($mix) unless all_unique($mixed);
 is(scalar(@$mixed), 2 * $singles + 2 * $batches * $batch, 'every ID of the mix was received');
 
 # each batch is n consecutive counter values (taken in one atomic step), so

@@ -94,8 +94,12 @@ is($sa->safe_psql('postgres', 'SELECT count(*) FROM orders') + $sb->safe_psql('p
 	0, 'router: the failed insert left no row on either shard');
 # with an ID given, the cloned trigger leaves the row alone (it is on the
 # partition, which the router already chose)
-$router->safe_psql('postgres', q{
-	INSERT INTO orders (order_id, buyer_id, amount) VALUES (snowseq_gene_next('buyer_1'), 'buyer_1', 1)});
+my $given = $router->safe_psql('postgres', q{
+	INSERT INTO orders (order_id, buyer_id, amount) VALUES (snowseq_gene_next('buyer_1'), 'buyer_1', 1)
+	RETURNING order_id});
+my $holder = $node_of{ $router->safe_psql('postgres', "SELECT snowseq_route($given)") };
+is($holder->safe_psql('postgres', "SELECT buyer_id FROM orders WHERE order_id = $given"), 'buyer_1',
+	'router: an order with its ID given in the INSERT is stored as given, on its shard');
 $router->safe_psql('postgres', 'DROP TRIGGER orders_fill_id ON orders; TRUNCATE orders');
 
 # On a shard server's own (unpartitioned) table the trigger does fill the ID
@@ -176,12 +180,19 @@ for my $name ('shard_a', 'shard_b')
 	is(scalar(@scans), 1, "(2) $b: <@ snowseq_key_range plans one foreign scan");
 	like($scans[0] // '', qr/^(public\.)?$part_of{$name}$/, "(2) $b: the scan is of $part_of{$name}, on $name");
 	unlike($plan, qr/Append/, "(2) $b: no Append: the other partition is pruned");
-	like($plan, qr/Remote SQL: .*WHERE \(\(order_id >= \d+\)\)/, "(2) $b: the range goes to the shard as a WHERE clause");
+	like($plan, qr/Remote SQL: .*WHERE \(\(order_id >= \d+::bigint\)\) AND \(\(order_id <=? \d+::bigint\)\)/, "(2) $b: the range goes to the shard as a WHERE clause");
 	my $n_router = $router->safe_psql('postgres', qq{
 		SELECT count(*) FROM orders WHERE order_id <@ snowseq_key_range('$b') AND buyer_id = '$b'});
 	my $n_shard = $node_of{$name}->safe_psql('postgres', "SELECT count(*) FROM orders WHERE buyer_id = '$b'");
 	is($n_router, $n_shard, "(2) $b: the pruned query finds all $n_shard of the buyer's orders");
 	ok($n_shard > 0, "(2) $b has orders");
+	# the commuted spelling, range @> id, means the same
+	my ($crc, $cout, $cerr) = $router->psql('postgres', qq{
+		SELECT count(*) FROM orders WHERE snowseq_key_range('$b') @> order_id AND buyer_id = '$b'});
+	is($cout, $n_shard, "(2) $b: snowseq_key_range(...) \@> order_id finds the same orders")
+	  or diag $cerr;
+	note "plan of the \@> spelling:\n" . ($router->psql('postgres', qq{
+		EXPLAIN (COSTS OFF) SELECT * FROM orders WHERE snowseq_key_range('$b') \@> order_id}))[1];
 
 	# one order by its ID: a constant prunes at plan time ...
 	my $id = $node_of{$name}->safe_psql('postgres', "SELECT min(order_id) FROM orders WHERE buyer_id = '$b'");
@@ -232,10 +243,15 @@ for my $c (@clients)
 		$layout_ok = 0 if grep { ($_ & 1023) != $nid } @ids;
 		push @gene_all, @ids;
 	}
-	else { push @flake_all, @ids; }
+	else
+	{
+		# default layout 41/10/12: the node id sits above the 12 sequence bits
+		$layout_ok = 0 if grep { (($_ >> 12) & 1023) != $nid } @ids;
+		push @flake_all, @ids;
+	}
 	push @all, @ids;
 }
-ok($layout_ok, '(3) every gene ID ends in the node id of the server that issued it');
+ok($layout_ok, '(3) every ID carries the node id of the server that issued it');
 ok(all_unique(\@gene_all), '(3) no duplicate among ' . scalar(@gene_all) . ' gene IDs of router, shard_a and shard_b');
 ok(all_unique(\@flake_all), '(3) no duplicate among ' . scalar(@flake_all) . ' snowflake IDs of router, shard_a and shard_b');
 ok(all_unique(\@all), '(3) no ID of either kind issued twice across the three servers (' . scalar(@all) . ' IDs)');
@@ -243,10 +259,11 @@ ok(all_unique(\@all), '(3) no ID of either kind issued twice across the three se
 # ---------------------------------------------------------------------
 # (4) A shard server restarted under load loses and duplicates nothing
 # ---------------------------------------------------------------------
-# Clients run psql in a loop, each psql a batch of one-row autocommit
+# Clients run psql in a loop, each psql a long batch of one-row autocommit
 # INSERT ... RETURNING order_id: a printed ID is an ID whose commit the
-# client saw.  Statements fail while shard_b is down; a client on shard_b
-# loses its connection and its loop starts a new psql.
+# client saw.  While shard_b is down, statements through the router that
+# route to it fail and the router's clients go on; a client connected to
+# shard_b itself loses its connection, and its loop starts a new psql.
 my @b_buyers = grep { length } split /\n/, $router->safe_psql('postgres', q{
 	SELECT b FROM (SELECT 'buyer_' || i AS b FROM generate_series(0, 199) i) s
 	WHERE snowseq_route_key(b) = 'shard_b' ORDER BY b});
@@ -265,7 +282,8 @@ sub batch_file
 	close $fh;
 }
 
-# a client: psql runs $sql again and again until $until (epoch seconds)
+# a client: psql runs the batch $sql again and again until $until (epoch
+# seconds); IDs to $tag.out, errors to $tag.err
 sub loop_client
 {
 	my ($node, $sql, $tag, $until) = @_;
@@ -276,48 +294,53 @@ sub loop_client
 			psql -X -Atq -d "$1" -f "$2" >> "$4" 2>> "$5" || sleep 0.2
 		done
 	};
-	my $h = IPC::Run::start([ 'bash', '-c', $script, 'client', $node->connstr('postgres'), $sql, $until, $out, $err ]);
-	return [ $h, $out, $err, $tag ];
+	my $h = IPC::Run::start(
+		[ 'bash', '-c', $script, 'client', $node->connstr('postgres'), $sql, $until, $out, $err ]);
+	return { h => $h, out => $out, err => $err, tag => $tag };
 }
 
-batch_file("$tmp/batch_router.sql", \@any_buyers, 50);
-batch_file("$tmp/batch_shard_b.sql", \@b_buyers, 50);
-my $until = int(time()) + 12;
-my @load = (
-	loop_client($router, "$tmp/batch_router.sql", 'router_1', $until),
-	loop_client($router, "$tmp/batch_router.sql", 'router_2', $until),
-	loop_client($sb, "$tmp/batch_shard_b.sql", 'shard_b_1', $until),
-	loop_client($sb, "$tmp/batch_shard_b.sql", 'shard_b_2', $until),
-);
-sub seen_ids { my @ids; push @ids, read_ids($_->[1]) for @load; return @ids; }
+sub ids_of { my @ids; push @ids, read_ids($_->{out}) for @_; return @ids; }
+sub on_shard_b { return grep { ($_ >> 48) >= 16384 } @_; }
 
-# let the load run, then crash and restart shard_b under it
+batch_file("$tmp/batch_router.sql", \@any_buyers, 1000);
+batch_file("$tmp/batch_shard_b.sql", \@b_buyers, 1000);
+my $until = int(time()) + 10;
+my @via_router = map { loop_client($router, "$tmp/batch_router.sql", "router_$_", $until) } 1 .. 2;
+my @direct_b = map { loop_client($sb, "$tmp/batch_shard_b.sql", "shard_b_$_", $until) } 1 .. 2;
+my @load = (@via_router, @direct_b);
+
+# let the load run, then crash shard_b under it and start it again
 usleep(3_000_000);
-my $before = scalar(seen_ids());
+my $before = scalar(ids_of(@load));
 $sb->stop('immediate');
-usleep(500_000);
+usleep(300_000);
 $sb->start;
-my $at_restart = scalar(seen_ids());
-$_->[0]->finish for @load;
-my @seen = seen_ids();
-note "restart: $before IDs seen before the crash, " . scalar(@seen) . " in all";
+my $restarted_router_b = scalar(on_shard_b(ids_of(@via_router)));
+my $restarted_direct = scalar(ids_of(@direct_b));
+$_->{h}->finish for @load;
+my @seen = ids_of(@load);
+note "restart: " . scalar(@seen) . " orders seen committed, $before of them before the crash";
 ok($before > 0, "(4) the clients committed orders before the crash ($before)");
-ok(@seen > $at_restart, '(4) the clients committed orders after the restart (' . (@seen - $at_restart) . ')');
+ok(on_shard_b(ids_of(@via_router)) > $restarted_router_b,
+	'(4) after the restart the router writes to shard_b again (postgres_fdw reconnects)');
+ok(ids_of(@direct_b) > $restarted_direct, '(4) after the restart the direct clients write to shard_b again');
 
-my $errors = join '', map { slurp_file($_->[2]) } grep { -e $_->[2] } @load;
-ok($errors =~ /terminat|connection|server closed|could not connect|shut ?down/i,
-	'(4) the crash made statements fail, as it should');
+my %errs = map { $_->{tag} => (-e $_->{err} ? slurp_file($_->{err}) : '') } @load;
+my $errors = join '', values %errs;
+like(join('', @errs{ map { $_->{tag} } @direct_b }),
+	qr/server closed the connection unexpectedly|terminating connection/,
+	'(4) the crash cut off sessions connected to shard_b');
+like(join('', @errs{ map { $_->{tag} } @via_router }), qr/ERROR:  could not connect to server "shard_b"/,
+	'(4) statements through the router failed while shard_b was down');
 unlike($errors, qr/duplicate key/, '(4) no statement hit a duplicate key');
+unlike($errors, qr/violates check constraint/, '(4) no row was routed to the wrong shard');
 ok(all_unique(\@seen), '(4) no order_id was returned twice (' . scalar(@seen) . ' returned)');
 
 # every ID a client saw committed is on exactly one shard server, once
 my %where;
 for my $name ('shard_a', 'shard_b')
 {
-	for my $id (split /\n/, $node_of{$name}->safe_psql('postgres', 'SELECT order_id FROM orders'))
-	{
-		$where{$id}++;
-	}
+	$where{$_}++ for split /\n/, $node_of{$name}->safe_psql('postgres', 'SELECT order_id FROM orders');
 }
 my @lost = grep { !$where{$_} } @seen;
 my @twice = grep { $where{$_} > 1 } keys %where;
@@ -325,10 +348,11 @@ is(scalar(@lost), 0, '(4) every order_id a client saw committed exists after the
   or diag "lost: @lost[0 .. ($#lost < 9 ? $#lost : 9)]";
 is(scalar(@twice), 0, '(4) no order_id exists on both shard servers');
 is($router->safe_psql('postgres', 'SELECT count(*) FROM orders'), scalar(keys %where),
-	'(4) the router sees the rows of both shard servers');
+	'(4) the router sees the rows of both shard servers, ' . scalar(keys %where) . ' in all');
 is($router->safe_psql('postgres', q{
-	SELECT count(*) FROM orders WHERE snowseq_route(order_id) <> snowseq_route_key(buyer_id)
-		OR tableoid::regclass::text <> CASE snowseq_route(order_id) WHEN 'shard_a' THEN 'orders_0' ELSE 'orders_1' END}),
+	SELECT count(*) FROM orders
+	WHERE snowseq_route(order_id) <> snowseq_route_key(buyer_id)
+	   OR tableoid::regclass::text <> CASE snowseq_route(order_id) WHEN 'shard_a' THEN 'orders_0' ELSE 'orders_1' END}),
 	0, '(4) after the restart every order is still where the map says');
 
 # ---------------------------------------------------------------------

@@ -1,0 +1,240 @@
+# The state file: a changed layout, epoch or node id, a corrupt file and a
+# missing one.  A mismatch or a corrupt file makes every generating
+# function raise an ERROR (the server stays up, no ID is issued, the file is
+# left alone) until a superuser calls snowseq_reset_state(); after the
+# reset, IDs carry times not before those issued before it and gene
+# segments keep increasing.  A missing file is logged and the counters
+# start from the clock and the WAL replayed.  No ID is received twice over
+# the whole test.
+use strict;
+use warnings;
+use lib 'test';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SnowseqTest;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $SEGMENT_MASK = (1 << 48) - 1;
+
+my $node = snowseq_node('state', conf => [ "timezone = 'UTC'" ]);
+my $state_file = $node->data_dir . '/snowseq.state';
+$node->safe_psql('postgres', 'CREATE ROLE regress_plain LOGIN');
+
+sub ids_issued { return $node->safe_psql('postgres', 'SELECT ids_issued FROM snowseq_status'); }
+sub state_bytes { return slurp_file($state_file); }
+
+my %seen;    # every ID received, and the batch that received it
+my @dups;
+my $batch_no = 0;
+
+# Generate IDs through clients (recorded in files), check them and return
+# { sf => [...], gene => [...], seg => [...], t_min, t_max } with the
+# snowflake times parsed now, under the configuration that issued them.
+sub generate
+{
+	my ($what, %o) = @_;
+	$batch_no++;
+	my $issued = ids_issued();
+	my $sf_c = id_clients($node, 1, 'SELECT snowseq_next() FROM generate_series(1, 200)', "b${batch_no}_sf");
+	my $gene_c = $o{no_gene} ? [] : id_clients($node, 1,
+		"SELECT snowseq_gene_next(k) FROM (SELECT 'customer-' || (g % 4) AS k FROM generate_series(1, 100) g) s",
+		"b${batch_no}_gene");
+	is(wait_clients($sf_c) + wait_clients($gene_c), 0, "$what: clients generated IDs");
+	my @sf = read_ids($sf_c->[0][1]);
+	my @gene = $o{no_gene} ? () : read_ids($gene_c->[0][1]);
+	my @seg = map { $_ & $SEGMENT_MASK } @gene;
+	is(scalar(@sf), 200, "$what: 200 snowflake IDs received");
+	is(scalar(@gene), 100, "$what: 100 gene IDs received") unless $o{no_gene};
+	ok(strictly_increasing(\@sf) && strictly_increasing(\@seg), "$what: IDs and gene segments increase");
+	is(ids_issued() - $issued, @sf + @gene, "$what: ids_issued counts the IDs received");
+
+	my $n_dups = @dups;
+	for my $id (@sf, @gene)
+	{
+		if (exists $seen{$id}) { push @dups, "$id ($seen{$id} and $what)"; }
+		else { $seen{$id} = $what; }
+	}
+	is(scalar(@dups) - $n_dups, 0, "$what: no ID received before")
+	  or diag('duplicates: ' . join(', ', @dups[ $n_dups .. ($n_dups + 4 > $#dups ? $#dups : $n_dups + 4) ]));
+
+	my ($t_min, $t_max) = split /\|/, $node->safe_psql('postgres',
+		"SELECT min(t), max(t) FROM (SELECT (extract(epoch FROM snowseq_time(id)) * 1000)::bigint AS t
+		   FROM unnest('{" . join(',', @sf) . "}'::bigint[]) id) s");
+	return { sf => \@sf, gene => \@gene, seg => \@seg, t_min => $t_min, t_max => $t_max };
+}
+
+# After a reset (or a start): later IDs parse to times not before the
+# earlier ones, and gene segments are above the earlier ones.
+sub check_after
+{
+	my ($before, $after, $what, %o) = @_;
+	cmp_ok($after->{t_min}, '>=', $before->{t_max},
+		"$what: snowflake IDs carry times not before those issued before");
+	cmp_ok((sort { $a <=> $b } @{ $after->{sf} })[0], '>', max_of(@{ $before->{sf} }),
+		"$what: snowflake IDs are greater than those issued before") if $o{same_layout};
+	cmp_ok((sort { $a <=> $b } @{ $after->{seg} })[0], '>', max_of(@{ $before->{seg} }),
+		"$what: gene segments are greater than those issued before") unless $o{no_gene};
+}
+
+# Every generating function refuses with the same ERROR, DETAIL and HINT;
+# no ID is received or issued, the state file is left as it is, and the
+# server stays up.
+sub expect_refusal
+{
+	my ($what, $state, $msg, $detail, $hint) = @_;
+	is($node->safe_psql('postgres', 'SELECT state FROM snowseq_status'), $state, "$what: state is $state");
+	my $issued = ids_issued();
+	my $file = state_bytes();
+	for my $f ('snowseq_next()', 'snowseq_next_n(3)', "snowseq_gene_next('customer-1')",
+		'snowseq_gene_next(42::bigint)', "snowseq_gene_next('\\x0102'::bytea)")
+	{
+		my ($rc, $out, $err) = $node->psql('postgres', "SELECT $f");
+		ok($rc != 0 && $out eq '', "$what: $f fails and returns nothing");
+		like($err, qr/ERROR:  $msg/, "$what: $f says why");
+		like($err, qr/DETAIL:  $detail/, "$what: $f details what changed");
+		like($err, qr/HINT:  $hint/, "$what: $f hints at the way out");
+	}
+	# give the reservation worker a moment, in case it would write anyway
+	usleep(300_000);
+	is(ids_issued(), $issued, "$what: no ID issued by the failed calls");
+	ok(state_bytes() eq $file, "$what: state file left as it was");
+	is($node->safe_psql('postgres', 'SELECT 1'), '1', "$what: server still up");
+}
+
+# Restart with settings appended to postgresql.conf; returns the server log
+# of the start.
+sub restart_with
+{
+	my (@conf) = @_;
+	$node->stop;
+	$node->append_conf('postgresql.conf', join("\n", @conf) . "\n") if @conf;
+	my $pos = -s $node->logfile;
+	$node->start;
+	return server_log_since($node, $pos);
+}
+
+sub reset_state
+{
+	my ($what, $re) = @_;
+	my $r = $node->safe_psql('postgres', 'SELECT snowseq_reset_state()');
+	like($r, $re, "$what: snowseq_reset_state() as superuser: $r");
+	is($node->safe_psql('postgres', 'SELECT state FROM snowseq_status'), 'ok', "$what: state ok after the reset");
+}
+
+my $MISMATCH = qr/snowseq configuration does not match its saved state/;
+my $MISMATCH_HINT = qr/Restore the previous settings, or call snowseq_reset_state\(\) as a superuser/;
+
+my $initial = generate('initial');
+ok(-f $state_file, 'state file written');
+
+# ---------------------------------------------------------------------
+# (a) layout changed
+# ---------------------------------------------------------------------
+my $log = restart_with('snowseq.time_bits = 42', 'snowseq.seq_bits = 11');
+like($log, qr/LOG:  snowseq configuration does not match state file "snowseq.state", no ID will be generated\n.*DETAIL:  The layout was 41\/10\/12 bits at 1 ms and is now 42\/10\/11 bits at 1 ms\./,
+	'layout changed: start logs the mismatch');
+expect_refusal('layout changed', 'mismatch', $MISMATCH,
+	qr/The layout was 41\/10\/12 bits at 1 ms and is now 42\/10\/11 bits at 1 ms\./, $MISMATCH_HINT);
+
+# (c) only a superuser may reset
+my ($rc, $out, $err) = $node->psql('postgres', 'SELECT snowseq_reset_state()',
+	extra_params => [ '-U', 'regress_plain' ]);
+like($err, qr/ERROR:  permission denied for function snowseq_reset_state/,
+	'reset by a non-superuser: permission denied');
+$node->safe_psql('postgres', 'GRANT EXECUTE ON FUNCTION snowseq_reset_state() TO regress_plain');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT snowseq_reset_state()',
+	extra_params => [ '-U', 'regress_plain' ]);
+like($err, qr/ERROR:  only a superuser may reset the snowseq state/,
+	'reset by a non-superuser granted EXECUTE: still refused');
+$node->safe_psql('postgres', 'REVOKE EXECUTE ON FUNCTION snowseq_reset_state() FROM regress_plain');
+expect_refusal('after the refused resets', 'mismatch', $MISMATCH,
+	qr/The layout was 41\/10\/12 bits/, $MISMATCH_HINT);
+
+reset_state('layout changed', qr/snowseq state reset: previous state converted/);
+my $layout = generate('after the layout reset');
+check_after($initial, $layout, 'layout reset');
+
+# ---------------------------------------------------------------------
+# (d) corrupt state file: one byte flipped while stopped
+# ---------------------------------------------------------------------
+$node->stop;
+{
+	open my $fh, '+<:raw', $state_file or die "cannot open $state_file: $!";
+	sysseek($fh, 40, 0);
+	sysread($fh, my $byte, 1) == 1 or die "state file too short";
+	sysseek($fh, 40, 0);
+	syswrite($fh, chr(ord($byte) ^ 0x5A));
+	close $fh;
+}
+my $pos = -s $node->logfile;
+$node->start;
+$log = server_log_since($node, $pos);
+like($log, qr/LOG:  snowseq state file "snowseq.state" is corrupt, no ID will be generated\n.*DETAIL:  The checksum is/,
+	'corrupt: start logs the corruption');
+expect_refusal('corrupt', 'corrupt', qr/snowseq state file "snowseq.state" is corrupt/,
+	qr/The checksum is [0-9a-f]{8}, expected [0-9a-f]{8}\./,
+	qr/Restore the file from a backup, or call snowseq_reset_state\(\) as a superuser/);
+reset_state('corrupt', qr/snowseq state reset: previous state file unreadable/);
+my $corrupt = generate('after the reset of the corrupt file');
+check_after($layout, $corrupt, 'corrupt reset', same_layout => 1);
+
+# ---------------------------------------------------------------------
+# (b) epoch changed, then node id changed
+# ---------------------------------------------------------------------
+$log = restart_with("snowseq.epoch = '2025-06-01 00:00:00+00'");
+like($log, qr/DETAIL:  snowseq\.epoch was 2025-01-01 00:00:00\+00 and is now 2025-06-01 00:00:00\+00\./,
+	'epoch changed: start logs the mismatch');
+expect_refusal('epoch changed', 'mismatch', $MISMATCH,
+	qr/snowseq\.epoch was 2025-01-01 00:00:00\+00 and is now 2025-06-01 00:00:00\+00\./, $MISMATCH_HINT);
+reset_state('epoch changed', qr/snowseq state reset: previous state converted/);
+my $epoch = generate('after the epoch reset');
+check_after($corrupt, $epoch, 'epoch reset');
+
+$log = restart_with('snowseq.node_id = 2');
+like($log, qr/DETAIL:  snowseq\.node_id was 1 and is now 2\./, 'node id changed: start logs the mismatch');
+expect_refusal('node id changed', 'mismatch', $MISMATCH,
+	qr/snowseq\.node_id was 1 and is now 2\./, $MISMATCH_HINT);
+reset_state('node id changed', qr/snowseq state reset: previous state converted/);
+my $nodeid = generate('after the node id reset');
+check_after($epoch, $nodeid, 'node id reset');
+is($node->safe_psql('postgres',
+		"SELECT bool_and(snowseq_node(id) = 2) FROM unnest('{" . join(',', @{ $nodeid->{sf} }) . "}'::bigint[]) id"),
+	't', 'node id reset: snowflake IDs carry node 2');
+ok(!(grep { ($_ & 1023) != 2 } @{ $nodeid->{seg} }), 'node id reset: gene segments carry node 2');
+
+# ---------------------------------------------------------------------
+# (e) state file deleted while stopped
+# ---------------------------------------------------------------------
+# after an immediate shutdown: the WAL replayed raises the counters
+$node->stop('immediate');
+unlink $state_file or die "cannot remove $state_file: $!";
+$pos = -s $node->logfile;
+$node->start;
+$log = server_log_since($node, $pos);
+like($log, qr/LOG:  snowseq state file "snowseq.state" not found, starting from the clock and any WAL replayed/,
+	'deleted after an immediate shutdown: start logs it');
+is($node->safe_psql('postgres', 'SELECT state FROM snowseq_status'), 'ok', 'deleted: state ok');
+my $deleted = generate('deleted after an immediate shutdown');
+check_after($nodeid, $deleted, 'deleted after an immediate shutdown', same_layout => 1);
+ok(-f $state_file, 'deleted: state file written again');
+
+# after a clean shutdown nothing is replayed: snowflake IDs start from the
+# clock, which has moved on past every ID issued once the logical clock no
+# longer runs ahead.  (The gene segment counter has no clock to fall back
+# on, so no gene ID is generated after this.)
+$node->poll_query_until('postgres', "SELECT drift = interval '0' AND last_time < wall_clock FROM snowseq_status")
+  or die 'logical clock still ahead';
+$node->stop;
+unlink $state_file or die "cannot remove $state_file: $!";
+$pos = -s $node->logfile;
+$node->start;
+$log = server_log_since($node, $pos);
+like($log, qr/LOG:  snowseq state file "snowseq.state" not found, starting from the clock and any WAL replayed/,
+	'deleted after a clean shutdown: start logs it');
+my $deleted_clean = generate('deleted after a clean shutdown', no_gene => 1);
+check_after($deleted, $deleted_clean, 'deleted after a clean shutdown', same_layout => 1, no_gene => 1);
+
+is(scalar(@dups), 0, 'no ID received twice over the whole test (' . scalar(keys %seen) . ' IDs)');
+$node->stop;
+done_testing();
