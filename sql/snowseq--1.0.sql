@@ -85,12 +85,12 @@ CREATE VIEW snowseq_reservations AS SELECT * FROM snowseq_reservations();
 COMMENT ON VIEW snowseq_reservations IS 'snowseq durable reservations';
 
 -- PARALLEL UNSAFE: rewrites the state file.
-CREATE FUNCTION snowseq_reset_state() RETURNS text
+CREATE FUNCTION snowseq_reset_state(segment_floor bigint DEFAULT NULL) RETURNS text
 	AS 'MODULE_PATHNAME', 'snowseq_reset_state'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_reset_state() IS
+COMMENT ON FUNCTION snowseq_reset_state(bigint) IS
 	'adopt the configured layout, epoch and node id after a deliberate change (superuser)';
-REVOKE ALL ON FUNCTION snowseq_reset_state() FROM PUBLIC;
+REVOKE ALL ON FUNCTION snowseq_reset_state(bigint) FROM PUBLIC;
 
 ------------------------------------------------------------------------
 -- Sharding-gene IDs: [0][gene: 15][segment: 48]

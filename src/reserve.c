@@ -30,6 +30,7 @@
 #include "replication/walsender_private.h"
 #include "storage/fd.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/wait_event.h"
 
 #include "snowseq.h"
@@ -41,6 +42,9 @@
 #define SNOWSEQ_STATE_MAGIC			0x53455153	/* "SQES" */
 #define SNOWSEQ_STATE_VERSION		1
 #define SNOWSEQ_STATE_TMP			SNOWSEQ_STATE_FILE ".tmp"
+/* a second copy, written after the first and before a bound is published */
+#define SNOWSEQ_STATE_COPY			SNOWSEQ_STATE_FILE ".copy"
+#define SNOWSEQ_STATE_COPY_TMP		SNOWSEQ_STATE_COPY ".tmp"
 
 /* What is saved, in the WAL record and in the state file alike. */
 typedef struct SnowseqSaved
@@ -100,9 +104,15 @@ SavedDiffers(const SnowseqSaved *s, char *buf, size_t len)
 				 s->time_bits, s->node_bits, s->seq_bits, s->time_unit_ms,
 				 snowseq_time_bits, snowseq_node_bits, snowseq_seq_bits, snowseq_time_unit_ms);
 	else if (s->epoch_ms != SnowseqEpochMs)
-		snprintf(buf, len, "snowseq.epoch was %s and is now %s.",
-				 timestamptz_to_str((s->epoch_ms - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000) * 1000),
+	{
+		/* timestamptz_to_str() returns a static buffer: copy the first */
+		char		was[MAXDATELEN + 1];
+
+		strlcpy(was, timestamptz_to_str((s->epoch_ms - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000) * 1000),
+				sizeof(was));
+		snprintf(buf, len, "snowseq.epoch was %s and is now %s.", was,
 				 timestamptz_to_str((SnowseqEpochMs - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000) * 1000));
+	}
 	else if (s->node_id != snowseq_node_id)
 		snprintf(buf, len, "snowseq.node_id was %d and is now %d.", s->node_id, snowseq_node_id);
 	else
@@ -110,9 +120,9 @@ SavedDiffers(const SnowseqSaved *s, char *buf, size_t len)
 	return true;
 }
 
-/* Write the state file durably: temporary file, fsync, durable rename. */
+/* Write one copy durably: temporary file, fsync, durable rename. */
 static void
-WriteStateFile(const SnowseqSaved *s)
+WriteStateFileAt(const SnowseqSaved *s, const char *path, const char *tmp)
 {
 	SnowseqStateFile f;
 	int			fd;
@@ -125,11 +135,11 @@ WriteStateFile(const SnowseqSaved *s)
 	COMP_CRC32C(f.crc, &f, offsetof(SnowseqStateFile, crc));
 	FIN_CRC32C(f.crc);
 
-	fd = OpenTransientFile(SNOWSEQ_STATE_TMP, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	fd = OpenTransientFile(tmp, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", SNOWSEQ_STATE_TMP)));
+				 errmsg("could not create file \"%s\": %m", tmp)));
 	errno = 0;
 	if (write(fd, &f, sizeof(f)) != sizeof(f))
 	{
@@ -137,14 +147,29 @@ WriteStateFile(const SnowseqSaved *s)
 			errno = ENOSPC;
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", SNOWSEQ_STATE_TMP)));
+				 errmsg("could not write file \"%s\": %m", tmp)));
 	}
 	if (CloseTransientFile(fd) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not close file \"%s\": %m", SNOWSEQ_STATE_TMP)));
+				 errmsg("could not close file \"%s\": %m", tmp)));
 	/* fsyncs the file, renames, fsyncs the directory */
-	durable_rename(SNOWSEQ_STATE_TMP, SNOWSEQ_STATE_FILE, ERROR);
+	durable_rename(tmp, path, ERROR);
+}
+
+/*
+ * Write the state file, then its copy.  Both are durable before the caller
+ * publishes a bound, so either copy that verifies bounds everything handed
+ * out: a crash between the two leaves the copy with the previous bounds,
+ * above which nothing was handed out yet.  The copy lets a reset after a
+ * corrupt state file, and a start after a lost one, find the gene segment
+ * counter, which has no clock to fall back on.
+ */
+static void
+WriteStateFile(const SnowseqSaved *s)
+{
+	WriteStateFileAt(s, SNOWSEQ_STATE_FILE, SNOWSEQ_STATE_TMP);
+	WriteStateFileAt(s, SNOWSEQ_STATE_COPY, SNOWSEQ_STATE_COPY_TMP);
 }
 
 typedef enum ReadResult
@@ -154,21 +179,21 @@ typedef enum ReadResult
 	READ_CORRUPT
 } ReadResult;
 
-/* Read and verify the state file; on corruption say why in buf. */
+/* Read and verify one copy of the state; on corruption say why in buf. */
 static ReadResult
-ReadStateFile(SnowseqSaved *s, char *buf, size_t len)
+ReadStateFileAt(const char *path, SnowseqSaved *s, char *buf, size_t len)
 {
 	SnowseqStateFile f;
 	pg_crc32c	crc;
 	int			fd;
 	int			n;
 
-	fd = OpenTransientFile(SNOWSEQ_STATE_FILE, O_RDONLY | PG_BINARY);
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
 		if (errno == ENOENT)
 			return READ_MISSING;
-		snprintf(buf, len, "could not open file \"%s\": %s", SNOWSEQ_STATE_FILE, strerror(errno));
+		snprintf(buf, len, "could not open file \"%s\": %s", path, strerror(errno));
 		return READ_CORRUPT;
 	}
 	n = read(fd, &f, sizeof(f));
@@ -216,7 +241,17 @@ ReserveLoadStateFile(void)
 	SnowseqSaved s;
 	char		msg[sizeof(Snowseq->state_message)];
 
-	switch (ReadStateFile(&s, msg, sizeof(msg)))
+	ReadResult	rr = ReadStateFileAt(SNOWSEQ_STATE_FILE, &s, msg, sizeof(msg));
+
+	if (rr == READ_MISSING &&
+		ReadStateFileAt(SNOWSEQ_STATE_COPY, &s, msg, sizeof(msg)) == READ_OK)
+	{
+		ereport(LOG,
+				(errmsg("snowseq state file \"%s\" not found, using its copy \"%s\"",
+						SNOWSEQ_STATE_FILE, SNOWSEQ_STATE_COPY)));
+		rr = READ_OK;
+	}
+	switch (rr)
 	{
 		case READ_MISSING:
 			ereport(LOG,
@@ -583,9 +618,11 @@ ReserveInit(void)
 PG_FUNCTION_INFO_V1(snowseq_reset_state);
 
 /*
- * snowseq_reset_state() -> text: adopt the current configuration after a
- * deliberate change, or start over after a corrupt state file.  Counters
- * start above anything the old state could have issued.
+ * snowseq_reset_state(segment_floor) -> text: adopt the current
+ * configuration after a deliberate change, or start over after a corrupt
+ * state file.  Counters start above anything the old state (or its copy)
+ * could have issued; with neither readable, the gene segment counter needs
+ * segment_floor, the highest counter value issued.
  */
 Datum
 snowseq_reset_state(PG_FUNCTION_ARGS)
@@ -594,6 +631,9 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	SnowseqSaved cur;
 	char		msg[512];
 	ReadResult	rr;
+	bool		from_copy = false;
+	bool		segment_floor_given = !PG_ARGISNULL(0);
+	int64		segment_floor = segment_floor_given ? PG_GETARG_INT64(0) : 0;
 	uint64		clock_floor;
 	uint64		seg_floor;
 
@@ -601,6 +641,10 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("only a superuser may reset the snowseq state")));
+	if (segment_floor < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("segment_floor must not be negative")));
 	if (Snowseq == NULL)
 		ShmemCheckUsableSlow();
 	if (RecoveryInProgress())
@@ -612,7 +656,24 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	clock_floor = Max(pg_atomic_read_u64(&Snowseq->res[RESERVE_CLOCK].counter),
 					  ClockNowUnits() << snowseq_seq_bits);
 	seg_floor = pg_atomic_read_u64(&Snowseq->res[RESERVE_SEGMENT].counter);
-	rr = ReadStateFile(&old, msg, sizeof(msg));
+	rr = ReadStateFileAt(SNOWSEQ_STATE_FILE, &old, msg, sizeof(msg));
+	if (rr != READ_OK &&
+		ReadStateFileAt(SNOWSEQ_STATE_COPY, &old, msg, sizeof(msg)) == READ_OK)
+	{
+		from_copy = true;
+		rr = READ_OK;
+	}
+	if (rr != READ_OK && !segment_floor_given && seg_floor == 0)
+	{
+		LWLockRelease(Snowseq->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot tell where the gene segment counter stood: no readable state file or copy"),
+				 errhint("Pass the highest segment counter this node issued, snowseq_reset_state(segment_floor => (SELECT max((id & (2^48 - 1)::bigint) >> %d) FROM your_table)), or 0 if it never issued gene IDs.",
+						 snowseq_node_bits)));
+	}
+	if (segment_floor_given)
+		seg_floor = Max(seg_floor, (uint64) segment_floor + 1);
 	if (rr == READ_OK && old.time_bits + old.node_bits + old.seq_bits == 63 &&
 		old.time_unit_ms > 0)
 	{
@@ -645,6 +706,7 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	LWLockRelease(Snowseq->lock);
 
 	snprintf(msg, sizeof(msg), "snowseq state reset: %s; clock resumes at %s, segment counter at " UINT64_FORMAT,
+			 from_copy ? "previous state file unreadable, its copy converted" :
 			 rr == READ_OK ? "previous state converted" :
 			 rr == READ_MISSING ? "no previous state file" : "previous state file unreadable",
 			 timestamptz_to_str((ClockUnitsToMs(clock_floor >> snowseq_seq_bits) -

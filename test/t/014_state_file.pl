@@ -19,6 +19,7 @@ my $SEGMENT_MASK = (1 << 48) - 1;
 
 my $node = snowseq_node('state', conf => [ "timezone = 'UTC'" ]);
 my $state_file = $node->data_dir . '/snowseq.state';
+my $state_copy = $node->data_dir . '/snowseq.state.copy';
 $node->safe_psql('postgres', 'CREATE ROLE regress_plain LOGIN');
 
 sub ids_issued { return $node->safe_psql('postgres', 'SELECT ids_issued FROM snowseq_status'); }
@@ -142,12 +143,12 @@ my ($rc, $out, $err) = $node->psql('postgres', 'SELECT snowseq_reset_state()',
 	extra_params => [ '-U', 'regress_plain' ]);
 like($err, qr/ERROR:  permission denied for function snowseq_reset_state/,
 	'reset by a non-superuser: permission denied');
-$node->safe_psql('postgres', 'GRANT EXECUTE ON FUNCTION snowseq_reset_state() TO regress_plain');
+$node->safe_psql('postgres', 'GRANT EXECUTE ON FUNCTION snowseq_reset_state(bigint) TO regress_plain');
 ($rc, $out, $err) = $node->psql('postgres', 'SELECT snowseq_reset_state()',
 	extra_params => [ '-U', 'regress_plain' ]);
 like($err, qr/ERROR:  only a superuser may reset the snowseq state/,
 	'reset by a non-superuser granted EXECUTE: still refused');
-$node->safe_psql('postgres', 'REVOKE EXECUTE ON FUNCTION snowseq_reset_state() FROM regress_plain');
+$node->safe_psql('postgres', 'REVOKE EXECUTE ON FUNCTION snowseq_reset_state(bigint) FROM regress_plain');
 expect_refusal('after the refused resets', 'mismatch', $MISMATCH,
 	qr/The layout was 41\/10\/12 bits/, $MISMATCH_HINT);
 
@@ -175,7 +176,7 @@ like($log, qr/LOG:  snowseq state file "snowseq.state" is corrupt, no ID will be
 expect_refusal('corrupt', 'corrupt', qr/snowseq state file "snowseq.state" is corrupt/,
 	qr/The checksum is [0-9a-f]{8}, expected [0-9a-f]{8}\./,
 	qr/Restore the file from a backup, or call snowseq_reset_state\(\) as a superuser/);
-reset_state('corrupt', qr/snowseq state reset: previous state file unreadable/);
+reset_state('corrupt', qr/snowseq state reset: previous state file unreadable, its copy converted/);
 my $corrupt = generate('after the reset of the corrupt file');
 check_after($layout, $corrupt, 'corrupt reset', same_layout => 1);
 
@@ -206,9 +207,21 @@ ok(!(grep { ($_ & 1023) != 2 } @{ $nodeid->{seg} }), 'node id reset: gene segmen
 # ---------------------------------------------------------------------
 # (e) state file deleted while stopped
 # ---------------------------------------------------------------------
-# after an immediate shutdown: the WAL replayed raises the counters
-$node->stop('immediate');
+# only the state file lost: its copy carries on, gene segments included
+$node->stop;
 unlink $state_file or die "cannot remove $state_file: $!";
+$pos = -s $node->logfile;
+$node->start;
+$log = server_log_since($node, $pos);
+like($log, qr/LOG:  snowseq state file "snowseq.state" not found, using its copy "snowseq.state.copy"/,
+	'state file deleted, copy kept: start logs it');
+my $from_copy = generate('state file deleted, copy kept');
+check_after($nodeid, $from_copy, 'state file deleted, copy kept', same_layout => 1);
+ok(-f $state_file, 'copy used: state file written again');
+
+# both lost after an immediate shutdown: the WAL replayed raises the counters
+$node->stop('immediate');
+unlink $state_file, $state_copy or die "cannot remove the state files: $!";
 $pos = -s $node->logfile;
 $node->start;
 $log = server_log_since($node, $pos);
@@ -216,17 +229,17 @@ like($log, qr/LOG:  snowseq state file "snowseq.state" not found, starting from 
 	'deleted after an immediate shutdown: start logs it');
 is($node->safe_psql('postgres', 'SELECT state FROM snowseq_status'), 'ok', 'deleted: state ok');
 my $deleted = generate('deleted after an immediate shutdown');
-check_after($nodeid, $deleted, 'deleted after an immediate shutdown', same_layout => 1);
-ok(-f $state_file, 'deleted: state file written again');
+check_after($from_copy, $deleted, 'deleted after an immediate shutdown', same_layout => 1);
+ok(-f $state_file && -f $state_copy, 'deleted: state file and copy written again');
 
-# after a clean shutdown nothing is replayed: snowflake IDs start from the
-# clock, which has moved on past every ID issued once the logical clock no
-# longer runs ahead.  (The gene segment counter has no clock to fall back
-# on, so no gene ID is generated after this.)
+# both lost after a clean shutdown: nothing is replayed, snowflake IDs start
+# from the clock, which has moved on past every ID issued once the logical
+# clock no longer runs ahead.  (The gene segment counter has no clock to
+# fall back on, so no gene ID is generated after this.)
 $node->poll_query_until('postgres', "SELECT drift = interval '0' AND last_time < wall_clock FROM snowseq_status")
   or die 'logical clock still ahead';
 $node->stop;
-unlink $state_file or die "cannot remove $state_file: $!";
+unlink $state_file, $state_copy or die "cannot remove the state files: $!";
 $pos = -s $node->logfile;
 $node->start;
 $log = server_log_since($node, $pos);
@@ -234,6 +247,30 @@ like($log, qr/LOG:  snowseq state file "snowseq.state" not found, starting from 
 	'deleted after a clean shutdown: start logs it');
 my $deleted_clean = generate('deleted after a clean shutdown', no_gene => 1);
 check_after($deleted, $deleted_clean, 'deleted after a clean shutdown', same_layout => 1, no_gene => 1);
+
+# both copies corrupt: a reset cannot tell where the segments stood and asks
+my $max_seg = max_of(map { $_ >> 10 } map { @{ $_->{seg} } } ($deleted));
+$node->stop;
+for my $f ($state_file, $state_copy)
+{
+	open my $fh, '+<:raw', $f or die "cannot open $f: $!";
+	sysseek($fh, 40, 0);
+	sysread($fh, my $byte, 1) == 1 or die "state file too short";
+	sysseek($fh, 40, 0);
+	syswrite($fh, chr(ord($byte) ^ 0x5A));
+	close $fh;
+}
+$node->start;
+($rc, $out, $err) = $node->psql('postgres', 'SELECT snowseq_reset_state()');
+like($err, qr/ERROR:  cannot tell where the gene segment counter stood.*\n.*HINT:  Pass the highest segment counter/s,
+	'both copies corrupt: reset without segment_floor refuses and says what to pass');
+is($node->safe_psql('postgres', 'SELECT state FROM snowseq_status'), 'corrupt', 'both corrupt: still refusing');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT snowseq_reset_state(segment_floor => -1)');
+like($err, qr/segment_floor must not be negative/, 'negative segment_floor refused');
+like($node->safe_psql('postgres', "SELECT snowseq_reset_state(segment_floor => $max_seg)"),
+	qr/previous state file unreadable/, 'both corrupt: reset with segment_floor');
+my $after_floor = generate('after a reset with segment_floor');
+ok(!(grep { ($_ >> 10) <= $max_seg } @{ $after_floor->{seg} }), 'segments after the reset are above segment_floor');
 
 is(scalar(@dups), 0, 'no ID received twice over the whole test (' . scalar(keys %seen) . ' IDs)');
 $node->stop;
