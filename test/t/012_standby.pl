@@ -239,9 +239,20 @@ sub scenario
 		check_refuses($standby, "$mode, after the standby's restart");
 	}
 
-	# clients generate on the primary, paced, until it stops under them
-	my $snow = snow_clients($primary, 2, 30000, "${mode}_primary_snow", 0.002);
-	my $gene = gene_clients($primary, 2, 30000, "${mode}_primary_gene", 0.002);
+	# clients generate on the primary, paced, until it stops under them; a
+	# burst of batches meanwhile runs the clock some 20 s of logical time
+	# ahead, past anything the base backup's state file plus the promotion
+	# margin would cover: only replayed reservations keep the promoted
+	# standby above it
+	my $snow  = snow_clients($primary, 2, 30000, "${mode}_primary_snow", 0.002);
+	my $gene  = gene_clients($primary, 2, 30000, "${mode}_primary_gene", 0.002);
+	my $burst = script_clients($primary, 1, 20, "${mode}_primary_burst",
+		sub { "SELECT max(x) FROM (SELECT snowseq_next_n(4194304) x) s;\n" });
+	is(wait_clients($burst), 0, "$mode: a burst of 20 batches of 4194304 IDs completed");
+	my $pb_ids = check_ids($burst, "$mode, primary burst (last ID of each batch)");
+	push @p_snow, @$pb_ids;
+	cmp_ok(clock_of(max_of(@$pb_ids)) - $backup_state->{clock}, '>', 2 * $MARGIN,
+		"$mode: the burst ran the clock beyond the backup's bound plus twice the promotion margin");
 	sleep 3;
 	ok($primary->poll_query_until('postgres',
 			"SELECT (SELECT bound FROM snowseq_reservations WHERE kind = 'clock') > $backup_state->{clock}

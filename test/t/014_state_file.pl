@@ -25,6 +25,18 @@ $node->safe_psql('postgres', 'CREATE ROLE regress_plain LOGIN');
 sub ids_issued { return $node->safe_psql('postgres', 'SELECT ids_issued FROM snowseq_status'); }
 sub state_bytes { return slurp_file($state_file); }
 
+# Corrupt a state file: flip one byte of its bounds.
+sub flip_byte
+{
+	my ($f) = @_;
+	open my $fh, '+<:raw', $f or die "cannot open $f: $!";
+	sysseek($fh, 40, 0);
+	sysread($fh, my $byte, 1) == 1 or die "state file too short";
+	sysseek($fh, 40, 0);
+	syswrite($fh, chr(ord($byte) ^ 0x5A));
+	close $fh;
+}
+
 my %seen;    # every ID received, and the batch that received it
 my @dups;
 my $batch_no = 0;
@@ -160,14 +172,7 @@ check_after($initial, $layout, 'layout reset');
 # (d) corrupt state file: one byte flipped while stopped
 # ---------------------------------------------------------------------
 $node->stop;
-{
-	open my $fh, '+<:raw', $state_file or die "cannot open $state_file: $!";
-	sysseek($fh, 40, 0);
-	sysread($fh, my $byte, 1) == 1 or die "state file too short";
-	sysseek($fh, 40, 0);
-	syswrite($fh, chr(ord($byte) ^ 0x5A));
-	close $fh;
-}
+flip_byte($state_file);
 my $pos = -s $node->logfile;
 $node->start;
 $log = server_log_since($node, $pos);
@@ -251,15 +256,7 @@ check_after($deleted, $deleted_clean, 'deleted after a clean shutdown', same_lay
 # both copies corrupt: a reset cannot tell where the segments stood and asks
 my $max_seg = max_of(map { $_ >> 10 } map { @{ $_->{seg} } } ($deleted));
 $node->stop;
-for my $f ($state_file, $state_copy)
-{
-	open my $fh, '+<:raw', $f or die "cannot open $f: $!";
-	sysseek($fh, 40, 0);
-	sysread($fh, my $byte, 1) == 1 or die "state file too short";
-	sysseek($fh, 40, 0);
-	syswrite($fh, chr(ord($byte) ^ 0x5A));
-	close $fh;
-}
+flip_byte($_) for ($state_file, $state_copy);
 $node->start;
 ($rc, $out, $err) = $node->psql('postgres', 'SELECT snowseq_reset_state()');
 like($err, qr/ERROR:  cannot tell where the gene segment counter stood.*\n.*HINT:  Pass the highest segment counter/s,
