@@ -348,7 +348,14 @@ ReserveWaitForStandby(XLogRecPtr lsn)
 
 	if (max_wal_senders == 0 || SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0')
 		return;
+	/*
+	 * SyncRepWaitForLSN waits in the mode the assign hook of
+	 * synchronous_commit derives, not in the variable: run the hook too, or
+	 * a session (or server) with synchronous_commit = off, local or
+	 * remote_write would not wait for the standby's flush.
+	 */
 	synchronous_commit = SYNCHRONOUS_COMMIT_REMOTE_FLUSH;
+	assign_synchronous_commit(SYNCHRONOUS_COMMIT_REMOTE_FLUSH, NULL);
 	PG_TRY();
 	{
 		SyncRepWaitForLSN(lsn, false);
@@ -356,6 +363,7 @@ ReserveWaitForStandby(XLogRecPtr lsn)
 	PG_FINALLY();
 	{
 		synchronous_commit = saved;
+		assign_synchronous_commit(saved, NULL);
 	}
 	PG_END_TRY();
 
@@ -391,8 +399,10 @@ ReserveAdvance(ReserveKind kind, uint64 need)
 	{
 		uint64		limit = ((uint64) 1 << (snowseq_time_bits + snowseq_seq_bits)) - 1;
 
-		base = Max(base, ClockNowUnits() << snowseq_seq_bits);
-		block = ReserveBlock(r, kind, Max(base, counter), now);
+		/* the clock stands at least at the wall clock, also before first use */
+		counter = Max(counter, ClockNowUnits() << snowseq_seq_bits);
+		base = Max(base, counter);
+		block = ReserveBlock(r, kind, counter, now);
 		block = Min(block, limit - Min(base, limit));
 	}
 	else

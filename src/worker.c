@@ -16,6 +16,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/wait_event.h"
 
@@ -63,7 +64,11 @@ snowseq_worker_main(Datum arg)
 {
 	bool		at_start = true;
 
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	/*
+	 * die(), not a flag: an advance may be waiting for a synchronous
+	 * standby, and only ProcDiePending ends that wait at shutdown.
+	 */
+	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 
@@ -71,9 +76,10 @@ snowseq_worker_main(Datum arg)
 	Snowseq->worker_latch = &MyProc->procLatch;
 	pg_atomic_write_u32(&Snowseq->advance_requested, 0);
 
-	while (!ShutdownRequestPending)
+	for (;;)
 	{
 		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
@@ -86,7 +92,6 @@ snowseq_worker_main(Datum arg)
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);
 	}
-	proc_exit(0);
 }
 
 /* Register the worker at preload: it runs on a primary, never on a standby. */

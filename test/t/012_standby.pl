@@ -253,7 +253,7 @@ sub scenario
 	push @p_snow, @$pb_ids;
 	cmp_ok(clock_of(max_of(@$pb_ids)) - $backup_state->{clock}, '>', 2 * $MARGIN,
 		"$mode: the burst ran the clock beyond the backup's bound plus twice the promotion margin");
-	sleep 3;
+	sleep 1;
 	ok($primary->poll_query_until('postgres',
 			"SELECT (SELECT bound FROM snowseq_reservations WHERE kind = 'clock') > $backup_state->{clock}
 			    AND (SELECT bound FROM snowseq_reservations WHERE kind = 'segment') > $backup_state->{segment}"),
