@@ -534,7 +534,7 @@ def write_report(path, ctx):
         ("CPU", "%s, %d cores (nproc)%s" % (m["cpu"], m["nproc"],
                                              ", virtual machine" if m.get("virtual") else "")),
         ("memory", "%.1f GiB" % m["mem_gib"]),
-        ("OS", "%s, Linux %s" % (m["os"], m["kernel"])),
+        ("OS", "%s, Linux %s" % (m["os"], m["kernel"].split("-")[0])),
         ("PostgreSQL", ctx["pg_version"]),
     ], ["---", "---"]))
     L.append("\nThe machine was not otherwise idle: treat differences of a few percent as noise "

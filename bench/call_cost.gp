@@ -17,8 +17,9 @@ set xtics nomirror
 set grid xtics
 set xlabel "ns per ID (median; lower is better)"
 set style fill solid 0.85 border -1
+set style textbox opaque noborder margins 1,1
 # the clock_timestamp() floor, dashed
-set arrow from floor, graph 0 to floor, graph 1 nohead dt 2 lc rgb "#555555" front
+set arrow from floor, graph 0 to floor, graph 1 nohead dt 2 lc rgb "#555555" back
 unset key
 plot datafile using ($2 / 2):0:($2 / 2):(0.35):3:ytic(1) with boxxyerror lc rgb variable, \
-     '' using 2:0:(sprintf(" %.0f", $2)) with labels left
+     '' using 2:0:(sprintf("%.0f", $2)) with labels left offset 0.6,0 boxed

@@ -20,7 +20,7 @@ set yrange [0:*]
 set grid
 set bmargin 6
 # one legend for both panels, centred under them
-set key at screen 0.5, screen 0.02 center bottom horizontal maxrows 1 width 2
+set key at screen 0.5, screen 0.02 center bottom horizontal maxrows 1 reverse Left width -2 samplen 2
 set multiplot layout 1,2 title "IDs per second with many clients (pgbench -M prepared)\n".subtitle
 set title "1 ID per transaction: SELECT f();"
 plot for [i=2:ncols+1] datafile using 1:i:xtic(1) with linespoints lw 2 pt 7 lc rgb word(colours, i - 1) title columnheader(i)
