@@ -23,6 +23,24 @@
 
 #define UNIX_TO_PG_MS ((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000)
 
+/* The layout, derived once at preload (the settings are fixed from then on). */
+static int	seq_bits;
+static int	node_bits;
+static uint64 seq_mask;
+static uint64 counter_limit;	/* first counter value past the time field */
+static uint64 node_part;		/* node id << seq_bits */
+
+/* Derive the hot-path constants from the settings; called at preload. */
+void
+ClockInit(void)
+{
+	seq_bits = snowseq_seq_bits;
+	node_bits = snowseq_node_bits;
+	seq_mask = ((uint64) 1 << seq_bits) - 1;
+	counter_limit = (uint64) 1 << (snowseq_time_bits + seq_bits);
+	node_part = snowseq_node_id < 0 ? 0 : (uint64) snowseq_node_id << seq_bits;
+}
+
 /* Milliseconds since 1970-01-01 UTC from the real-time clock. */
 static inline int64
 WallMs(void)
@@ -35,19 +53,29 @@ WallMs(void)
 
 /*
  * The wall clock in time units since the epoch, noting a clock that went
- * back.  The last reading is loaded before the clock is read, so a reading
- * below it means the clock really stepped back; the CAS that installs the
- * lower value counts the step once, whichever backend sees it first.
+ * back.  Each backend remembers its last millisecond: while the clock stays
+ * in it, the reading costs one clock_gettime and a compare.  On a new
+ * millisecond the last reading of the cluster is loaded before the clock
+ * was read, so a reading below it means the clock really stepped back; the
+ * CAS that installs the lower value counts the step once, whichever
+ * backend sees it first.
  */
 uint64
 ClockNowUnits(void)
 {
-	uint64		last = pg_atomic_read_u64(&Snowseq->last_wall_ms);
-	int64		ms;
+	static int64 cached_ms = -1;
+	static uint64 cached_units = 0;
+	uint64		last;
+	int64		ms = WallMs();
 
+	if (likely(ms == cached_ms))
+		return cached_units;
+
+	/* a new millisecond: load the cluster's last reading, then read again */
+	last = pg_atomic_read_u64(&Snowseq->last_wall_ms);
 	pg_read_barrier();
 	ms = WallMs();
-	if (unlikely((uint64) ms != last))
+	if ((uint64) ms != last)
 	{
 		if ((uint64) ms < last)
 		{
@@ -57,9 +85,12 @@ ClockNowUnits(void)
 		else
 			pg_atomic_compare_exchange_u64(&Snowseq->last_wall_ms, &last, (uint64) ms);
 	}
+	cached_ms = ms;
 	if (ms <= SnowseqEpochMs)
-		return 0;
-	return (uint64) (ms - SnowseqEpochMs) / (uint64) snowseq_time_unit_ms;
+		cached_units = 0;
+	else
+		cached_units = (uint64) (ms - SnowseqEpochMs) / (uint64) snowseq_time_unit_ms;
+	return cached_units;
 }
 
 /* A duration in ms as clock counter units (whole time units). */
@@ -98,9 +129,8 @@ uint64
 ClockNext(uint64 n)
 {
 	Reservation *r = &Snowseq->res[RESERVE_CLOCK];
-	uint64		limit = (uint64) 1 << (snowseq_time_bits + snowseq_seq_bits);
 	uint64		old = pg_atomic_read_u64(&r->counter);
-	uint64		now = ClockNowUnits() << snowseq_seq_bits;
+	uint64		now = ClockNowUnits() << seq_bits;
 	uint64		first;
 	uint64		last;
 
@@ -108,7 +138,7 @@ ClockNext(uint64 n)
 	{
 		first = Max(old + 1, now);
 		last = first + n - 1;
-		if (unlikely(last >= limit))
+		if (unlikely(last >= counter_limit))
 			ereport(ERROR,
 					(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
 					 errmsg("snowseq time field ran out at %s",
@@ -120,7 +150,7 @@ ClockNext(uint64 n)
 		{
 			ReserveWait(RESERVE_CLOCK, last);
 			old = pg_atomic_read_u64(&r->counter);
-			now = ClockNowUnits() << snowseq_seq_bits;
+			now = ClockNowUnits() << seq_bits;
 			continue;
 		}
 		if (pg_atomic_compare_exchange_u64(&r->counter, &old, last))
@@ -128,8 +158,8 @@ ClockNext(uint64 n)
 	}
 
 	/* crossed into a time unit the wall clock has not reached: borrowed */
-	if (unlikely(last > now && (last >> snowseq_seq_bits) > (old >> snowseq_seq_bits) &&
-				 (last >> snowseq_seq_bits) > (now >> snowseq_seq_bits)))
+	if (unlikely(last > now && (last >> seq_bits) > (old >> seq_bits) &&
+				 (last >> seq_bits) > (now >> seq_bits)))
 		pg_atomic_fetch_add_u64(&Snowseq->overflow_borrows, 1);
 	if (unlikely(last > pg_atomic_read_u64(&r->low_water)))
 		ReserveRequestAdvance();
@@ -141,11 +171,7 @@ ClockNext(uint64 n)
 int64
 ClockComposeId(uint64 state)
 {
-	uint64		seq_mask = ((uint64) 1 << snowseq_seq_bits) - 1;
-
-	return (int64) (((state & ~seq_mask) << snowseq_node_bits) |
-					((uint64) snowseq_node_id << snowseq_seq_bits) |
-					(state & seq_mask));
+	return (int64) (((state & ~seq_mask) << node_bits) | node_part | (state & seq_mask));
 }
 
 /* Reject an ID no layout can produce; the layout needs preload. */

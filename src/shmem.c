@@ -138,8 +138,10 @@ ShmemCheckUsableSlow(void)
 void
 ShmemCountIssued(uint64 n)
 {
-	pg_atomic_uint64 *slot = &Snowseq->issued[MyProc->pgprocno].ids;
+	static pg_atomic_uint64 *slot = NULL;
 
+	if (unlikely(slot == NULL))
+		slot = &Snowseq->issued[MyProc->pgprocno].ids;
 	pg_atomic_write_u64(slot, pg_atomic_read_u64(slot) + n);
 }
 

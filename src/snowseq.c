@@ -27,6 +27,7 @@ _PG_init(void)
 
 	GucInit();
 	GucValidate();
+	ClockInit();
 	ShmemInit();
 	ReserveInit();
 	WorkerRegister();

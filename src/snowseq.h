@@ -114,6 +114,7 @@ extern void ShmemCountIssued(uint64 n);
 extern uint64 ShmemIssuedTotal(void);
 
 /* clock.c */
+extern void ClockInit(void);
 extern uint64 ClockNowUnits(void);
 extern uint64 ClockMsToUnits(int64 ms);
 extern int64 ClockUnitsToMs(uint64 units);
