@@ -94,6 +94,7 @@ PG_FUNCTION_INFO_V1(snowseq_gene_next_int8);
 PG_FUNCTION_INFO_V1(snowseq_gene_next_bytea);
 PG_FUNCTION_INFO_V1(snowseq_fill_gene_id);
 
+/* snowseq_gene(text) -> int */
 Datum
 snowseq_gene_text(PG_FUNCTION_ARGS)
 {
@@ -101,6 +102,7 @@ snowseq_gene_text(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(GeneOfText(PG_GETARG_TEXT_PP(0)));
 }
 
+/* snowseq_gene(bigint) -> int */
 Datum
 snowseq_gene_int8(PG_FUNCTION_ARGS)
 {
@@ -108,6 +110,7 @@ snowseq_gene_int8(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(GeneOfInt8(PG_GETARG_INT64(0)));
 }
 
+/* snowseq_gene(bytea) -> int */
 Datum
 snowseq_gene_bytea(PG_FUNCTION_ARGS)
 {
@@ -115,6 +118,7 @@ snowseq_gene_bytea(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(GeneOfBytea(PG_GETARG_BYTEA_PP(0)));
 }
 
+/* snowseq_gene_next(text) -> bigint */
 Datum
 snowseq_gene_next_text(PG_FUNCTION_ARGS)
 {
@@ -122,6 +126,7 @@ snowseq_gene_next_text(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(GeneNext(GeneOfText(PG_GETARG_TEXT_PP(0))));
 }
 
+/* snowseq_gene_next(bigint) -> bigint */
 Datum
 snowseq_gene_next_int8(PG_FUNCTION_ARGS)
 {
@@ -129,6 +134,7 @@ snowseq_gene_next_int8(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(GeneNext(GeneOfInt8(PG_GETARG_INT64(0))));
 }
 
+/* snowseq_gene_next(bytea) -> bigint */
 Datum
 snowseq_gene_next_bytea(PG_FUNCTION_ARGS)
 {

@@ -604,6 +604,7 @@ snowseq_desc(StringInfo buf, XLogReaderState *record)
 					 s.bound[RESERVE_CLOCK], s.bound[RESERVE_SEGMENT]);
 }
 
+/* pg_waldump and friends: name a record type. */
 static const char *
 snowseq_identify(uint8 info)
 {
