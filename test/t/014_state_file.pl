@@ -224,14 +224,21 @@ my $from_copy = generate('state file deleted, copy kept');
 check_after($nodeid, $from_copy, 'state file deleted, copy kept', same_layout => 1);
 ok(-f $state_file, 'copy used: state file written again');
 
+# Stop, delete the state file and its copy, start: the start says so.
+sub restart_without_state
+{
+	my ($mode, $what) = @_;
+	$node->stop($mode);
+	unlink $state_file, $state_copy or die "cannot remove the state files: $!";
+	my $from = -s $node->logfile;
+	$node->start;
+	like(server_log_since($node, $from),
+		qr/LOG:  snowseq state file "snowseq.state" not found, starting from the clock and any WAL replayed/,
+		"$what: start logs it");
+}
+
 # both lost after an immediate shutdown: the WAL replayed raises the counters
-$node->stop('immediate');
-unlink $state_file, $state_copy or die "cannot remove the state files: $!";
-$pos = -s $node->logfile;
-$node->start;
-$log = server_log_since($node, $pos);
-like($log, qr/LOG:  snowseq state file "snowseq.state" not found, starting from the clock and any WAL replayed/,
-	'deleted after an immediate shutdown: start logs it');
+restart_without_state('immediate', 'deleted after an immediate shutdown');
 is($node->safe_psql('postgres', 'SELECT state FROM snowseq_status'), 'ok', 'deleted: state ok');
 my $deleted = generate('deleted after an immediate shutdown');
 check_after($from_copy, $deleted, 'deleted after an immediate shutdown', same_layout => 1);
@@ -243,13 +250,7 @@ ok(-f $state_file && -f $state_copy, 'deleted: state file and copy written again
 # fall back on, so no gene ID is generated after this.)
 $node->poll_query_until('postgres', "SELECT drift = interval '0' AND last_time < wall_clock FROM snowseq_status")
   or die 'logical clock still ahead';
-$node->stop;
-unlink $state_file, $state_copy or die "cannot remove the state files: $!";
-$pos = -s $node->logfile;
-$node->start;
-$log = server_log_since($node, $pos);
-like($log, qr/LOG:  snowseq state file "snowseq.state" not found, starting from the clock and any WAL replayed/,
-	'deleted after a clean shutdown: start logs it');
+restart_without_state('fast', 'deleted after a clean shutdown');
 my $deleted_clean = generate('deleted after a clean shutdown', no_gene => 1);
 check_after($deleted, $deleted_clean, 'deleted after a clean shutdown', same_layout => 1, no_gene => 1);
 
