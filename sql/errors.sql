@@ -98,6 +98,9 @@ SELECT snowseq_next() > 0 AS can_generate, snowseq_gene('k') >= 0 AS can_hash;
 RESET ROLE;
 DROP ROLE snowseq_regress_user;
 
+-- the snowseq. prefix is reserved: a misspelt setting is refused
+SET snowseq.node_idd = 3;
+
 -- still up, state untouched
 SELECT state, node_id FROM snowseq_status;
 SELECT 1 AS alive;

@@ -17,6 +17,15 @@ SELECT snowseq_gene('abc') = snowseq_gene('\x616263'::bytea) AS text_is_utf8_byt
        snowseq_gene(1::bigint) = snowseq_gene('\x0100000000000000'::bytea) AS bigint_is_le,
        snowseq_gene(-2::bigint) = snowseq_gene('\xfeffffffffffffff'::bytea) AS negative_le;
 
+-- a text key is hashed as UTF-8 whatever the database encoding
+CREATE DATABASE snowseq_latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0;
+\c snowseq_latin1
+CREATE EXTENSION snowseq;
+SELECT snowseq_gene(convert_from('\x5afc72696368', 'LATIN1')) AS latin1_text,
+       snowseq_gene('\x5ac3bc72696368'::bytea) AS utf8_bytes;
+\c contrib_regression
+DROP DATABASE snowseq_latin1;
+
 -- genes spread evenly over 0..32767
 SELECT min(g) >= 0 AS in_range_low, max(g) <= 32767 AS in_range_high,
        count(DISTINCT g) BETWEEN 8300 AND 8900 AS spread,

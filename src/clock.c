@@ -21,7 +21,6 @@
 
 #include "snowseq.h"
 
-#define UNIX_TO_PG_MS ((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000)
 
 /* The layout, derived once at preload (the settings are fixed from then on). */
 static int	seq_bits;
@@ -107,18 +106,18 @@ ClockUnitsToMs(uint64 units)
 	return SnowseqEpochMs + (int64) units * snowseq_time_unit_ms;
 }
 
-/* ms since 1970 to a timestamptz */
-static TimestampTz
-MsToTimestamptz(int64 ms)
+/* The instant of a clock counter value's time field. */
+TimestampTz
+ClockCounterInstant(uint64 counter)
 {
-	return (ms - UNIX_TO_PG_MS) * 1000;
+	return SnowseqMsToTimestamptz(ClockUnitsToMs(counter >> snowseq_seq_bits));
 }
 
 /* The instant the time field runs out. */
 static TimestampTz
 ClockEndOfTime(void)
 {
-	return MsToTimestamptz(ClockUnitsToMs((uint64) 1 << snowseq_time_bits));
+	return SnowseqMsToTimestamptz(ClockUnitsToMs((uint64) 1 << snowseq_time_bits));
 }
 
 /*
@@ -128,42 +127,23 @@ ClockEndOfTime(void)
 uint64
 ClockNext(uint64 n)
 {
-	Reservation *r = &Snowseq->res[RESERVE_CLOCK];
-	uint64		old = pg_atomic_read_u64(&r->counter);
 	uint64		now = ClockNowUnits() << seq_bits;
 	uint64		first;
 	uint64		last;
 
-	for (;;)
-	{
-		first = Max(old + 1, now);
-		last = first + n - 1;
-		if (unlikely(last >= counter_limit))
-			ereport(ERROR,
-					(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-					 errmsg("snowseq time field ran out at %s",
-							timestamptz_to_str(ClockEndOfTime())),
-					 errdetail("snowseq.time_bits = %d with snowseq.time_unit_ms = %d from snowseq.epoch last until then.",
-							   snowseq_time_bits, snowseq_time_unit_ms),
-					 errhint("Choose a later snowseq.epoch or more time bits; IDs never wrap.")));
-		if (unlikely(last > pg_atomic_read_u64(&r->bound)))
-		{
-			ReserveWait(RESERVE_CLOCK, last);
-			old = pg_atomic_read_u64(&r->counter);
-			now = ClockNowUnits() << seq_bits;
-			continue;
-		}
-		if (pg_atomic_compare_exchange_u64(&r->counter, &old, last))
-			break;
-	}
+	if (unlikely(!ReserveTake(RESERVE_CLOCK, now, n, counter_limit, &first, &last)))
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("snowseq time field ran out at %s",
+						timestamptz_to_str(ClockEndOfTime())),
+				 errdetail("snowseq.time_bits = %d with snowseq.time_unit_ms = %d from snowseq.epoch last until then.",
+						   snowseq_time_bits, snowseq_time_unit_ms),
+				 errhint("Choose a later snowseq.epoch or more time bits; IDs never wrap.")));
 
-	/* crossed into a time unit the wall clock has not reached: borrowed */
-	if (unlikely(last > now && (last >> seq_bits) > (old >> seq_bits) &&
-				 (last >> seq_bits) > (now >> seq_bits)))
+	/* started in a time unit the wall clock has not reached: borrowed */
+	if (unlikely((last >> seq_bits) > (now >> seq_bits) &&
+				 ((first - 1) >> seq_bits) < (last >> seq_bits)))
 		pg_atomic_fetch_add_u64(&Snowseq->overflow_borrows, 1);
-	if (unlikely(last > pg_atomic_read_u64(&r->low_water)))
-		ReserveRequestAdvance();
-	ShmemCountIssued(n);
 	return first;
 }
 
@@ -197,7 +177,7 @@ TimestamptzToMs(TimestampTz ts)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp must be finite")));
-	return (us >= 0 ? us / 1000 : -((-us + 999) / 1000)) + UNIX_TO_PG_MS;
+	return (us >= 0 ? us / 1000 : -((-us + 999) / 1000)) + SNOWSEQ_UNIX_TO_PG_MS;
 }
 
 /* Time field of the instant ts, or -1 before the epoch; ERROR past the end. */
@@ -289,7 +269,7 @@ snowseq_parse(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 	u = (uint64) id;
-	values[0] = TimestampTzGetDatum(MsToTimestamptz(
+	values[0] = TimestampTzGetDatum(SnowseqMsToTimestamptz(
 								ClockUnitsToMs(u >> (snowseq_node_bits + snowseq_seq_bits))));
 	values[1] = Int32GetDatum((int32) ((u >> snowseq_seq_bits) &
 									   (((uint64) 1 << snowseq_node_bits) - 1)));
@@ -304,7 +284,7 @@ snowseq_time(PG_FUNCTION_ARGS)
 	int64		id = PG_GETARG_INT64(0);
 
 	CheckId(id);
-	PG_RETURN_TIMESTAMPTZ(MsToTimestamptz(
+	PG_RETURN_TIMESTAMPTZ(SnowseqMsToTimestamptz(
 								ClockUnitsToMs((uint64) id >> (snowseq_node_bits + snowseq_seq_bits))));
 }
 

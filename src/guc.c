@@ -115,7 +115,7 @@ ParseEpoch(const char *value)
 				 errmsg("snowseq.epoch must be a finite timestamp, not \"%s\"", value)));
 
 	/* microseconds since 2000-01-01 to milliseconds since 1970-01-01 */
-	return ts / 1000 + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000;
+	return ts / 1000 + SNOWSEQ_UNIX_TO_PG_MS;
 }
 
 /*
@@ -126,8 +126,7 @@ ParseEpoch(const char *value)
 void
 GucValidate(void)
 {
-	int64		now_ms = GetCurrentTimestamp() / 1000 +
-		(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000;
+	int64		now_ms = GetCurrentTimestamp() / 1000 + SNOWSEQ_UNIX_TO_PG_MS;
 
 	if (snowseq_time_bits + snowseq_node_bits + snowseq_seq_bits != 63)
 		ereport(ERROR,

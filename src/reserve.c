@@ -108,10 +108,9 @@ SavedDiffers(const SnowseqSaved *s, char *buf, size_t len)
 		/* timestamptz_to_str() returns a static buffer: copy the first */
 		char		was[MAXDATELEN + 1];
 
-		strlcpy(was, timestamptz_to_str((s->epoch_ms - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000) * 1000),
-				sizeof(was));
+		strlcpy(was, timestamptz_to_str(SnowseqMsToTimestamptz(s->epoch_ms)), sizeof(was));
 		snprintf(buf, len, "snowseq.epoch was %s and is now %s.", was,
-				 timestamptz_to_str((SnowseqEpochMs - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000) * 1000));
+				 timestamptz_to_str(SnowseqMsToTimestamptz(SnowseqEpochMs)));
 	}
 	else if (s->node_id != snowseq_node_id)
 		snprintf(buf, len, "snowseq.node_id was %d and is now %d.", s->node_id, snowseq_node_id);
@@ -287,7 +286,6 @@ ReserveLoadStateFile(void)
 		pg_atomic_write_u64(&Snowseq->res[k].low_water, s.bound[k]);
 		Snowseq->res[k].block = s.block[k];
 	}
-	Snowseq->recovered_from = s.bound[RESERVE_CLOCK];
 }
 
 /* Block size: the observed rate times the buffer, within the set bounds. */
@@ -317,9 +315,10 @@ ReserveBlock(Reservation *r, ReserveKind kind, uint64 counter, TimestampTz now)
 			((double) (now - r->rate_time) / 1000.0);
 		double		want = per_ms * snowseq_reserve_buffer_ms;
 
-		block = want >= (double) max ? max : Max((uint64) want, min);
+		if (want > (double) min)
+			block = want >= (double) max ? max : (uint64) want;
 	}
-	return Min(Max(block, min), max);
+	return block;
 }
 
 /*
@@ -388,25 +387,25 @@ ReserveAdvance(ReserveKind kind, uint64 need)
 {
 	Reservation *r = &Snowseq->res[kind];
 	uint64		counter = pg_atomic_read_u64(&r->counter);
-	uint64		base = Max(counter, need);
+	uint64		base;
 	TimestampTz now = GetCurrentTimestamp();
 	uint64		block;
 	SnowseqSaved s;
 	XLogRecPtr	lsn;
 
 	Assert(LWLockHeldByMeInMode(Snowseq->lock, LW_EXCLUSIVE));
+	/* the clock stands at least at the wall clock, also before first use */
+	if (kind == RESERVE_CLOCK)
+		counter = Max(counter, ClockNowUnits() << snowseq_seq_bits);
+	base = Max(counter, need);
+	block = ReserveBlock(r, kind, counter, now);
 	if (kind == RESERVE_CLOCK)
 	{
+		/* never reserve past the end of the time field */
 		uint64		limit = ((uint64) 1 << (snowseq_time_bits + snowseq_seq_bits)) - 1;
 
-		/* the clock stands at least at the wall clock, also before first use */
-		counter = Max(counter, ClockNowUnits() << snowseq_seq_bits);
-		base = Max(base, counter);
-		block = ReserveBlock(r, kind, counter, now);
 		block = Min(block, limit - Min(base, limit));
 	}
-	else
-		block = ReserveBlock(r, kind, counter, now);
 
 	SavedFromConfig(&s);
 	s.bound[kind] = base + block;
@@ -434,13 +433,28 @@ ReserveAdvance(ReserveKind kind, uint64 need)
 	pg_atomic_fetch_add_u64(&r->advances, 1);
 }
 
-/* Is the counter past its low-water mark? */
+/*
+ * Advance every reservation past its low-water mark, and with in_use every
+ * counter that was ever used.  Caller holds Snowseq->lock exclusively.
+ * Returns whether anything advanced.
+ */
 bool
-ReserveAdvanceDue(ReserveKind kind)
+ReserveAdvanceAllDue(bool in_use)
 {
-	Reservation *r = &Snowseq->res[kind];
+	bool		did = false;
 
-	return pg_atomic_read_u64(&r->counter) > pg_atomic_read_u64(&r->low_water);
+	for (int k = 0; k < RESERVE_COUNT; k++)
+	{
+		Reservation *r = &Snowseq->res[k];
+		uint64		counter = pg_atomic_read_u64(&r->counter);
+
+		if (counter > pg_atomic_read_u64(&r->low_water) || (in_use && counter > 0))
+		{
+			ReserveAdvance(k, 0);
+			did = true;
+		}
+	}
+	return did;
 }
 
 /*
@@ -490,11 +504,11 @@ ReserveRequestAdvance(void)
 	}
 	if (LWLockConditionalAcquire(Snowseq->lock, LW_EXCLUSIVE))
 	{
-		for (int k = 0; k < RESERVE_COUNT; k++)
-			if (ReserveAdvanceDue(k))
-				ReserveAdvance(k, 0);
+		bool		did = ReserveAdvanceAllDue(false);
+
 		LWLockRelease(Snowseq->lock);
-		ConditionVariableBroadcast(&Snowseq->advanced);
+		if (did)
+			ConditionVariableBroadcast(&Snowseq->advanced);
 	}
 }
 
@@ -720,8 +734,7 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 			 from_copy ? "previous state file unreadable, its copy converted" :
 			 rr == READ_OK ? "previous state converted" :
 			 rr == READ_MISSING ? "no previous state file" : "previous state file unreadable",
-			 timestamptz_to_str((ClockUnitsToMs(clock_floor >> snowseq_seq_bits) -
-								 (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000) * 1000),
+			 timestamptz_to_str(ClockCounterInstant(clock_floor)),
 			 seg_floor);
 	PG_RETURN_TEXT_P(cstring_to_text(msg));
 }

@@ -149,6 +149,16 @@ GeneOfId(int64 id)
 	return (int) (id >> SNOWSEQ_SEGMENT_BITS);
 }
 
+/* Reject a gene outside 0 .. 32767. */
+static void
+CheckGene(int gene)
+{
+	if (gene < 0 || gene > SNOWSEQ_MAX_GENE)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("gene must be between 0 and %d, not %d", SNOWSEQ_MAX_GENE, gene)));
+}
+
 /* The int8range of a gene's IDs, [gene << 48, (gene + 1) << 48). */
 static Datum
 GeneRange(int gene)
@@ -157,10 +167,7 @@ GeneRange(int gene)
 	RangeBound	lower,
 				upper;
 
-	if (gene < 0 || gene > SNOWSEQ_MAX_GENE)
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("gene must be between 0 and %d, not %d", SNOWSEQ_MAX_GENE, gene)));
+	CheckGene(gene);
 	lower.val = Int64GetDatum((int64) gene << SNOWSEQ_SEGMENT_BITS);
 	lower.infinite = false;
 	lower.inclusive = true;
@@ -207,10 +214,7 @@ snowseq_route_gene(PG_FUNCTION_ARGS)
 {
 	int			gene = PG_GETARG_INT32(0);
 
-	if (gene < 0 || gene > SNOWSEQ_MAX_GENE)
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("gene must be between 0 and %d, not %d", SNOWSEQ_MAX_GENE, gene)));
+	CheckGene(gene);
 	PG_RETURN_TEXT_P(MapLookup(fcinfo->flinfo->fn_oid, gene));
 }
 
@@ -297,45 +301,36 @@ snowseq_create_shards(PG_FUNCTION_ARGS)
 	genes = (SNOWSEQ_MAX_GENE + 1) / n;
 	SPI_connect();
 	initStringInfo(&q);
-	appendStringInfo(&q, "SELECT count(*) FROM %s", qmap);
+	/* a map already there must describe the same gene ranges */
+	appendStringInfo(&q,
+					 "SELECT count(*), count(*) FILTER (WHERE upper_gene %% %d = %d) FROM %s",
+					 genes, genes - 1, qmap);
 	RunSql(q.data, SPI_OK_SELECT);
 	{
 		bool		isnull;
+		HeapTuple	row = SPI_tuptable->vals[0];
+		int			aligned;
 
-		existing = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	if (existing > 0)
-	{
-		/* a map already there must describe the same gene ranges */
-		resetStringInfo(&q);
-		appendStringInfo(&q,
-						 "SELECT count(*) FROM %s m WHERE m.upper_gene %% %d = %d",
-						 qmap, genes, genes - 1);
-		RunSql(q.data, SPI_OK_SELECT);
-		{
-			bool		isnull;
-			int			aligned = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-
-			if (aligned != existing || existing != n)
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("snowseq_shard_map already describes %d shards with other gene ranges", existing),
-						 errhint("Empty snowseq_shard_map first, or create %d shards to match it.", existing)));
-		}
+		existing = (int) DatumGetInt64(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
+		aligned = (int) DatumGetInt64(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
+		if (existing > 0 && (aligned != existing || existing != n))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("snowseq_shard_map already describes %d shards with other gene ranges", existing),
+					 errhint("Empty snowseq_shard_map first, or create %d shards to match it.", existing)));
 	}
 	for (int i = 0; i < n; i++)
 	{
 		char	   *part = psprintf("%s_%d", relname, i);
 		char	   *qpart = quote_qualified_identifier(nspname, part);
 
+		/* the last partition ends at the top of bigint */
+		char	   *upper = i == n - 1 ? "MAXVALUE" :
+			psprintf(INT64_FORMAT, (int64) (i + 1) * genes << SNOWSEQ_SEGMENT_BITS);
+
 		resetStringInfo(&q);
-		if (i == n - 1)
-			appendStringInfo(&q, "CREATE TABLE %s PARTITION OF %s FOR VALUES FROM (" INT64_FORMAT ") TO (MAXVALUE)",
-							 qpart, qparent, (int64) i * genes << SNOWSEQ_SEGMENT_BITS);
-		else
-			appendStringInfo(&q, "CREATE TABLE %s PARTITION OF %s FOR VALUES FROM (" INT64_FORMAT ") TO (" INT64_FORMAT ")",
-							 qpart, qparent, (int64) i * genes << SNOWSEQ_SEGMENT_BITS,
-							 (int64) (i + 1) * genes << SNOWSEQ_SEGMENT_BITS);
+		appendStringInfo(&q, "CREATE TABLE %s PARTITION OF %s FOR VALUES FROM (" INT64_FORMAT ") TO (%s)",
+						 qpart, qparent, (int64) i * genes << SNOWSEQ_SEGMENT_BITS, upper);
 		RunSql(q.data, SPI_OK_UTILITY);
 		if (existing == 0)
 		{

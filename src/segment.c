@@ -15,32 +15,16 @@
 uint64
 SegmentNext(void)
 {
-	Reservation *r = &Snowseq->res[RESERVE_SEGMENT];
 	uint64		limit = (uint64) 1 << (SNOWSEQ_SEGMENT_BITS - snowseq_node_bits);
-	uint64		old = pg_atomic_read_u64(&r->counter);
 	uint64		next;
+	uint64		last;
 
-	for (;;)
-	{
-		next = old + 1;
-		if (unlikely(next >= limit))
-			ereport(ERROR,
-					(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-					 errmsg("snowseq gene segment counter ran out after " UINT64_FORMAT " segments", limit - 1),
-					 errdetail("A segment holds %d counter bits and %d node bits.",
-							   SNOWSEQ_SEGMENT_BITS - snowseq_node_bits, snowseq_node_bits),
-					 errhint("Fewer snowseq.node_bits leave more segments per node.")));
-		if (unlikely(next > pg_atomic_read_u64(&r->bound)))
-		{
-			ReserveWait(RESERVE_SEGMENT, next);
-			old = pg_atomic_read_u64(&r->counter);
-			continue;
-		}
-		if (pg_atomic_compare_exchange_u64(&r->counter, &old, next))
-			break;
-	}
-	if (unlikely(next > pg_atomic_read_u64(&r->low_water)))
-		ReserveRequestAdvance();
-	ShmemCountIssued(1);
+	if (unlikely(!ReserveTake(RESERVE_SEGMENT, 0, 1, limit, &next, &last)))
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("snowseq gene segment counter ran out after " UINT64_FORMAT " segments", limit - 1),
+				 errdetail("A segment holds %d counter bits and %d node bits.",
+						   SNOWSEQ_SEGMENT_BITS - snowseq_node_bits, snowseq_node_bits),
+				 errhint("Fewer snowseq.node_bits leave more segments per node.")));
 	return (next << snowseq_node_bits) | (uint64) snowseq_node_id;
 }

@@ -23,6 +23,16 @@
 #define SNOWSEQ_SEGMENT_BITS	48
 #define SNOWSEQ_MAX_GENE		((1 << SNOWSEQ_GENE_BITS) - 1)
 
+/* ms since 1970-01-01 UTC and timestamptz (us since 2000-01-01) */
+#define SNOWSEQ_UNIX_TO_PG_MS \
+	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000)
+
+static inline TimestampTz
+SnowseqMsToTimestamptz(int64 ms)
+{
+	return (ms - SNOWSEQ_UNIX_TO_PG_MS) * 1000;
+}
+
 /* ---- configuration (guc.c) ---- */
 extern int	snowseq_node_id;
 extern int	snowseq_time_bits;
@@ -99,7 +109,6 @@ typedef struct SnowseqShared
 	int			state_error;	/* SnowseqStateError */
 	char		state_message[512];
 	bool		state_file_found;
-	uint64		recovered_from; /* clock counter restored at start */
 
 	int			nslots;
 	IssuedSlot	issued[FLEXIBLE_ARRAY_MEMBER];
@@ -118,6 +127,7 @@ extern void ClockInit(void);
 extern uint64 ClockNowUnits(void);
 extern uint64 ClockMsToUnits(int64 ms);
 extern int64 ClockUnitsToMs(uint64 units);
+extern TimestampTz ClockCounterInstant(uint64 counter);
 extern uint64 ClockNext(uint64 n);
 extern int64 ClockComposeId(uint64 state);
 
@@ -126,7 +136,7 @@ extern void ReserveInit(void);
 extern void ReserveLoadStateFile(void);
 extern void ReserveWait(ReserveKind kind, uint64 need);
 extern void ReserveRequestAdvance(void);
-extern bool ReserveAdvanceDue(ReserveKind kind);
+extern bool ReserveAdvanceAllDue(bool in_use);
 extern void ReserveAdvance(ReserveKind kind, uint64 need);
 extern const char *ReserveKindName(ReserveKind kind);
 
@@ -153,6 +163,42 @@ SnowseqCheckUsable(void)
 	if (likely(snowseq_backend_ready && Snowseq->state_error == STATE_OK))
 		return;
 	ShmemCheckUsableSlow();
+}
+
+/*
+ * Take n consecutive values of a reserved counter, the first at least
+ * floor: one compare-and-swap, a wait only when the durable bound is
+ * reached (the floor is not read again after a wait: the values are still
+ * above every value taken before).  Returns the first value, and in *last
+ * the last one; false instead when the values would reach limit, which the
+ * caller reports.  The generators of clock.c and segment.c share it.
+ */
+static inline bool
+ReserveTake(ReserveKind kind, uint64 floor, uint64 n, uint64 limit,
+			uint64 *first, uint64 *last)
+{
+	Reservation *r = &Snowseq->res[kind];
+	uint64		old = pg_atomic_read_u64(&r->counter);
+
+	for (;;)
+	{
+		*first = Max(old + 1, floor);
+		*last = *first + n - 1;
+		if (unlikely(*last >= limit))
+			return false;
+		if (unlikely(*last > pg_atomic_read_u64(&r->bound)))
+		{
+			ReserveWait(kind, *last);
+			old = pg_atomic_read_u64(&r->counter);
+			continue;
+		}
+		if (pg_atomic_compare_exchange_u64(&r->counter, &old, *last))
+			break;
+	}
+	if (unlikely(*last > pg_atomic_read_u64(&r->low_water)))
+		ReserveRequestAdvance();
+	ShmemCountIssued(n);
+	return true;
 }
 
 #endif							/* SNOWSEQ_H */

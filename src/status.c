@@ -12,14 +12,6 @@
 
 #include "snowseq.h"
 
-#define UNIX_TO_PG_MS ((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000)
-
-/* Clock counter value as the instant of its time field. */
-static TimestampTz
-CounterInstant(uint64 counter)
-{
-	return (ClockUnitsToMs(counter >> snowseq_seq_bits) - UNIX_TO_PG_MS) * 1000;
-}
 
 /* Interval of ms milliseconds. */
 static Datum
@@ -62,7 +54,7 @@ snowseq_status(PG_FUNCTION_ARGS)
 
 	clock = &Snowseq->res[RESERVE_CLOCK];
 	counter = pg_atomic_read_u64(&clock->counter);
-	wall_ms = GetCurrentTimestamp() / 1000 + UNIX_TO_PG_MS;
+	wall_ms = GetCurrentTimestamp() / 1000 + SNOWSEQ_UNIX_TO_PG_MS;
 	logical_ms = ClockUnitsToMs(counter >> snowseq_seq_bits);
 
 	n[i] = snowseq_node_id < 0;
@@ -71,16 +63,16 @@ snowseq_status(PG_FUNCTION_ARGS)
 	v[i++] = Int32GetDatum(snowseq_node_bits);
 	v[i++] = Int32GetDatum(snowseq_seq_bits);
 	v[i++] = Int32GetDatum(snowseq_time_unit_ms);
-	v[i++] = TimestampTzGetDatum((SnowseqEpochMs - UNIX_TO_PG_MS) * 1000);
+	v[i++] = TimestampTzGetDatum(SnowseqMsToTimestamptz(SnowseqEpochMs));
 	n[i] = counter == 0;
-	v[i++] = TimestampTzGetDatum(CounterInstant(counter));
+	v[i++] = TimestampTzGetDatum(ClockCounterInstant(counter));
 	v[i++] = TimestampTzGetDatum(GetCurrentTimestamp());
 	v[i++] = MsInterval(counter == 0 ? 0 : Max(0, logical_ms - wall_ms));
 	v[i++] = Int64GetDatum((int64) ShmemIssuedTotal());
 	v[i++] = Int64GetDatum((int64) pg_atomic_read_u64(&Snowseq->backward_events));
 	v[i++] = Int64GetDatum((int64) pg_atomic_read_u64(&Snowseq->overflow_borrows));
 	n[i] = pg_atomic_read_u64(&clock->bound) == 0;
-	v[i++] = TimestampTzGetDatum(CounterInstant(pg_atomic_read_u64(&clock->bound)));
+	v[i++] = TimestampTzGetDatum(ClockCounterInstant(pg_atomic_read_u64(&clock->bound)));
 	{
 		int64		adv = 0,
 					waits = 0;

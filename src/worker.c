@@ -39,20 +39,9 @@ WorkerAdvanceDue(bool at_start)
 	bool		did = false;
 
 	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	/* at start, get ahead of the first caller of every counter in use */
 	if (Snowseq->state_error == STATE_OK && snowseq_node_id >= 0)
-	{
-		for (int k = 0; k < RESERVE_COUNT; k++)
-		{
-			bool		used = pg_atomic_read_u64(&Snowseq->res[k].counter) > 0;
-
-			/* at start, get ahead of the first caller of a counter in use */
-			if (ReserveAdvanceDue(k) || (at_start && used && Snowseq->state_file_found))
-			{
-				ReserveAdvance(k, 0);
-				did = true;
-			}
-		}
-	}
+		did = ReserveAdvanceAllDue(at_start && Snowseq->state_file_found);
 	LWLockRelease(Snowseq->lock);
 	if (did)
 		ConditionVariableBroadcast(&Snowseq->advanced);

@@ -16,7 +16,7 @@ use Test::More;
 
 our @EXPORT = qw(snowseq_node start_faketime set_fake_offset id_clients
   wait_clients check_ids read_ids all_unique strictly_increasing max_of
-  server_log_since);
+  min_of segment_of server_log_since);
 
 my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -141,6 +141,19 @@ sub max_of
 	my $m = 0;
 	for (@_) { $m = $_ if $_ > $m; }
 	return $m;
+}
+
+sub min_of
+{
+	my $m;
+	for (@_) { $m = $_ if !defined $m || $_ < $m; }
+	return $m;
+}
+
+# The segment of a gene ID: its low 48 bits (counter << node_bits | node).
+sub segment_of
+{
+	return $_[0] & ((1 << 48) - 1);
 }
 
 # Check every client's IDs: positive, strictly increasing within each

@@ -130,8 +130,6 @@ sub status
 	return $node->safe_psql('postgres', "SELECT $col FROM snowseq_status");
 }
 
-sub max_id { my $m = 0; for (@_) { $m = $_ if $_ > $m; } return $m; }
-sub min_id { my $m; for (@_) { $m = $_ if !defined $m || $_ < $m; } return $m; }
 
 ###########################################################################
 
@@ -210,7 +208,7 @@ is(status($node, 'last_time > wall_clock'), 't', 'stepped back: last_time is ahe
 
 # the time field kept going: not earlier than before the step, not in the
 # faked past
-my ($max_before, $min_back) = (max_id(@before), min_id(@back));
+my ($max_before, $min_back) = (max_of(@before), min_of(@back));
 my ($not_earlier, $back_t) = split /\|/, $node->safe_psql('postgres',
 	"SELECT snowseq_time($min_back) >= snowseq_time($max_before), extract(epoch FROM snowseq_time($min_back))");
 is($not_earlier, 't', 'stepped back: snowseq_time() of the first ID after the step is not earlier than the last before');
@@ -223,7 +221,7 @@ set_fake_offset($fake, '+0');
 ok(abs($skew) < 5, sprintf('stepped forward: the server clock is ours again (off by %.3f s)', $skew));
 my @forward = phase('forward');
 push @{ $phase{forward} }, @forward;
-my $fwd_t = $node->safe_psql('postgres', 'SELECT extract(epoch FROM snowseq_time(' . max_id(@forward) . '))');
+my $fwd_t = $node->safe_psql('postgres', 'SELECT extract(epoch FROM snowseq_time(' . max_of(@forward) . '))');
 ok(abs($fwd_t - time()) < 5, sprintf('stepped forward: IDs carry the wall clock again (off by %.3f s)', $fwd_t - time()));
 cmp_ok(status($node, 'extract(epoch FROM drift)'), '<', 5, 'stepped forward: drift is gone');
 
@@ -237,8 +235,8 @@ is(join('', map { ${ $_->[2] } } @all_clients), '', 'no client printed an error'
 # sessions span all three phases), and each phase above the one before
 my $all = check_ids(\@all_clients, 'whole run');
 is(scalar(@$all), 3 * 4 * $n + 10_000 + 1_000_000, 'whole run: every ID is counted');
-cmp_ok(max_id(@{ $phase{before} }), '<', min_id(@{ $phase{back} }), 'every ID after the step back is above every ID before it');
-cmp_ok(max_id(@{ $phase{back} }), '<', min_id(@{ $phase{forward} }), 'every ID after the step forward is above every ID before it');
+cmp_ok(max_of(@{ $phase{before} }), '<', min_of(@{ $phase{back} }), 'every ID after the step back is above every ID before it');
+cmp_ok(max_of(@{ $phase{back} }), '<', min_of(@{ $phase{forward} }), 'every ID after the step forward is above every ID before it');
 
 my $log = server_log_since($node, $log_from);
 unlike($log, qr/\b(?:ERROR|FATAL|PANIC):/, 'no error in the server log during the run');

@@ -18,7 +18,6 @@ use Time::HiRes qw(usleep time);
 use List::Util qw(min);
 
 my $ROUNDS = 6;
-my $SEGMENT_MASK = (1 << 48) - 1;
 
 # Small reservation blocks, so that reservations advance (WAL record, state
 # file) many times during each round and a crash can land in the middle
@@ -156,7 +155,7 @@ sub check_phase
 		for my $entry (@{ $ids->{$kind} })
 		{
 			my ($client, @list) = @$entry;
-			my @s = $kind eq 'sf' ? @list : map { $_ & $SEGMENT_MASK } @list;
+			my @s = $kind eq 'sf' ? @list : map { segment_of($_) } @list;
 			$inc = 0 unless strictly_increasing(\@s);
 			if ($kind eq 'sf') { push @sf, @list; }
 			else { push @seg, @s; push @gene, @list; }

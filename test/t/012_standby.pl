@@ -22,8 +22,6 @@ use Time::HiRes qw(time sleep);
 my $NODE_ID   = 5;
 my $NODE_BITS = 10;                     # default layout 41/10/12 at 1 ms
 my $SEQ_BITS  = 12;
-my $SEG_BITS  = 48;
-my $SEG_MASK  = (1 << $SEG_BITS) - 1;
 my $MARGIN    = 10000 << $SEQ_BITS;     # default promote_margin_ms as clock units
 my @KEYS      = ('alpha', 'beta', 'gamma', 'delta');
 
@@ -37,16 +35,8 @@ sub clock_of
 # Node field of a snowflake ID.
 sub node_of { return ($_[0] >> $SEQ_BITS) & ((1 << $NODE_BITS) - 1); }
 
-# Segment (low 48 bits) of a gene ID, and the node counter inside it.
-sub segment_of { return $_[0] & $SEG_MASK; }
+# The node counter inside a gene ID's segment.
 sub segment_counter_of { return segment_of($_[0]) >> $NODE_BITS; }
-
-sub min_of
-{
-	my $m;
-	for (@_) { $m = $_ if !defined $m || $_ < $m; }
-	return $m;
-}
 
 # The saved bounds of a state file: { node_id, clock, segment }, or undef
 # when the file is missing or not a snowseq state file.

@@ -16,7 +16,6 @@ use Test::More;
 
 my ($OLD_NODE, $NEW_NODE) = (1, 2);
 my $NODE_MASK = (1 << 10) - 1;    # default node_bits
-my $SEG_MASK  = (1 << 48) - 1;
 my $dir       = $PostgreSQL::Test::Utils::tmp_check;
 
 # Run a client program; returns (exit code, stdout, stderr).
@@ -79,7 +78,7 @@ my @old_gene = lines($src->safe_psql('shop',
 is(scalar(@old_snow), 1200, 'source: 1200 snowflake IDs issued by DEFAULT snowseq_next()');
 is(scalar(@old_gene), 500, 'source: 500 gene IDs issued by the trigger');
 ok(!(grep { (($_ >> 12) & $NODE_MASK) != $OLD_NODE } @old_snow), "source: snowflake IDs carry node id $OLD_NODE");
-ok(!(grep { (($_ & $SEG_MASK) & $NODE_MASK) != $OLD_NODE } @old_gene), "source: gene segments carry node id $OLD_NODE");
+ok(!(grep { (segment_of($_) & $NODE_MASK) != $OLD_NODE } @old_gene), "source: gene segments carry node id $OLD_NODE");
 is($src->safe_psql('shop', 'SELECT count(*) FROM orders WHERE shard_of(order_id) <> snowseq_gene(buyer_id) OR shard IS DISTINCT FROM shard_of(order_id)'),
 	'0', 'source: every order ID carries the gene of its buyer');
 my $src_fp = fingerprint($src, 'shop');
@@ -135,7 +134,7 @@ for my $db ('shop', 'shop_plain')
 	is($dst->safe_psql($db, "SELECT count(*) FROM customers WHERE name LIKE 'new %' AND snowseq_node(id) <> $NEW_NODE"),
 		'0', "$db: snowseq_node() of every new customer ID is $NEW_NODE");
 	ok(!(grep { (($_ >> 12) & $NODE_MASK) != $NEW_NODE } @snow), "$db: every new snowflake ID carries node id $NEW_NODE");
-	ok(!(grep { (($_ & $SEG_MASK) & $NODE_MASK) != $NEW_NODE } @gene), "$db: every new gene segment carries node id $NEW_NODE");
+	ok(!(grep { (segment_of($_) & $NODE_MASK) != $NEW_NODE } @gene), "$db: every new gene segment carries node id $NEW_NODE");
 	is($dst->safe_psql($db,
 			'SELECT count(*) FROM orders WHERE shard_of(order_id) <> snowseq_gene(buyer_id) OR shard IS DISTINCT FROM shard_of(order_id)'),
 		'0', "$db: every order ID, restored or new, carries the gene of its buyer");

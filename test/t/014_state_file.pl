@@ -15,7 +15,6 @@ use SnowseqTest;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $SEGMENT_MASK = (1 << 48) - 1;
 
 my $node = snowseq_node('state', conf => [ "timezone = 'UTC'" ]);
 my $state_file = $node->data_dir . '/snowseq.state';
@@ -56,7 +55,7 @@ sub generate
 	is(wait_clients($sf_c) + wait_clients($gene_c), 0, "$what: clients generated IDs");
 	my @sf = read_ids($sf_c->[0][1]);
 	my @gene = $o{no_gene} ? () : read_ids($gene_c->[0][1]);
-	my @seg = map { $_ & $SEGMENT_MASK } @gene;
+	my @seg = map { segment_of($_) } @gene;
 	is(scalar(@sf), 200, "$what: 200 snowflake IDs received");
 	is(scalar(@gene), 100, "$what: 100 gene IDs received") unless $o{no_gene};
 	ok(strictly_increasing(\@sf) && strictly_increasing(\@seg), "$what: IDs and gene segments increase");
