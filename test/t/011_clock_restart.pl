@@ -90,6 +90,26 @@ cmp_ok($wal_steady * 10, '<', $wal_nextval, 'snowseq WAL for 1M IDs (steady stat
 cmp_ok($wal_10m, '<', $wal_nextval, 'snowseq WAL per 1M IDs over 10M < 1/10 of nextval');
 $plain->stop;
 
+# Steady state: with blocks of at most 400 ms a 3-second statement needs
+# several advances; the worker makes them at the low-water mark, ahead of
+# need, so (nearly) none of them makes the statement wait.
+my $small = snowseq_node('small_blocks',
+	conf => [ 'snowseq.clock_block_min_ms = 100', 'snowseq.clock_block_max_ms = 400',
+			  'snowseq.reserve_buffer_ms = 200' ]);
+$small->safe_psql('postgres', 'SELECT snowseq_next()');    # the first call of a new cluster waits
+my ($adv_a, $waits_a) = split /\|/, $small->safe_psql('postgres',
+	"SELECT advances, waits FROM snowseq_reservations WHERE kind = 'clock'");
+$small->safe_psql('postgres', "DO \$\$ BEGIN
+	WHILE clock_timestamp() < now() + interval '3 s' LOOP
+		PERFORM count(snowseq_next()) FROM generate_series(1, 10000);
+	END LOOP; END \$\$");
+my ($adv_b, $waits_b) = split /\|/, $small->safe_psql('postgres',
+	"SELECT advances, waits FROM snowseq_reservations WHERE kind = 'clock'");
+diag(sprintf('steady state, 3 s with blocks <= 400 ms: %d advances, %d waits', $adv_b - $adv_a, $waits_b - $waits_a));
+cmp_ok($adv_b - $adv_a, '>=', 4, 'steady state: the clock reservation advanced several times');
+cmp_ok(2 * ($waits_b - $waits_a), '<', $adv_b - $adv_a, 'steady state: advances came ahead of need, callers (nearly) never waited');
+$small->stop;
+
 # ---------------------------------------------------------------------
 # The clock going back
 # ---------------------------------------------------------------------
