@@ -1,7 +1,7 @@
 # snowseq: time-ordered, shard-routable 64-bit IDs generated inside PostgreSQL
 
 EXTENSION = snowseq
-EXTVERSION = 1.0
+EXTVERSION = 1.1
 MODULE_big = snowseq
 OBJS = \
 	src/snowseq.o \
@@ -15,13 +15,15 @@ OBJS = \
 	src/segment.o \
 	src/route.o
 
-DATA = sql/snowseq--$(EXTVERSION).sql
+# the full script of every release (so the upgrade test can compare a fresh
+# install with an upgraded one) and the upgrade scripts between them
+DATA = $(wildcard sql/snowseq--*.sql)
 
 # -Bsymbolic and -fno-semantic-interposition: calls and globals inside the
 # module bind directly, not through the PLT/GOT (measurable on the hot path)
 SHLIB_LINK += -lxxhash -lmurmurhash -Wl,-Bsymbolic
 
-REGRESS = api errors gene route
+REGRESS = api errors gene route security
 REGRESS_OPTS = --temp-config=$(srcdir)/test/snowseq.conf --temp-instance=./tmp_check_regress
 
 TAP_TESTS = 1

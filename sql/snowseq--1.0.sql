@@ -68,7 +68,7 @@ CREATE FUNCTION snowseq_status(
 COMMENT ON FUNCTION snowseq_status() IS
 	'node, layout, logical clock, drift and counters of the snowseq generator';
 
-CREATE VIEW snowseq_status AS SELECT * FROM snowseq_status();
+CREATE VIEW snowseq_status AS SELECT * FROM @extschema@.snowseq_status();
 COMMENT ON VIEW snowseq_status IS 'the snowseq generator at a glance';
 
 CREATE FUNCTION snowseq_reservations(
@@ -81,7 +81,7 @@ CREATE FUNCTION snowseq_reservations(
 COMMENT ON FUNCTION snowseq_reservations() IS
 	'each durable reservation: counter, bound, block size, advances and waits';
 
-CREATE VIEW snowseq_reservations AS SELECT * FROM snowseq_reservations();
+CREATE VIEW snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
 COMMENT ON VIEW snowseq_reservations IS 'snowseq durable reservations';
 
 -- PARALLEL UNSAFE: rewrites the state file.
@@ -148,13 +148,13 @@ COMMENT ON FUNCTION snowseq_gene_range(integer) IS 'the IDs of one gene: [gene <
 
 CREATE FUNCTION snowseq_key_range(key text) RETURNS int8range
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
-	RETURN snowseq_gene_range(snowseq_gene(key));
+	RETURN @extschema@.snowseq_gene_range(@extschema@.snowseq_gene(key));
 CREATE FUNCTION snowseq_key_range(key bigint) RETURNS int8range
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
-	RETURN snowseq_gene_range(snowseq_gene(key));
+	RETURN @extschema@.snowseq_gene_range(@extschema@.snowseq_gene(key));
 CREATE FUNCTION snowseq_key_range(key bytea) RETURNS int8range
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
-	RETURN snowseq_gene_range(snowseq_gene(key));
+	RETURN @extschema@.snowseq_gene_range(@extschema@.snowseq_gene(key));
 COMMENT ON FUNCTION snowseq_key_range(text) IS 'the IDs of the gene of a text key';
 COMMENT ON FUNCTION snowseq_key_range(bigint) IS 'the IDs of the gene of a bigint key';
 COMMENT ON FUNCTION snowseq_key_range(bytea) IS 'the IDs of the gene of a bytea key';
@@ -168,28 +168,30 @@ COMMENT ON FUNCTION snowseq_key_range(bytea) IS 'the IDs of the gene of a bytea 
 -- a NULL range NULL.
 CREATE FUNCTION snowseq_in_range(id bigint, r int8range) RETURNS boolean
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
-	RETURN id >= coalesce(lower(r), CASE WHEN isempty(r) THEN 9223372036854775807
-										 WHEN NOT isempty(r) THEN -9223372036854775808 END)
-		AND id <= coalesce(upper(r) - 1, CASE WHEN isempty(r) THEN -9223372036854775808
-											  WHEN NOT isempty(r) THEN 9223372036854775807 END);
+	RETURN id OPERATOR(pg_catalog.>=) COALESCE(pg_catalog.lower(r),
+			CASE WHEN pg_catalog.isempty(r) THEN '9223372036854775807'::bigint
+				 WHEN NOT pg_catalog.isempty(r) THEN '-9223372036854775808'::bigint END)
+		AND id OPERATOR(pg_catalog.<=) COALESCE(pg_catalog.upper(r) OPERATOR(pg_catalog.-) 1,
+			CASE WHEN pg_catalog.isempty(r) THEN '-9223372036854775808'::bigint
+				 WHEN NOT pg_catalog.isempty(r) THEN '9223372036854775807'::bigint END);
 COMMENT ON FUNCTION snowseq_in_range(bigint, int8range) IS
 	'id <@ r, written so that partition pruning sees the bounds';
 CREATE OPERATOR <@ (
 	LEFTARG = bigint, RIGHTARG = int8range,
-	FUNCTION = snowseq_in_range,
-	COMMUTATOR = @>
+	FUNCTION = @extschema@.snowseq_in_range,
+	COMMUTATOR = OPERATOR(@extschema@.@>)
 );
 -- the commutator, a real operator: "range @> id" prunes too, and no shell
 -- operator is left to hide the built-in anyrange @> anyelement
 CREATE FUNCTION snowseq_range_contains(r int8range, id bigint) RETURNS boolean
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
-	RETURN snowseq_in_range(id, r);
+	RETURN @extschema@.snowseq_in_range(id, r);
 COMMENT ON FUNCTION snowseq_range_contains(int8range, bigint) IS
 	'r @> id, written so that partition pruning sees the bounds';
 CREATE OPERATOR @> (
 	LEFTARG = int8range, RIGHTARG = bigint,
-	FUNCTION = snowseq_range_contains,
-	COMMUTATOR = <@
+	FUNCTION = @extschema@.snowseq_range_contains,
+	COMMUTATOR = OPERATOR(@extschema@.<@)
 );
 
 -- The routing map: a gene belongs to the row with the smallest upper_gene >= it.
@@ -199,14 +201,14 @@ CREATE TABLE snowseq_shard_map (
 );
 COMMENT ON TABLE snowseq_shard_map IS
 	'routing map: each shard holds the genes above the previous row''s upper_gene up to its own';
-SELECT pg_catalog.pg_extension_config_dump('snowseq_shard_map', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.snowseq_shard_map', '');
 
 CREATE FUNCTION snowseq_shard_map_changed() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'snowseq_shard_map_changed'
 	LANGUAGE C;
 CREATE TRIGGER snowseq_shard_map_changed
-	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON snowseq_shard_map
-	FOR EACH STATEMENT EXECUTE FUNCTION snowseq_shard_map_changed();
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_shard_map
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_shard_map_changed();
 
 -- STABLE: reads the map.  PARALLEL RESTRICTED: the map is cached per
 -- backend and kept current by invalidations the leader processes.
@@ -222,13 +224,13 @@ COMMENT ON FUNCTION snowseq_route_gene(integer) IS 'shard that holds a gene, fro
 
 CREATE FUNCTION snowseq_route_key(key text) RETURNS text
 	LANGUAGE SQL STABLE PARALLEL RESTRICTED
-	RETURN snowseq_route_gene(snowseq_gene(key));
+	RETURN @extschema@.snowseq_route_gene(@extschema@.snowseq_gene(key));
 CREATE FUNCTION snowseq_route_key(key bigint) RETURNS text
 	LANGUAGE SQL STABLE PARALLEL RESTRICTED
-	RETURN snowseq_route_gene(snowseq_gene(key));
+	RETURN @extschema@.snowseq_route_gene(@extschema@.snowseq_gene(key));
 CREATE FUNCTION snowseq_route_key(key bytea) RETURNS text
 	LANGUAGE SQL STABLE PARALLEL RESTRICTED
-	RETURN snowseq_route_gene(snowseq_gene(key));
+	RETURN @extschema@.snowseq_route_gene(@extschema@.snowseq_gene(key));
 COMMENT ON FUNCTION snowseq_route_key(text) IS 'shard that holds the rows of a text key';
 COMMENT ON FUNCTION snowseq_route_key(bigint) IS 'shard that holds the rows of a bigint key';
 COMMENT ON FUNCTION snowseq_route_key(bytea) IS 'shard that holds the rows of a bytea key';
