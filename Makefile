@@ -9,6 +9,10 @@ OBJS = \
 	src/shmem.o \
 	src/clock.o \
 	src/reserve.o \
+	src/statefile.o \
+	src/rmgr.o \
+	src/syncrep.o \
+	src/admin.o \
 	src/worker.o \
 	src/status.o \
 	src/gene.o \

@@ -85,7 +85,7 @@ CREATE EXTENSION pg_walinspect;
 SELECT pg_current_wal_flush_lsn() AS lsn_before \gset
 SELECT count(snowseq_gene_next(g::bigint)) FROM generate_series(1, 5000) g;
 SELECT count(*) > 0 AS logged, bool_and(record_type = 'RESERVE') AS identified,
-       bool_and(description LIKE 'node 7 layout 41/10/12@1ms clock bound % segment bound %') AS described
+       bool_and(description LIKE 'node 7 layout 41/10/12@1ms % bound % block %') AS described
 FROM pg_get_wal_records_info(:'lsn_before', pg_current_wal_flush_lsn())
 WHERE resource_manager = 'snowseq';
 DROP EXTENSION pg_walinspect;

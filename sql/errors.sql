@@ -88,14 +88,57 @@ INSERT INTO t_trig (buyer) VALUES (NULL);
 SELECT snowseq_fill_gene_id();
 SELECT count(*) AS rows_in_t_trig FROM t_trig;
 
--- administration is not for PUBLIC
+-- administration is not for PUBLIC, nor are batches or changing the map
 CREATE ROLE snowseq_regress_user;
+INSERT INTO snowseq_shard_map VALUES (32767, 'the_shard');
 SET ROLE snowseq_regress_user;
 SELECT snowseq_reset_state();
 SELECT snowseq_create_shards('good', 4);
+SELECT count(*) FROM snowseq_next_n(10);
+INSERT INTO snowseq_shard_map VALUES (100, 'mine');
+UPDATE snowseq_shard_map SET shard = 'mine';
+DELETE FROM snowseq_shard_map;
 -- but generating and routing are
 SELECT snowseq_next() > 0 AS can_generate, snowseq_gene('k') >= 0 AS can_hash;
+SELECT snowseq_route(5::bigint << 48) AS can_route, snowseq_route_key('buyer') AS by_key;
 RESET ROLE;
+
+-- a granted role may take batches and create shards of its own tables,
+-- and may change the map only if granted that too
+GRANT EXECUTE ON FUNCTION snowseq_next_n(integer) TO snowseq_regress_user;
+GRANT EXECUTE ON FUNCTION snowseq_create_shards(regclass, integer) TO snowseq_regress_user;
+GRANT CREATE ON SCHEMA public TO snowseq_regress_user;
+DELETE FROM snowseq_shard_map;
+SET ROLE snowseq_regress_user;
+SELECT count(*) FROM snowseq_next_n(10);
+-- the owner's right is checked before any lock is taken
+SELECT snowseq_create_shards('good', 4);
+-- its own table, but the map is not its to fill
+CREATE TABLE own_parted (id bigint) PARTITION BY RANGE (id);
+SELECT snowseq_create_shards('own_parted', 2);
+RESET ROLE;
+GRANT INSERT ON snowseq_shard_map TO snowseq_regress_user;
+SET ROLE snowseq_regress_user;
+SELECT snowseq_create_shards('own_parted', 2);
+RESET ROLE;
+REVOKE INSERT ON snowseq_shard_map FROM snowseq_regress_user;
+SELECT count(*) AS own_partitions FROM pg_inherits WHERE inhparent = 'own_parted'::regclass;
+
+-- a failed load of the map (here a missing privilege) leaves nothing
+-- cached: the next lookup loads it again
+DELETE FROM snowseq_shard_map;
+INSERT INTO snowseq_shard_map VALUES (32767, 'the_shard');
+REVOKE SELECT ON snowseq_shard_map FROM PUBLIC;
+SET ROLE snowseq_regress_user;
+SELECT snowseq_route(1);
+RESET ROLE;
+SELECT snowseq_route(1) AS after_failed_load;
+GRANT SELECT ON snowseq_shard_map TO PUBLIC;
+DELETE FROM snowseq_shard_map;
+DROP TABLE own_parted;
+REVOKE CREATE ON SCHEMA public FROM snowseq_regress_user;
+REVOKE EXECUTE ON FUNCTION snowseq_next_n(integer) FROM snowseq_regress_user;
+REVOKE EXECUTE ON FUNCTION snowseq_create_shards(regclass, integer) FROM snowseq_regress_user;
 DROP ROLE snowseq_regress_user;
 
 -- the snowseq. prefix is reserved: a misspelt setting is refused

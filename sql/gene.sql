@@ -64,3 +64,21 @@ CREATE TRIGGER int_keyed_id BEFORE INSERT ON int_keyed
 	FOR EACH ROW EXECUTE FUNCTION snowseq_fill_gene_id('id', 'k');
 INSERT INTO int_keyed (k) VALUES (1), (-1);
 SELECT k, shard_of(id) = snowseq_gene(k::bigint) AS as_bigint FROM int_keyed ORDER BY k;
+
+-- a char(n) key is hashed as snowseq_gene(key) hashes it: without padding
+-- (its cast to text drops the trailing blanks), also through a domain
+CREATE DOMAIN buyer_code AS char(12);
+CREATE TABLE char_keyed (id bigint, k char(10));
+CREATE TRIGGER char_keyed_id BEFORE INSERT ON char_keyed
+	FOR EACH ROW EXECUTE FUNCTION snowseq_fill_gene_id('id', 'k');
+CREATE TABLE domain_keyed (id bigint, d buyer_code);
+CREATE TRIGGER domain_keyed_id BEFORE INSERT ON domain_keyed
+	FOR EACH ROW EXECUTE FUNCTION snowseq_fill_gene_id('id', 'd');
+INSERT INTO char_keyed (k) VALUES ('alice'), ('bob  '), ('Zürich'), ('');
+INSERT INTO domain_keyed (d) VALUES ('alice'), ('carol');
+SELECT k, shard_of(id) = snowseq_gene(k) AS gene_of_key,
+       shard_of(id) = snowseq_gene(rtrim(k::text)) AS unpadded,
+       id <@ snowseq_key_range(k) AS in_key_range
+FROM char_keyed ORDER BY k;
+SELECT d, shard_of(id) = snowseq_gene(d) AS gene_of_key, id <@ snowseq_key_range(d) AS in_key_range
+FROM domain_keyed ORDER BY d;

@@ -22,7 +22,11 @@ FROM (VALUES (4::bigint, int8range(5, 10)), (5, int8range(5, 10)), (9, int8range
              (10, int8range(5, 10)), (7, 'empty'::int8range), (7, int8range(NULL, 8)),
              (7, int8range(6, NULL)), (7, int8range(5, 7, '[]')), (7, NULL), (9223372036854775807, int8range(0, NULL)),
              (-9223372036854775808, int8range(NULL, 0)), (-9223372036854775808, 'empty'),
-             (9223372036854775807, 'empty')) v(x, r);
+             (9223372036854775807, 'empty'),
+             -- ranges that end before the smallest bigint contain nothing
+             (5, int8range(NULL, '-9223372036854775808')),
+             (-9223372036854775808, int8range(NULL, '-9223372036854775808')),
+             (-9223372036854775808, int8range('-9223372036854775808', '-9223372036854775808', '[]'))) v(x, r);
 
 -- the map: ceiling lookup
 INSERT INTO snowseq_shard_map VALUES (99, 'a'), (100, 'b'), (32767, 'c');
@@ -64,3 +68,15 @@ PREPARE by_buyer(text) AS SELECT count(*) FROM shop_orders WHERE order_id <@ sno
 SET plan_cache_mode = force_generic_plan;
 EXPLAIN (COSTS OFF) EXECUTE by_buyer('buyer-7');
 RESET plan_cache_mode;
+
+-- the map changes however applied: with session_replication_role = replica
+-- (as a logical replication subscriber applies changes) the triggers still
+-- fire, so the cached copy is reloaded
+SELECT snowseq_route_gene(32767) AS before;
+SET session_replication_role = replica;
+UPDATE snowseq_shard_map SET shard = 'replicated' WHERE upper_gene = 32767;
+RESET session_replication_role;
+SELECT snowseq_route_gene(32767) AS after_replica_update;
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'snowseq_shard_map'::regclass AND NOT tgisinternal
+ORDER BY tgname;
+UPDATE snowseq_shard_map SET shard = 'public.shop_orders_3' WHERE upper_gene = 32767;

@@ -50,6 +50,15 @@ WHERE d.deptype = 'n'
       <> 'pg_catalog'::regnamespace
 ORDER BY 1;
 
+-- the same for an update from 1.0: its script and the upgrade script
+-- reach only what they mean to
+DROP EXTENSION snowseq;
+CREATE EXTENSION snowseq VERSION '1.0';
+ALTER EXTENSION snowseq UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'snowseq';
+SELECT 5::bigint <@ int8range(1, 10) AS contained, 5::bigint <@ int8range(NULL, '-9223372036854775808') AS before_min;
+SELECT count(*) AS hijacked_calls FROM public.hijack_log;
+
 \c contrib_regression
 DROP DATABASE snowseq_security;
 DROP ROLE regress_hijacker;

@@ -15,11 +15,15 @@ CREATE FUNCTION snowseq_next() RETURNS bigint
 COMMENT ON FUNCTION snowseq_next() IS
 	'next snowflake ID of this node: unique, greater than every ID issued before';
 
+-- Not for PUBLIC: one call takes up to a second of the clock's capacity at
+-- once (2^(seq_bits+10) IDs), which other callers would wait for.  Grant it
+-- to the roles that load in bulk.
 CREATE FUNCTION snowseq_next_n(n integer) RETURNS SETOF bigint
 	AS 'MODULE_PATHNAME', 'snowseq_next_n'
 	LANGUAGE C VOLATILE STRICT PARALLEL SAFE ROWS 1000;
 COMMENT ON FUNCTION snowseq_next_n(integer) IS
-	'n consecutive snowflake IDs taken in one atomic step';
+	'n consecutive snowflake IDs taken in one atomic step (bulk loads; needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION snowseq_next_n(integer) FROM PUBLIC;
 
 -- STABLE, not IMMUTABLE: the layout and epoch are settings read at server
 -- start, so the same ID may parse differently after a reconfiguration.
@@ -62,11 +66,13 @@ CREATE FUNCTION snowseq_status(
 	OUT ids_issued bigint, OUT clock_backward_events bigint,
 	OUT overflow_borrows bigint, OUT clock_reserved_until timestamptz,
 	OUT reservation_advances bigint, OUT reservation_waits bigint,
-	OUT state text, OUT worker_running boolean, OUT shmem_bytes bigint)
-	AS 'MODULE_PATHNAME', 'snowseq_status'
+	OUT state text, OUT worker_running boolean, OUT shmem_bytes bigint,
+	OUT max_lead interval, OUT lead_waits bigint,
+	OUT time_field_ends timestamptz, OUT lifetime_left interval)
+	AS 'MODULE_PATHNAME', 'snowseq_status_1_1'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION snowseq_status() IS
-	'node, layout, logical clock, drift and counters of the snowseq generator';
+	'node, layout, logical clock, drift, lead, lifetime and counters of the snowseq generator';
 
 CREATE VIEW snowseq_status AS SELECT * FROM @extschema@.snowseq_status();
 COMMENT ON VIEW snowseq_status IS 'the snowseq generator at a glance';
@@ -89,7 +95,7 @@ CREATE FUNCTION snowseq_reset_state(segment_floor bigint DEFAULT NULL) RETURNS t
 	AS 'MODULE_PATHNAME', 'snowseq_reset_state'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION snowseq_reset_state(bigint) IS
-	'adopt the configured layout, epoch and node id after a deliberate change (superuser)';
+	'adopt the configured layout, epoch and node id after a deliberate change, above every ID issued before (needs EXECUTE granted)';
 REVOKE ALL ON FUNCTION snowseq_reset_state(bigint) FROM PUBLIC;
 
 ------------------------------------------------------------------------
@@ -163,17 +169,22 @@ COMMENT ON FUNCTION snowseq_key_range(bytea) IS 'the IDs of the gene of a bytea 
 -- operator means exactly what the built-in one means, but is written as an
 -- inlinable SQL function of two plain comparisons, so the planner sees
 -- id >= lower AND id <= upper - 1 and prunes, at plan time for a constant
--- range and at run time for a parameter.  int8range is canonical ([)), an
--- empty range gives bounds no ID satisfies, an unbounded side the extreme,
--- a NULL range NULL.
+-- range and at run time for a parameter.  int8range is canonical ([)); an
+-- empty range, and one that ends before the smallest bigint, give bounds
+-- no ID satisfies (and upper - 1 is never computed for them); an unbounded
+-- side gives the extreme; a NULL range NULL.
 CREATE FUNCTION snowseq_in_range(id bigint, r int8range) RETURNS boolean
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
-	RETURN id OPERATOR(pg_catalog.>=) COALESCE(pg_catalog.lower(r),
-			CASE WHEN pg_catalog.isempty(r) THEN '9223372036854775807'::bigint
-				 WHEN NOT pg_catalog.isempty(r) THEN '-9223372036854775808'::bigint END)
-		AND id OPERATOR(pg_catalog.<=) COALESCE(pg_catalog.upper(r) OPERATOR(pg_catalog.-) 1,
-			CASE WHEN pg_catalog.isempty(r) THEN '-9223372036854775808'::bigint
-				 WHEN NOT pg_catalog.isempty(r) THEN '9223372036854775807'::bigint END);
+	RETURN id OPERATOR(pg_catalog.>=) CASE
+			WHEN pg_catalog.isempty(r) OR pg_catalog.upper(r) OPERATOR(pg_catalog.=) '-9223372036854775808'::bigint
+				THEN '9223372036854775807'::bigint
+			WHEN NOT pg_catalog.isempty(r)
+				THEN COALESCE(pg_catalog.lower(r), '-9223372036854775808'::bigint) END
+		AND id OPERATOR(pg_catalog.<=) CASE
+			WHEN pg_catalog.isempty(r) OR pg_catalog.upper(r) OPERATOR(pg_catalog.=) '-9223372036854775808'::bigint
+				THEN '-9223372036854775808'::bigint
+			WHEN NOT pg_catalog.isempty(r)
+				THEN COALESCE(pg_catalog.upper(r) OPERATOR(pg_catalog.-) 1, '9223372036854775807'::bigint) END;
 COMMENT ON FUNCTION snowseq_in_range(bigint, int8range) IS
 	'id <@ r, written so that partition pruning sees the bounds';
 CREATE OPERATOR <@ (
@@ -202,13 +213,24 @@ CREATE TABLE snowseq_shard_map (
 COMMENT ON TABLE snowseq_shard_map IS
 	'routing map: each shard holds the genes above the previous row''s upper_gene up to its own';
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.snowseq_shard_map', '');
+-- routing is for everyone, changing the map is not
+GRANT SELECT ON @extschema@.snowseq_shard_map TO PUBLIC;
 
+-- Every change of the map, however applied, tells every backend to reload
+-- its copy: ENABLE ALWAYS, so the triggers fire under
+-- session_replication_role = replica and in a logical replication
+-- subscriber too, whose apply fires row triggers only.
 CREATE FUNCTION snowseq_shard_map_changed() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'snowseq_shard_map_changed'
 	LANGUAGE C;
 CREATE TRIGGER snowseq_shard_map_changed
 	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_shard_map
 	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_shard_map_changed();
+CREATE TRIGGER snowseq_shard_map_row_changed
+	AFTER INSERT OR UPDATE OR DELETE ON @extschema@.snowseq_shard_map
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.snowseq_shard_map_changed();
+ALTER TABLE @extschema@.snowseq_shard_map ENABLE ALWAYS TRIGGER snowseq_shard_map_changed;
+ALTER TABLE @extschema@.snowseq_shard_map ENABLE ALWAYS TRIGGER snowseq_shard_map_row_changed;
 
 -- STABLE: reads the map.  PARALLEL RESTRICTED: the map is cached per
 -- backend and kept current by invalidations the leader processes.
@@ -235,7 +257,8 @@ COMMENT ON FUNCTION snowseq_route_key(text) IS 'shard that holds the rows of a t
 COMMENT ON FUNCTION snowseq_route_key(bigint) IS 'shard that holds the rows of a bigint key';
 COMMENT ON FUNCTION snowseq_route_key(bytea) IS 'shard that holds the rows of a bytea key';
 
--- Creates tables and fills the map: for table owners, not for PUBLIC.
+-- Creates tables and fills the map: not for PUBLIC.  A caller granted
+-- EXECUTE must own the table and be allowed to insert into the map.
 CREATE FUNCTION snowseq_create_shards(parent regclass, n integer) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_create_shards'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;

@@ -7,25 +7,31 @@
  * value is max(counter + 1, now << seq_bits), installed with compare-and-
  * swap: a sequence overflow or a clock that goes back simply borrows the
  * next time unit, and the wall clock catches up later.  The counter never
- * passes the durable reservation (reserve.c).
+ * passes its reservation (reserve.c), whose ceiling keeps the logical clock
+ * within snowseq.max_lead_ms of a reference clock: the wall clock, made
+ * monotonic, so that a clock stepped back does not count as lead.
  */
 #include "postgres.h"
 
 #include <time.h>
 
+#include "common/int.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
-#include "snowseq.h"
-
+#include "reserve.h"
 
 /* The layout, derived once at preload (the settings are fixed from then on). */
 static int	seq_bits;
 static int	node_bits;
 static uint64 seq_mask;
+static uint64 time_limit;		/* first time field value past the end */
 static uint64 counter_limit;	/* first counter value past the time field */
 static uint64 node_part;		/* node id << seq_bits */
 
@@ -36,13 +42,21 @@ ClockInit(void)
 	seq_bits = snowseq_seq_bits;
 	node_bits = snowseq_node_bits;
 	seq_mask = ((uint64) 1 << seq_bits) - 1;
-	counter_limit = (uint64) 1 << (snowseq_time_bits + seq_bits);
+	time_limit = (uint64) 1 << snowseq_time_bits;
+	counter_limit = time_limit << seq_bits;
 	node_part = snowseq_node_id < 0 ? 0 : (uint64) snowseq_node_id << seq_bits;
 }
 
+/* First counter value past the end of the time field. */
+uint64
+ClockCounterLimit(void)
+{
+	return counter_limit;
+}
+
 /* Milliseconds since 1970-01-01 UTC from the real-time clock. */
-static inline int64
-WallMs(void)
+int64
+SnowseqWallMs(void)
 {
 	struct timespec ts;
 
@@ -50,22 +64,97 @@ WallMs(void)
 	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Milliseconds of a clock that never steps. */
+static int64
+MonotonicMs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ms since 1970-01-01 UTC as a timestamptz; ERROR beyond its range. */
+TimestampTz
+SnowseqMsToTimestamptz(int64 ms)
+{
+	int64		us;
+
+	if (pg_sub_s64_overflow(ms, SNOWSEQ_UNIX_TO_PG_MS, &us) ||
+		pg_mul_s64_overflow(us, 1000, &us) || !IS_VALID_TIMESTAMP(us))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range"),
+				 errdetail("The instant %lld ms after 1970-01-01 cannot be represented as a timestamp.",
+						   (long long) ms)));
+	return us;
+}
+
+/* A finite timestamptz as ms since 1970 (floor). */
+int64
+SnowseqTimestamptzToMs(TimestampTz ts)
+{
+	if (TIMESTAMP_NOT_FINITE(ts))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp must be finite")));
+	return (ts >= 0 ? ts / 1000 : -((-ts + 999) / 1000)) + SNOWSEQ_UNIX_TO_PG_MS;
+}
+
+/*
+ * Time units since the epoch as ms since 1970, or false when that is
+ * beyond int64 (wide time fields with long units).
+ */
+static bool
+ClockUnitsToMs(uint64 units, int64 *ms)
+{
+	int64		span;
+
+	if (units > (uint64) PG_INT64_MAX ||
+		pg_mul_s64_overflow((int64) units, snowseq_time_unit_ms, &span) ||
+		pg_add_s64_overflow(SnowseqEpochMs, span, ms))
+		return false;
+	return true;
+}
+
+/* The instant of a time field value; with saturate, infinity past the timestamp range. */
+static TimestampTz
+ClockUnitsToTimestamptz(uint64 units, bool saturate)
+{
+	int64		ms;
+	int64		us;
+
+	if (ClockUnitsToMs(units, &ms) &&
+		!pg_sub_s64_overflow(ms, SNOWSEQ_UNIX_TO_PG_MS, &us) &&
+		!pg_mul_s64_overflow(us, 1000, &us) && IS_VALID_TIMESTAMP(us))
+		return us;
+	if (saturate)
+		return DT_NOEND;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("snowseq time field value %llu is beyond the timestamp range",
+					(unsigned long long) units),
+			 errdetail("snowseq.time_unit_ms = %d from snowseq.epoch reaches past the year 294276.",
+					   snowseq_time_unit_ms)));
+	return 0;					/* keep compiler quiet */
+}
+
 /*
  * The wall clock in time units since the epoch, noting a clock that went
- * back.  Each backend remembers its last millisecond: while the clock stays
- * in it, the reading costs one clock_gettime and a compare.  On a new
- * millisecond the last reading of the cluster is loaded before the clock
- * was read, so a reading below it means the clock really stepped back; the
- * CAS that installs the lower value counts the step once, whichever
- * backend sees it first.
+ * back; at most the end of the time field.  Each backend remembers its last
+ * millisecond: while the clock stays in it, the reading costs one
+ * clock_gettime and a compare.  On a new millisecond the last reading of
+ * the cluster is loaded before the clock was read, so a reading below it
+ * means the clock really stepped back; the CAS that installs the lower
+ * value counts the step once, whichever backend sees it first.
  */
-uint64
+static inline uint64
 ClockNowUnits(void)
 {
 	static int64 cached_ms = -1;
 	static uint64 cached_units = 0;
 	uint64		last;
-	int64		ms = WallMs();
+	int64		ms = SnowseqWallMs();
 
 	if (likely(ms == cached_ms))
 		return cached_units;
@@ -73,7 +162,7 @@ ClockNowUnits(void)
 	/* a new millisecond: load the cluster's last reading, then read again */
 	last = pg_atomic_read_u64(&Snowseq->last_wall_ms);
 	pg_read_barrier();
-	ms = WallMs();
+	ms = SnowseqWallMs();
 	if ((uint64) ms != last)
 	{
 		if ((uint64) ms < last)
@@ -88,57 +177,149 @@ ClockNowUnits(void)
 	if (ms <= SnowseqEpochMs)
 		cached_units = 0;
 	else
-		cached_units = (uint64) (ms - SnowseqEpochMs) / (uint64) snowseq_time_unit_ms;
+		cached_units = Min((uint64) (ms - SnowseqEpochMs) / (uint64) snowseq_time_unit_ms,
+						   time_limit);
 	return cached_units;
 }
 
-/* A duration in ms as clock counter units (whole time units). */
-uint64
-ClockMsToUnits(int64 ms)
+/* Time units since the epoch of an instant in ms, at most the end of the field. */
+static uint64
+ClockMsToUnitsSince(int64 ms)
 {
-	return (uint64) (ms / snowseq_time_unit_ms) << snowseq_seq_bits;
+	if (ms <= SnowseqEpochMs)
+		return 0;
+	return Min((uint64) (ms - SnowseqEpochMs) / (uint64) snowseq_time_unit_ms, time_limit);
 }
 
-/* Time units since the epoch to ms since 1970-01-01 UTC. */
-int64
-ClockUnitsToMs(uint64 units)
+/* A duration in ms as counter values (whole time units). */
+static uint64
+ClockMsToCounter(int64 ms)
 {
-	return SnowseqEpochMs + (int64) units * snowseq_time_unit_ms;
+	return (uint64) (ms / snowseq_time_unit_ms) << seq_bits;
 }
 
-/* The instant of a clock counter value's time field. */
+/*
+ * The reference clock, in ms since 1970: the wall clock, but never going
+ * back (a monotonic clock plus an offset that only rises).  It starts at
+ * the logical clock as it stands, so a restart with the wall clock behind,
+ * or a promotion above the replayed reservation, is no lead.
+ */
+static int64
+ClockReferenceMs(void)
+{
+	int64		mono = MonotonicMs();
+	int64		wall = SnowseqWallMs();
+	int64		from = wall;
+
+	if (pg_atomic_read_u64(&Snowseq->ref_offset_ms) == 0)
+	{
+		uint64		units = pg_atomic_read_u64(&SnowseqRes[RESERVE_CLOCK].counter) >> seq_bits;
+		int64		ms;
+
+		if (ClockUnitsToMs(units, &ms))
+			from = Max(from, ms);
+	}
+	return mono + (int64) AtomicRaise(&Snowseq->ref_offset_ms, (uint64) (from - mono));
+}
+
+/* How the clock's reservation may advance now. */
+static void
+ClockSpec(ReserveSpec *spec)
+{
+	uint64		ref = ClockMsToUnitsSince(ClockReferenceMs());
+	uint64		lead = (uint64) (snowseq_max_lead_ms / snowseq_time_unit_ms);
+
+	spec->floor = ClockNowUnits() << seq_bits;
+	spec->ceiling = Min(counter_limit, (ref + lead + 1) << seq_bits) - 1;
+	spec->block_min = Max(ClockMsToCounter(snowseq_clock_block_min_ms), (uint64) 1 << seq_bits);
+	spec->block_max = Max(ClockMsToCounter(snowseq_clock_block_max_ms), spec->block_min);
+	spec->margin_min = ClockMsToCounter(snowseq_promote_margin_ms);
+}
+
+/*
+ * The counter needs `need` but the clock would lead the reference clock by
+ * more than snowseq.max_lead_ms: wait for the reference clock to move on,
+ * until there is room for a block above need (or half the lead), so that
+ * a clock held at its lead advances its reservation in blocks, not once
+ * per time unit.
+ */
+static void
+ClockWaitForLead(uint64 need, const ReserveSpec *spec)
+{
+	uint64		lead = (uint64) (snowseq_max_lead_ms / snowseq_time_unit_ms) << seq_bits;
+	uint64		room = Min(spec->block_min, lead / 2);
+	int64		ms = (int64) (((need + room) >> seq_bits) - (spec->ceiling >> seq_bits)) *
+		snowseq_time_unit_ms;
+
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 Min(Max(ms, 1), 1000), PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* The instant the time field runs out (infinity if past the timestamp range). */
 TimestampTz
-ClockCounterInstant(uint64 counter)
-{
-	return SnowseqMsToTimestamptz(ClockUnitsToMs(counter >> snowseq_seq_bits));
-}
-
-/* The instant the time field runs out. */
-static TimestampTz
 ClockEndOfTime(void)
 {
-	return SnowseqMsToTimestamptz(ClockUnitsToMs((uint64) 1 << snowseq_time_bits));
+	return ClockUnitsToTimestamptz(time_limit, true);
+}
+
+/* ERROR: the time field has run out. */
+static void
+ClockRanOut(void)
+{
+	char		end[MAXDATELEN + 1];
+
+	strlcpy(end, timestamptz_to_str(ClockEndOfTime()), sizeof(end));
+	ereport(ERROR,
+			(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+			 errmsg("snowseq time field ran out at %s", end),
+			 errdetail("snowseq.time_bits = %d with snowseq.time_unit_ms = %d from snowseq.epoch last until then.",
+					   snowseq_time_bits, snowseq_time_unit_ms),
+			 errhint("Choose a later snowseq.epoch or more time bits; IDs never wrap.")));
 }
 
 /*
  * Take n consecutive counter values and return the first.  Lock-free: one
- * clock read, one CAS; waits only when the durable reservation is reached.
+ * clock read, one CAS; waits only for a durable reservation or at the
+ * bound on the lead.
  */
 uint64
 ClockNext(uint64 n)
 {
+	Reservation *r = &SnowseqRes[RESERVE_CLOCK];
 	uint64		now = ClockNowUnits() << seq_bits;
 	uint64		first;
 	uint64		last;
+	bool		waited = false;
+	ReserveSpec spec;
 
-	if (unlikely(!ReserveTake(RESERVE_CLOCK, now, n, counter_limit, &first, &last)))
-		ereport(ERROR,
-				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-				 errmsg("snowseq time field ran out at %s",
-						timestamptz_to_str(ClockEndOfTime())),
-				 errdetail("snowseq.time_bits = %d with snowseq.time_unit_ms = %d from snowseq.epoch last until then.",
-						   snowseq_time_bits, snowseq_time_unit_ms),
-				 errhint("Choose a later snowseq.epoch or more time bits; IDs never wrap.")));
+	for (;;)
+	{
+		ReserveResult rr = ReserveTake(r, now, n, counter_limit, &first, &last);
+
+		if (likely(rr == RESERVE_OK))
+			break;
+		if (rr == RESERVE_LOW)
+		{
+			ClockSpec(&spec);
+			ReserveRequestAdvance(r, &spec);
+			break;
+		}
+		if (rr == RESERVE_LIMIT)
+			ClockRanOut();
+		/* RESERVE_BOUND: the reservation, or the lead, must move first */
+		ClockSpec(&spec);
+		if (last > spec.ceiling)
+		{
+			if (!waited)
+				pg_atomic_fetch_add_u64(&Snowseq->lead_waits, 1);
+			waited = true;
+			ClockWaitForLead(last, &spec);
+		}
+		else
+			ReserveWait(r, &spec, last);
+	}
 
 	/* started in a time unit the wall clock has not reached: borrowed */
 	if (unlikely((last >> seq_bits) > (now >> seq_bits) &&
@@ -147,37 +328,157 @@ ClockNext(uint64 n)
 	return first;
 }
 
-/* Splice the node id into a counter value: [0][time][node][seq]. */
-int64
-ClockComposeId(uint64 state)
+/*
+ * The largest batch one call may take: what the lead allows, for a batch
+ * never waits for itself.
+ */
+static uint64
+ClockMaxBatch(void)
 {
-	return (int64) (((state & ~seq_mask) << node_bits) | node_part | (state & seq_mask));
+	uint64		lead = (uint64) (snowseq_max_lead_ms / snowseq_time_unit_ms);
+
+	return Min((uint64) 1 << (seq_bits + 10), (lead + 1) << seq_bits);
 }
 
-/* Reject an ID no layout can produce; the layout needs preload. */
+/* Advance the clock's reservation if it is due (the worker, holding the lock). */
+bool
+ClockAdvanceDue(bool in_use)
+{
+	ReserveSpec spec;
+
+	ClockSpec(&spec);
+	return ReserveAdvanceIfDue(&SnowseqRes[RESERVE_CLOCK], &spec, in_use);
+}
+
+/* Splice the node id into a counter value: [0][time][node][seq]. */
+int64
+ClockComposeId(uint64 counter)
+{
+	return (int64) (((counter & ~seq_mask) << node_bits) | node_part | (counter & seq_mask));
+}
+
+/* The instant of a clock counter value's time field (infinity past the range). */
+TimestampTz
+ClockCounterInstant(uint64 counter)
+{
+	return ClockUnitsToTimestamptz(counter >> seq_bits, true);
+}
+
+/*
+ * Where the clock must resume after a reset from an old configuration:
+ * every ID it issues then is greater than every ID the old configuration
+ * could have issued, which is its durable bound composed in its own layout
+ * with its own node id.  The first time unit whose IDs all lie above that
+ * one; ERROR if the new time field has none.
+ */
+uint64
+ClockFloorAfterReset(const SavedConfig *old, uint64 old_bound)
+{
+	int			old_shift = old->node_bits + old->seq_bits;
+	uint64		old_limit;
+	uint64		old_node;
+	uint64		b;
+	uint64		max_old;
+	uint64		t;
+
+	if (old->time_bits < 1 || old->seq_bits < 0 || old->node_bits < 0 ||
+		old->time_bits + old_shift > 63 || old_bound == 0)
+		return 0;
+	old_limit = (uint64) 1 << (old->time_bits + old->seq_bits);
+	b = Min(old_bound, old_limit - 1);
+	old_node = old->node_id < 0 ? ((uint64) 1 << old->node_bits) - 1 : (uint64) old->node_id;
+	max_old = ((b >> old->seq_bits) << old_shift) | (old_node << old->seq_bits) |
+		(b & (((uint64) 1 << old->seq_bits) - 1));
+	t = (max_old >> (node_bits + seq_bits)) + 1;
+
+	/*
+	 * and, so that their times do not go back either, not before the
+	 * instant the old bound stands for, as far as the lead allows: the IDs
+	 * the old clock issued stood at most that far ahead
+	 */
+	if (old->time_unit_ms > 0)
+	{
+		int64		old_ms;
+		int64		span;
+
+		if (!pg_mul_s64_overflow((int64) (b >> old->seq_bits) + 1, old->time_unit_ms, &span) &&
+			!pg_add_s64_overflow(old->epoch_ms, span, &old_ms))
+		{
+			old_ms = Min(old_ms, SnowseqWallMs() + snowseq_max_lead_ms);
+			if (old_ms > SnowseqEpochMs)
+				t = Max(t, ((uint64) (old_ms - SnowseqEpochMs) + snowseq_time_unit_ms - 1) /
+						(uint64) snowseq_time_unit_ms);
+		}
+	}
+	if (t >= time_limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the new snowseq layout cannot issue IDs above those of the old one"),
+				 errdetail("The old configuration may have issued IDs up to %llu; the new time field ends below that.",
+						   (unsigned long long) max_old),
+				 errhint("Restore the previous settings, or choose a layout with a wider time field.")));
+	return t << seq_bits;
+}
+
+/* The lead the clock would have standing at counter, in ms (0 if none). */
+static int64
+ClockLeadAt(uint64 counter)
+{
+	int64		ms;
+	int64		ref = ClockReferenceMs();
+
+	if (!ClockUnitsToMs(counter >> seq_bits, &ms))
+		return PG_INT64_MAX;
+	return Max(ms - ref, 0);
+}
+
+/*
+ * Raise the clock to floor for a reset; with check_lead, refuse when that
+ * would put it further ahead of the reference clock than
+ * snowseq.max_lead_ms allows.  Caller holds Snowseq->lock.
+ */
+void
+ClockRaiseForReset(uint64 floor, bool check_lead, SavedSlot *slot)
+{
+	Reservation *r = &SnowseqRes[RESERVE_CLOCK];
+	uint64		now = ClockNowUnits() << seq_bits;
+	int64		lead;
+
+	floor = Max(floor, now);
+	lead = ClockLeadAt(floor) - snowseq_time_unit_ms;
+	if (check_lead && lead > snowseq_max_lead_ms)
+	{
+		char		until[MAXDATELEN + 1];
+		char		epoch[MAXDATELEN + 1];
+		int64		earlier = lead == PG_INT64_MAX ? 0 :
+			(SnowseqEpochMs - (lead - snowseq_max_lead_ms) - snowseq_time_unit_ms) / 1000 * 1000;
+
+		strlcpy(until, timestamptz_to_str(ClockCounterInstant(floor)), sizeof(until));
+		strlcpy(epoch, timestamptz_to_str(SnowseqMsToTimestamptz(earlier)), sizeof(epoch));
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the new snowseq configuration would issue IDs below those of the old one until %s", until),
+				 errdetail("To stay above every ID the old configuration could have issued, the clock would have to lead the wall clock by %lld ms, more than snowseq.max_lead_ms = %d.",
+						   (long long) lead, snowseq_max_lead_ms),
+				 errhint("Restore the previous settings; or set snowseq.epoch to '%s' or earlier and restart; or reset again after %s.",
+						 epoch, until)));
+	}
+	memset(slot, 0, sizeof(*slot));
+	slot->tag = RESERVE_TAG_CLOCK;
+	slot->bound = floor;
+	ReservationRaise(r, floor, slot);
+}
+
+/* ERROR for an ID no layout can produce; decoding needs preload. */
 static void
 CheckId(int64 id)
 {
-	if (Snowseq == NULL)
-		ShmemCheckUsableSlow();
+	ShmemCheckPreloaded();
 	if (id < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("snowseq ID must not be negative: " INT64_FORMAT, id),
+				 errmsg("snowseq ID must not be negative: %lld", (long long) id),
 				 errhint("snowseq IDs are positive 63-bit numbers.")));
-}
-
-/* Instant of a timestamptz as ms since 1970 (floor). */
-static int64
-TimestamptzToMs(TimestampTz ts)
-{
-	int64		us = ts;
-
-	if (TIMESTAMP_NOT_FINITE(ts))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp must be finite")));
-	return (us >= 0 ? us / 1000 : -((-us + 999) / 1000)) + SNOWSEQ_UNIX_TO_PG_MS;
 }
 
 /* Time field of the instant ts, or -1 before the epoch; ERROR past the end. */
@@ -185,20 +486,25 @@ static int64
 TimeFieldOf(TimestampTz ts)
 {
 	int64		ms;
-	int64		units;
+	uint64		units;
 
-	if (Snowseq == NULL)
-		ShmemCheckUsableSlow();
-	ms = TimestamptzToMs(ts);
+	ShmemCheckPreloaded();
+	ms = SnowseqTimestamptzToMs(ts);
 	if (ms < SnowseqEpochMs)
 		return -1;
-	units = (ms - SnowseqEpochMs) / snowseq_time_unit_ms;
-	if (units >= ((int64) 1 << snowseq_time_bits))
+	units = (uint64) (ms - SnowseqEpochMs) / (uint64) snowseq_time_unit_ms;
+	if (units >= time_limit)
+	{
+		char		when[MAXDATELEN + 1];
+		char		end[MAXDATELEN + 1];
+
+		strlcpy(when, timestamptz_to_str(ts), sizeof(when));
+		strlcpy(end, timestamptz_to_str(ClockEndOfTime()), sizeof(end));
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp %s is past the end of the snowseq time field (%s)",
-						timestamptz_to_str(ts), timestamptz_to_str(ClockEndOfTime()))));
-	return units;
+				 errmsg("timestamp %s is past the end of the snowseq time field at %s", when, end)));
+	}
+	return (int64) units;
 }
 
 PG_FUNCTION_INFO_V1(snowseq_next);
@@ -227,15 +533,16 @@ snowseq_next_n(PG_FUNCTION_ARGS)
 	if (SRF_IS_FIRSTCALL())
 	{
 		int32		n = PG_GETARG_INT32(0);
-		int64		max_n = (int64) 1 << (snowseq_seq_bits + 10);
+		int64		max_n;
 
+		SnowseqCheckUsable();
+		max_n = (int64) ClockMaxBatch();
 		if (n < 0 || n > max_n)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("snowseq_next_n count must be between 0 and " INT64_FORMAT ", not %d",
-							max_n, n),
-					 errhint("Take larger batches in several calls.")));
-		SnowseqCheckUsable();
+					 errmsg("count must be between 0 and %lld, not %d",
+							(long long) max_n, n),
+					 errhint("Take larger batches in several calls: one batch may take at most 2^(snowseq.seq_bits + 10) IDs, and no more than snowseq.max_lead_ms of logical time.")));
 		funcctx = SRF_FIRSTCALL_INIT();
 		first = MemoryContextAlloc(funcctx->multi_call_memory_ctx, sizeof(uint64));
 		*first = n > 0 ? ClockNext(n) : 0;
@@ -254,6 +561,13 @@ snowseq_next_n(PG_FUNCTION_ARGS)
 	SRF_RETURN_DONE(funcctx);
 }
 
+/* The instant of an ID's time field under the configured layout. */
+static TimestampTz
+IdInstant(int64 id)
+{
+	return ClockUnitsToTimestamptz((uint64) id >> (node_bits + seq_bits), false);
+}
+
 /* snowseq_parse(id) -> (ts, node, seq) under the configured layout. */
 Datum
 snowseq_parse(PG_FUNCTION_ARGS)
@@ -269,11 +583,9 @@ snowseq_parse(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 	u = (uint64) id;
-	values[0] = TimestampTzGetDatum(SnowseqMsToTimestamptz(
-								ClockUnitsToMs(u >> (snowseq_node_bits + snowseq_seq_bits))));
-	values[1] = Int32GetDatum((int32) ((u >> snowseq_seq_bits) &
-									   (((uint64) 1 << snowseq_node_bits) - 1)));
-	values[2] = Int32GetDatum((int32) (u & (((uint64) 1 << snowseq_seq_bits) - 1)));
+	values[0] = TimestampTzGetDatum(IdInstant(id));
+	values[1] = Int32GetDatum((int32) ((u >> seq_bits) & (((uint64) 1 << node_bits) - 1)));
+	values[2] = Int32GetDatum((int32) (u & seq_mask));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
@@ -284,8 +596,7 @@ snowseq_time(PG_FUNCTION_ARGS)
 	int64		id = PG_GETARG_INT64(0);
 
 	CheckId(id);
-	PG_RETURN_TIMESTAMPTZ(SnowseqMsToTimestamptz(
-								ClockUnitsToMs((uint64) id >> (snowseq_node_bits + snowseq_seq_bits))));
+	PG_RETURN_TIMESTAMPTZ(IdInstant(id));
 }
 
 /* snowseq_node(id) -> int: the node that issued an ID. */
@@ -295,8 +606,7 @@ snowseq_node(PG_FUNCTION_ARGS)
 	int64		id = PG_GETARG_INT64(0);
 
 	CheckId(id);
-	PG_RETURN_INT32((int32) (((uint64) id >> snowseq_seq_bits) &
-							 (((uint64) 1 << snowseq_node_bits) - 1)));
+	PG_RETURN_INT32((int32) (((uint64) id >> seq_bits) & (((uint64) 1 << node_bits) - 1)));
 }
 
 /* snowseq_min_id(ts) -> bigint: the smallest ID any node issues at or after ts. */
@@ -307,7 +617,7 @@ snowseq_min_id(PG_FUNCTION_ARGS)
 
 	if (t < 0)
 		PG_RETURN_INT64(0);
-	PG_RETURN_INT64(t << (snowseq_node_bits + snowseq_seq_bits));
+	PG_RETURN_INT64((int64) ((uint64) t << (node_bits + seq_bits)));
 }
 
 /* snowseq_max_id(ts) -> bigint: the largest ID any node issues in ts's time unit or before. */
@@ -318,5 +628,5 @@ snowseq_max_id(PG_FUNCTION_ARGS)
 
 	if (t < 0)
 		PG_RETURN_INT64(0);
-	PG_RETURN_INT64(((t + 1) << (snowseq_node_bits + snowseq_seq_bits)) - 1);
+	PG_RETURN_INT64((int64) ((((uint64) t + 1) << (node_bits + seq_bits)) - 1));
 }

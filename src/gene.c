@@ -33,20 +33,29 @@ GeneOfBytes(const char *data, size_t len)
 	return (int) ((XXH64(data, len, 0) ^ mm[0]) & SNOWSEQ_MAX_GENE);
 }
 
-/* Gene of a text key, hashed as UTF-8 whatever the database encoding. */
+/*
+ * Gene of a text key, hashed as UTF-8 whatever the database encoding.  A
+ * char(n) key is hashed without its padding, as its cast to text is.
+ */
+static int
+GeneOfChars(char *data, int len)
+{
+	char	   *utf8 = pg_server_to_any(data, len, PG_UTF8);
+	int			gene;
+
+	if (utf8 != data)
+		len = strlen(utf8);
+	gene = GeneOfBytes(utf8, len);
+	if (utf8 != data)
+		pfree(utf8);
+	return gene;
+}
+
+/* Gene of a text key. */
 static int
 GeneOfText(text *t)
 {
-	int			len = VARSIZE_ANY_EXHDR(t);
-	char	   *utf8 = pg_server_to_any(VARDATA_ANY(t), len, PG_UTF8);
-	int			gene;
-
-	if (utf8 != VARDATA_ANY(t))
-		len = strlen(utf8);
-	gene = GeneOfBytes(utf8, len);
-	if (utf8 != VARDATA_ANY(t))
-		pfree(utf8);
-	return gene;
+	return GeneOfChars(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 }
 
 /* Gene of a bigint key: its 8 bytes, little-endian. */
@@ -74,7 +83,7 @@ CheckKey(FunctionCallInfo fcinfo)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s: argument key must not be NULL", get_func_name(fcinfo->flinfo->fn_oid)),
+				 errmsg("the key of %s() must not be NULL", get_func_name(fcinfo->flinfo->fn_oid)),
 				 errhint("Pass the business key (text, bigint or bytea) the ID is to be routed by.")));
 }
 
@@ -151,7 +160,7 @@ TriggerColumn(Relation rel, const char *name, const char *role)
 	if (attnum <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("snowseq_fill_gene_id: %s column \"%s\" does not exist in table \"%s\"",
+				 errmsg("%s column \"%s\" of snowseq_fill_gene_id does not exist in table \"%s\"",
 						role, name, RelationGetRelationName(rel)),
 				 errhint("Use EXECUTE FUNCTION snowseq_fill_gene_id('id_column', 'key_column').")));
 	return attnum;
@@ -201,7 +210,7 @@ snowseq_fill_gene_id(PG_FUNCTION_ARGS)
 	if (TupleDescAttr(desc, id_att - 1)->atttypid != INT8OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("snowseq_fill_gene_id: ID column \"%s\" must be bigint, not %s",
+				 errmsg("ID column \"%s\" of snowseq_fill_gene_id must be bigint, not %s",
 						tg->tgargs[0], format_type_be(TupleDescAttr(desc, id_att - 1)->atttypid))));
 	key_type = getBaseType(TupleDescAttr(desc, key_att - 1)->atttypid);
 
@@ -214,15 +223,21 @@ snowseq_fill_gene_id(PG_FUNCTION_ARGS)
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
-				 errmsg("snowseq_fill_gene_id: key column \"%s\" is NULL", tg->tgargs[1]),
+				 errmsg("key column \"%s\" is NULL, so the row gets no gene ID", tg->tgargs[1]),
 				 errhint("Every row needs a business key to give its ID a gene.")));
 	switch (key_type)
 	{
 		case TEXTOID:
 		case VARCHAROID:
-		case BPCHAROID:
 			gene = GeneOfText(DatumGetTextPP(key));
 			break;
+		case BPCHAROID:
+			{
+				BpChar	   *c = DatumGetBpCharPP(key);
+
+				gene = GeneOfChars(VARDATA_ANY(c), bpchartruelen(VARDATA_ANY(c), VARSIZE_ANY_EXHDR(c)));
+				break;
+			}
 		case INT8OID:
 			gene = GeneOfInt8(DatumGetInt64(key));
 			break;
@@ -238,7 +253,7 @@ snowseq_fill_gene_id(PG_FUNCTION_ARGS)
 		default:
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("snowseq_fill_gene_id: key column \"%s\" has type %s",
+					 errmsg("key column \"%s\" of snowseq_fill_gene_id has type %s",
 							tg->tgargs[1], format_type_be(key_type)),
 					 errhint("Use a text, varchar, bigint, integer, smallint or bytea key column.")));
 			gene = 0;			/* keep compiler quiet */

@@ -1,15 +1,18 @@
 /*
  * guc.c
- *		snowseq's settings: the node id, the snowflake layout, the epoch and
- *		the reservation sizes.  All are fixed at server start.
+ *		snowseq's core settings: the node id, the snowflake layout, the
+ *		epoch, the reservations and the lead of the clock.  All are fixed at
+ *		server start, and every invalid value stops the server.
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <limits.h>
 
 #include "fmgr.h"
-#include "pgtime.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
@@ -26,64 +29,76 @@ int			snowseq_clock_block_max_ms = 60000;
 int			snowseq_segment_block_min = 1000;
 int			snowseq_segment_block_max = 100000000;
 int			snowseq_promote_margin_ms = 10000;
+int			snowseq_max_lead_ms = 10000;
+int			snowseq_max_counters = 64;
 static char *snowseq_epoch = NULL;
 int64		SnowseqEpochMs = 0;
 
-/* Define one PGC_POSTMASTER integer setting. */
+/* ms in a year of 365.25 days: the lifetime warning's threshold */
+#define SNOWSEQ_YEAR_MS		((int64) 31557600000)
+
+/*
+ * A value for a setting given before the library defined it (in
+ * postgresql.conf or on the command line) is applied by the definition with
+ * only a WARNING if it is invalid, and the default is kept.  Check it again
+ * with ERROR, so the server does not start on a value it was not given.
+ */
 static void
-DefineInt(const char *name, const char *desc, int *var, int boot, int min, int max,
-		  int flags)
+GucRecheck(const char *name, const char *raw)
 {
+	if (raw != NULL)
+		(void) set_config_option(name, raw, PGC_POSTMASTER, PGC_S_FILE,
+								 GUC_ACTION_SET, false, ERROR, false);
+}
+
+/* The value a setting was given before its definition, or NULL. */
+static char *
+GucPlaceholder(const char *name)
+{
+	const char *raw = GetConfigOption(name, true, false);
+
+	return raw != NULL ? pstrdup(raw) : NULL;
+}
+
+/*
+ * Define one PGC_POSTMASTER integer setting; an invalid value stops the
+ * server.  Other modules define theirs through it too.
+ */
+void
+GucDefineInt(const char *name, const char *desc, int *var, int boot, int min, int max,
+			 int flags)
+{
+	char	   *raw = GucPlaceholder(name);
+
 	DefineCustomIntVariable(name, desc, NULL, var, boot, min, max,
 							PGC_POSTMASTER, flags, NULL, NULL, NULL);
+	GucRecheck(name, raw);
 }
 
-/* Define snowseq's settings and reserve the "snowseq." prefix. */
-void
-GucInit(void)
-{
-	DefineInt("snowseq.node_id",
-			  "Node id of this server, unique among the servers that share IDs (-1: unset).",
-			  &snowseq_node_id, -1, -1, INT_MAX, 0);
-	DefineInt("snowseq.time_bits", "Bits of the time field of a snowflake ID.",
-			  &snowseq_time_bits, 41, 1, 62, 0);
-	DefineInt("snowseq.node_bits", "Bits of the node field of a snowflake ID.",
-			  &snowseq_node_bits, 10, 0, 31, 0);
-	DefineInt("snowseq.seq_bits", "Bits of the sequence field of a snowflake ID.",
-			  &snowseq_seq_bits, 12, 1, 31, 0);
-	DefineInt("snowseq.time_unit_ms", "Length of one tick of the time field.",
-			  &snowseq_time_unit_ms, 1, 1, 86400000, GUC_UNIT_MS);
-	DefineCustomStringVariable("snowseq.epoch",
-							   "Instant at which the time field of snowflake IDs is zero.",
-							   "Without a UTC offset the value is read as UTC.",
-							   &snowseq_epoch, "2025-01-01 00:00:00+00",
-							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	DefineInt("snowseq.reserve_buffer_ms",
-			  "How many milliseconds of IDs, at the observed rate, each reservation covers.",
-			  &snowseq_reserve_buffer_ms, 5000, 10, 3600000, GUC_UNIT_MS);
-	DefineInt("snowseq.clock_block_min_ms", "Smallest advance of the clock reservation.",
-			  &snowseq_clock_block_min_ms, 1000, 1, 3600000, GUC_UNIT_MS);
-	DefineInt("snowseq.clock_block_max_ms", "Largest advance of the clock reservation.",
-			  &snowseq_clock_block_max_ms, 60000, 1, 86400000, GUC_UNIT_MS);
-	DefineInt("snowseq.segment_block_min", "Smallest advance of the gene segment reservation.",
-			  &snowseq_segment_block_min, 1000, 1, INT_MAX, 0);
-	DefineInt("snowseq.segment_block_max", "Largest advance of the gene segment reservation.",
-			  &snowseq_segment_block_max, 100000000, 1, INT_MAX, 0);
-	DefineInt("snowseq.promote_margin_ms",
-			  "Logical time added above the replayed reservation when a standby is promoted.",
-			  &snowseq_promote_margin_ms, 10000, 0, 86400000, GUC_UNIT_MS);
-
-	MarkGUCPrefixReserved("snowseq");
-}
-
-/* Parse snowseq.epoch, reading a value without a UTC offset as UTC. */
-static int64
-ParseEpoch(const char *value)
+/* Parse an epoch: ms since 1970-01-01 UTC, or false with a reason in *why. */
+static bool
+ParseEpoch(const char *value, int64 *ms, char **why)
 {
 	pg_tz	   *saved_tz = session_timezone;
 	MemoryContext cxt = CurrentMemoryContext;
 	volatile TimestampTz ts = 0;
 	ErrorData  *volatile edata = NULL;
+	char	   *words = pstrdup(value);
+	char	   *w;
+
+	/* relative words name a different instant at every start */
+	for (char *p = words; *p; p++)
+		*p = isalpha((unsigned char) *p) ? pg_tolower((unsigned char) *p) : ' ';
+	for (w = strtok(words, " "); w != NULL; w = strtok(NULL, " "))
+	{
+		if (strcmp(w, "now") == 0 || strcmp(w, "today") == 0 ||
+			strcmp(w, "tomorrow") == 0 || strcmp(w, "yesterday") == 0 ||
+			strcmp(w, "allballs") == 0)
+		{
+			*why = psprintf("\"%s\" is relative to the moment it is read; an epoch must be a fixed instant.", w);
+			return false;
+		}
+	}
 
 	session_timezone = pg_tzset_offset(0);
 	PG_TRY();
@@ -104,18 +119,89 @@ ParseEpoch(const char *value)
 	session_timezone = saved_tz;
 
 	if (edata != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for snowseq.epoch: \"%s\"", value),
-				 errdetail("%s", edata->message),
-				 errhint("Set snowseq.epoch to a timestamp such as '2025-01-01 00:00:00+00'.")));
+	{
+		*why = pstrdup(edata->message);
+		return false;
+	}
 	if (TIMESTAMP_NOT_FINITE(ts))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("snowseq.epoch must be a finite timestamp, not \"%s\"", value)));
-
+	{
+		*why = pstrdup("An epoch must be a finite timestamp.");
+		return false;
+	}
 	/* microseconds since 2000-01-01 to milliseconds since 1970-01-01 */
-	return ts / 1000 + SNOWSEQ_UNIX_TO_PG_MS;
+	*ms = (ts >= 0 ? ts / 1000 : -((-ts + 999) / 1000)) + SNOWSEQ_UNIX_TO_PG_MS;
+	if (*ms > GetCurrentTimestamp() / 1000 + SNOWSEQ_UNIX_TO_PG_MS)
+	{
+		*why = pstrdup("The epoch is in the future.");
+		return false;
+	}
+	return true;
+}
+
+/* Check hook of snowseq.epoch: a fixed instant in the past. */
+static bool
+EpochCheck(char **newval, void **extra, GucSource source)
+{
+	int64		ms;
+	char	   *why;
+
+	if (*newval == NULL)
+		return true;
+	if (!ParseEpoch(*newval, &ms, &why))
+	{
+		GUC_check_errdetail("%s", why);
+		GUC_check_errhint("Set snowseq.epoch to an instant in the past, such as '2025-01-01 00:00:00+00'.");
+		return false;
+	}
+	return true;
+}
+
+/* Define snowseq's core settings and reserve the "snowseq." prefix. */
+void
+GucInit(void)
+{
+	char	   *raw;
+
+	GucDefineInt("snowseq.node_id",
+				 "Node id of this server, unique among the servers that share IDs (-1: unset).",
+				 &snowseq_node_id, -1, -1, INT_MAX, 0);
+	GucDefineInt("snowseq.time_bits", "Bits of the time field of a snowflake ID.",
+				 &snowseq_time_bits, 41, 1, 62, 0);
+	GucDefineInt("snowseq.node_bits", "Bits of the node field of a snowflake ID.",
+				 &snowseq_node_bits, 10, 0, 30, 0);
+	GucDefineInt("snowseq.seq_bits", "Bits of the sequence field of a snowflake ID.",
+				 &snowseq_seq_bits, 12, 1, 31, 0);
+	GucDefineInt("snowseq.time_unit_ms", "Length of one tick of the time field.",
+				 &snowseq_time_unit_ms, 1, 1, 86400000, GUC_UNIT_MS);
+	raw = GucPlaceholder("snowseq.epoch");
+	DefineCustomStringVariable("snowseq.epoch",
+							   "Instant at which the time field of snowflake IDs is zero.",
+							   "Without a UTC offset the value is read as UTC.",
+							   &snowseq_epoch, "2025-01-01 00:00:00+00",
+							   PGC_POSTMASTER, 0, EpochCheck, NULL, NULL);
+	GucRecheck("snowseq.epoch", raw);
+	GucDefineInt("snowseq.reserve_buffer_ms",
+				 "How many milliseconds of IDs, at the observed rate, each reservation covers.",
+				 &snowseq_reserve_buffer_ms, 5000, 10, 3600000, GUC_UNIT_MS);
+	GucDefineInt("snowseq.clock_block_min_ms", "Smallest advance of the clock reservation.",
+				 &snowseq_clock_block_min_ms, 1000, 1, 3600000, GUC_UNIT_MS);
+	GucDefineInt("snowseq.clock_block_max_ms", "Largest advance of the clock reservation.",
+				 &snowseq_clock_block_max_ms, 60000, 1, 86400000, GUC_UNIT_MS);
+	GucDefineInt("snowseq.segment_block_min", "Smallest advance of a counter reservation.",
+				 &snowseq_segment_block_min, 1000, 1, INT_MAX, 0);
+	GucDefineInt("snowseq.segment_block_max", "Largest advance of a counter reservation.",
+				 &snowseq_segment_block_max, 100000000, 1, INT_MAX, 0);
+	GucDefineInt("snowseq.promote_margin_ms",
+				 "Logical time added above the replayed reservation when a standby is promoted.",
+				 &snowseq_promote_margin_ms, 10000, 0, 86400000, GUC_UNIT_MS);
+	GucDefineInt("snowseq.max_lead_ms",
+				 "How far the logical clock may run ahead of the wall clock before callers wait for it.",
+				 &snowseq_max_lead_ms, 10000, 0, 86400000, GUC_UNIT_MS);
+	GucDefineInt("snowseq.max_counters",
+				 "Named counters and serials the shared memory has room for.",
+				 &snowseq_max_counters, 64, 0, 100000, 0);
+
+	MarkGUCPrefixReserved("snowseq");
 }
 
 /*
@@ -126,22 +212,22 @@ ParseEpoch(const char *value)
 void
 GucValidate(void)
 {
+	int			sum = snowseq_time_bits + snowseq_node_bits + snowseq_seq_bits;
 	int64		now_ms = GetCurrentTimestamp() / 1000 + SNOWSEQ_UNIX_TO_PG_MS;
+	int64		end_ms;
+	char	   *why;
 
-	if (snowseq_time_bits + snowseq_node_bits + snowseq_seq_bits != 63)
+	/* checked by EpochCheck already */
+	if (!ParseEpoch(snowseq_epoch, &SnowseqEpochMs, &why))
+		elog(ERROR, "invalid snowseq.epoch: %s", why);
+
+	if (sum > 63)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("snowseq layout adds up to %d bits, it must add up to 63",
-						snowseq_time_bits + snowseq_node_bits + snowseq_seq_bits),
+				 errmsg("snowseq layout adds up to %d bits, at most 63 are allowed", sum),
 				 errdetail("snowseq.time_bits = %d, snowseq.node_bits = %d, snowseq.seq_bits = %d.",
 						   snowseq_time_bits, snowseq_node_bits, snowseq_seq_bits),
-				 errhint("Change the three settings so that time_bits + node_bits + seq_bits = 63.")));
-
-	if (snowseq_node_bits + SNOWSEQ_GENE_BITS > 62 || snowseq_node_bits > 30)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("snowseq.node_bits = %d is too large", snowseq_node_bits),
-				 errhint("Use at most 30 node bits.")));
+				 errhint("Change the three settings so that time_bits + node_bits + seq_bits <= 63 (53 or less for IDs that JavaScript numbers hold exactly).")));
 
 	if (snowseq_node_id >= 0 && (int64) snowseq_node_id >= ((int64) 1 << snowseq_node_bits))
 		ereport(ERROR,
@@ -158,10 +244,23 @@ GucValidate(void)
 				 errmsg("snowseq reservation block minimum exceeds its maximum"),
 				 errhint("Check snowseq.clock_block_min_ms/max_ms and snowseq.segment_block_min/max.")));
 
-	SnowseqEpochMs = ParseEpoch(snowseq_epoch);
-	if (SnowseqEpochMs > now_ms)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("snowseq.epoch \"%s\" is in the future", snowseq_epoch),
-				 errhint("Set snowseq.epoch to an instant in the past, such as '2025-01-01 00:00:00+00'.")));
+	/* the end of the time field: a warning a year ahead, louder once past */
+	if ((int64) 1 << snowseq_time_bits <= (PG_INT64_MAX - SnowseqEpochMs) / snowseq_time_unit_ms)
+	{
+		end_ms = SnowseqEpochMs + ((int64) 1 << snowseq_time_bits) * snowseq_time_unit_ms;
+		if (end_ms <= now_ms)
+			ereport(WARNING,
+					(errmsg("the snowseq time field has run out: snowseq_next() will fail"),
+					 errdetail("snowseq.time_bits = %d with snowseq.time_unit_ms = %d from snowseq.epoch ended %lld days ago.",
+							   snowseq_time_bits, snowseq_time_unit_ms,
+							   (long long) ((now_ms - end_ms) / 86400000)),
+					 errhint("Choose a later snowseq.epoch or more time bits, and reset the state with snowseq_reset_state().")));
+		else if (end_ms - now_ms < SNOWSEQ_YEAR_MS)
+			ereport(WARNING,
+					(errmsg("the snowseq time field runs out in %lld days",
+							(long long) ((end_ms - now_ms) / 86400000)),
+					 errdetail("snowseq.time_bits = %d with snowseq.time_unit_ms = %d from snowseq.epoch last until then; snowseq_next() fails after that.",
+							   snowseq_time_bits, snowseq_time_unit_ms),
+					 errhint("Plan a move to a later snowseq.epoch or more time bits.")));
+	}
 }

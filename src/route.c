@@ -21,6 +21,8 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "partitioning/partdesc.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -41,6 +43,7 @@ typedef struct MapEntry
 static MapEntry *map = NULL;
 static int	map_len = 0;
 static bool map_valid = false;
+static uint64 map_invalidations = 0;	/* counts invalidations received */
 static bool callback_registered = false;
 static Oid	map_relid = InvalidOid;
 static MemoryContext map_cxt = NULL;
@@ -50,7 +53,10 @@ static void
 MapInvalidate(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == map_relid)
+	{
 		map_valid = false;
+		map_invalidations++;
+	}
 }
 
 /* Schema-qualified name of the map, in the schema of the calling function. */
@@ -63,13 +69,18 @@ MapTableName(Oid fn_oid, Oid *nsp_out)
 	return quote_qualified_identifier(get_namespace_name(nsp), "snowseq_shard_map");
 }
 
-/* Load the map into backend memory, sorted by upper_gene. */
+/*
+ * Load the map into backend memory, sorted by upper_gene.  It is valid only
+ * once loaded, and only if no invalidation arrived meanwhile: a failed load
+ * (a lock timeout, a missing privilege) leaves it to be loaded again.
+ */
 static void
 MapLoad(Oid fn_oid)
 {
 	Oid			nsp;
 	char	   *name = MapTableName(fn_oid, &nsp);
 	StringInfoData q;
+	uint64		invalidations;
 
 	if (!callback_registered)
 	{
@@ -79,12 +90,12 @@ MapLoad(Oid fn_oid)
 	if (map_cxt == NULL)
 		map_cxt = AllocSetContextCreate(TopMemoryContext, "snowseq shard map",
 										ALLOCSET_SMALL_SIZES);
+	map_valid = false;
 	MemoryContextReset(map_cxt);
 	map = NULL;
 	map_len = 0;
 	map_relid = get_relname_relid("snowseq_shard_map", nsp);
-	/* valid from here: an invalidation during the load marks it stale again */
-	map_valid = true;
+	invalidations = map_invalidations;
 
 	initStringInfo(&q);
 	appendStringInfo(&q, "SELECT upper_gene, shard FROM %s ORDER BY upper_gene", name);
@@ -102,6 +113,7 @@ MapLoad(Oid fn_oid)
 	}
 	map_len = (int) SPI_processed;
 	SPI_finish();
+	map_valid = map_invalidations == invalidations;
 }
 
 /* The shard holding a gene: ceiling lookup by binary search. */
@@ -144,7 +156,7 @@ GeneOfId(int64 id)
 	if (id < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("snowseq ID must not be negative: " INT64_FORMAT, id),
+				 errmsg("snowseq ID must not be negative: %lld", (long long) id),
 				 errhint("Gene IDs are positive; their top 15 bits are the gene.")));
 	return (int) (id >> SNOWSEQ_SEGMENT_BITS);
 }
@@ -218,7 +230,11 @@ snowseq_route_gene(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(MapLookup(fcinfo->flinfo->fn_oid, gene));
 }
 
-/* Statement trigger on the map: tell every backend to reload it. */
+/*
+ * Trigger on the map, for each statement and each row and ENABLE ALWAYS, so
+ * that a change however applied (by a logical replication subscriber, or
+ * with session_replication_role = replica) tells every backend to reload it.
+ */
 Datum
 snowseq_shard_map_changed(PG_FUNCTION_ARGS)
 {
@@ -268,6 +284,17 @@ snowseq_create_shards(PG_FUNCTION_ARGS)
 						SNOWSEQ_MAX_GENE + 1, n),
 				 errhint("Shards hold equal gene ranges, so their number divides 32768.")));
 
+	/* the owner's right, checked before any lock is taken */
+	if (!pg_class_ownercheck(parent, GetUserId()))
+	{
+		char	   *name = get_rel_name(parent);
+
+		if (name == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("relation with OID %u does not exist", parent)));
+		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(parent)), name);
+	}
 	rel = table_open(parent, AccessExclusiveLock);
 	relname = pstrdup(RelationGetRelationName(rel));
 	nspname = get_namespace_name(RelationGetNamespace(rel));

@@ -2,29 +2,94 @@
  * segment.c
  *		The gene segment counter: the low 48 bits of a gene ID.
  *
- * One counter per node, bounded by the durable reservation like the clock.
+ * One counter per node, bounded by a durable reservation like the clock.
  * A segment is (counter << node_bits) | node_id: nodes interleave, as
  * ticket servers do with offset and increment, so gene IDs from different
  * nodes never collide, and within one node they increase.
  */
 #include "postgres.h"
 
-#include "snowseq.h"
+#include "reserve.h"
+
+/* First counter value past what a segment holds. */
+static uint64
+SegmentLimit(void)
+{
+	return (uint64) 1 << (SNOWSEQ_SEGMENT_BITS - snowseq_node_bits);
+}
+
+/* How the segment reservation may advance. */
+static void
+SegmentSpec(ReserveSpec *spec)
+{
+	spec->floor = 0;
+	spec->ceiling = PG_UINT64_MAX;
+	spec->block_min = snowseq_segment_block_min;
+	spec->block_max = snowseq_segment_block_max;
+	spec->margin_min = 0;
+}
 
 /* The next segment of this node. */
 uint64
 SegmentNext(void)
 {
-	uint64		limit = (uint64) 1 << (SNOWSEQ_SEGMENT_BITS - snowseq_node_bits);
+	Reservation *r = &SnowseqRes[RESERVE_SEGMENT];
+	uint64		limit = SegmentLimit();
 	uint64		next;
 	uint64		last;
+	ReserveSpec spec;
 
-	if (unlikely(!ReserveTake(RESERVE_SEGMENT, 0, 1, limit, &next, &last)))
-		ereport(ERROR,
-				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-				 errmsg("snowseq gene segment counter ran out after " UINT64_FORMAT " segments", limit - 1),
-				 errdetail("A segment holds %d counter bits and %d node bits.",
-						   SNOWSEQ_SEGMENT_BITS - snowseq_node_bits, snowseq_node_bits),
-				 errhint("Fewer snowseq.node_bits leave more segments per node.")));
+	for (;;)
+	{
+		ReserveResult rr = ReserveTake(r, 0, 1, limit, &next, &last);
+
+		if (likely(rr == RESERVE_OK))
+			break;
+		SegmentSpec(&spec);
+		if (rr == RESERVE_LOW)
+		{
+			ReserveRequestAdvance(r, &spec);
+			break;
+		}
+		if (rr == RESERVE_LIMIT)
+			ereport(ERROR,
+					(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+					 errmsg("snowseq gene segment counter ran out after %llu segments",
+							(unsigned long long) (limit - 1)),
+					 errdetail("A segment holds %d counter bits and %d node bits.",
+							   SNOWSEQ_SEGMENT_BITS - snowseq_node_bits, snowseq_node_bits),
+					 errhint("Fewer snowseq.node_bits leave more segments per node.")));
+		ReserveWait(r, &spec, last);
+	}
 	return (next << snowseq_node_bits) | (uint64) snowseq_node_id;
+}
+
+/* Advance the segment reservation if it is due (the worker, holding the lock). */
+bool
+SegmentAdvanceDue(bool in_use)
+{
+	ReserveSpec spec;
+
+	SegmentSpec(&spec);
+	return ReserveAdvanceIfDue(&SnowseqRes[RESERVE_SEGMENT], &spec, in_use);
+}
+
+/*
+ * Where the segment counter must resume after a reset from an old
+ * configuration: every segment issued then is greater than every segment
+ * the old configuration could have issued (its bound, interleaved with its
+ * node bits and node id).
+ */
+uint64
+SegmentFloorAfterReset(const SavedConfig *old, uint64 old_bound)
+{
+	uint64		old_node;
+	uint64		max_old;
+
+	if (old->node_bits < 0 || old->node_bits > 30 || old_bound == 0)
+		return 0;
+	old_node = old->node_id < 0 ? ((uint64) 1 << old->node_bits) - 1 : (uint64) old->node_id;
+	old_bound = Min(old_bound, ((uint64) 1 << (SNOWSEQ_SEGMENT_BITS - old->node_bits)) - 1);
+	max_old = (old_bound << old->node_bits) | old_node;
+	return (max_old >> snowseq_node_bits) + 1;
 }

@@ -7,7 +7,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "snowseq.h"
+#include "reserve.h"
 
 PG_MODULE_MAGIC;
 
@@ -29,6 +29,6 @@ _PG_init(void)
 	GucValidate();
 	ClockInit();
 	ShmemInit();
-	ReserveInit();
+	RmgrInit();
 	WorkerRegister();
 }

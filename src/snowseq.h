@@ -1,11 +1,8 @@
 /*
  * snowseq.h
- *		Shared declarations of the snowseq extension.
- *
- * snowseq hands out 64-bit IDs from counters kept in shared memory.  Two
- * counters exist: the snowflake logical clock and the gene segment counter.
- * Both are bounded by a durable reservation (reserve.c), so that no value is
- * ever handed out twice, whatever happens to the server or its clock.
+ *		What the files of snowseq share: the settings, the shared state and
+ *		the generators' entry points.  The durability machinery has its own
+ *		header, reserve.h.
  */
 #ifndef SNOWSEQ_H
 #define SNOWSEQ_H
@@ -27,13 +24,7 @@
 #define SNOWSEQ_UNIX_TO_PG_MS \
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000)
 
-static inline TimestampTz
-SnowseqMsToTimestamptz(int64 ms)
-{
-	return (ms - SNOWSEQ_UNIX_TO_PG_MS) * 1000;
-}
-
-/* ---- configuration (guc.c) ---- */
+/* ---- settings (guc.c) ---- */
 extern int	snowseq_node_id;
 extern int	snowseq_time_bits;
 extern int	snowseq_node_bits;
@@ -45,37 +36,21 @@ extern int	snowseq_clock_block_max_ms;
 extern int	snowseq_segment_block_min;
 extern int	snowseq_segment_block_max;
 extern int	snowseq_promote_margin_ms;
+extern int	snowseq_max_lead_ms;
+extern int	snowseq_max_counters;
 extern int64 SnowseqEpochMs;	/* snowseq.epoch in ms since 1970-01-01 UTC */
 
 extern void GucInit(void);
+extern void GucDefineInt(const char *name, const char *desc, int *var,
+						 int boot, int min, int max, int flags);
 extern void GucValidate(void);
 
-/* ---- the durable reservation, one per counter (reserve.c) ---- */
-typedef enum ReserveKind
-{
-	RESERVE_CLOCK = 0,			/* snowflake logical clock: (time << seq_bits) | seq */
-	RESERVE_SEGMENT = 1,		/* gene segment counter of this node */
-	RESERVE_COUNT
-} ReserveKind;
+/* ---- time ---- */
+extern TimestampTz SnowseqMsToTimestamptz(int64 ms);
+extern int64 SnowseqTimestamptzToMs(TimestampTz ts);
+extern int64 SnowseqWallMs(void);
 
-typedef struct Reservation
-{
-	/* the counter itself: the highest value handed out; hot, own cache line */
-	pg_atomic_uint64 counter;
-	char		pad1[SNOWSEQ_CACHE_LINE - sizeof(pg_atomic_uint64)];
-
-	/* read by every caller, written once per advance */
-	pg_atomic_uint64 bound;		/* durable: no value above it is handed out */
-	pg_atomic_uint64 low_water; /* passing it asks for the next advance */
-	char		pad2[SNOWSEQ_CACHE_LINE - 2 * sizeof(pg_atomic_uint64)];
-
-	/* statistics and rate tracking */
-	pg_atomic_uint64 advances;
-	pg_atomic_uint64 waits;
-	uint64		block;			/* size of the last advance; under the lock */
-	uint64		rate_counter;	/* counter at the last advance; under the lock */
-	TimestampTz rate_time;		/* when the last advance happened */
-} Reservation;
+/* ---- shared state (shmem.c) ---- */
 
 /* what the state file or redo said about the saved configuration */
 typedef enum SnowseqStateError
@@ -94,12 +69,12 @@ typedef struct IssuedSlot
 
 typedef struct SnowseqShared
 {
-	Reservation res[RESERVE_COUNT];
-
-	/* last wall clock reading in ms; detects a clock that goes back */
-	pg_atomic_uint64 last_wall_ms;
+	/* the logical clock's statistics and reference (clock.c) */
+	pg_atomic_uint64 last_wall_ms;	/* detects a clock that goes back */
 	pg_atomic_uint64 backward_events;
 	pg_atomic_uint64 overflow_borrows;
+	pg_atomic_uint64 lead_waits;
+	pg_atomic_uint64 ref_offset_ms; /* reference clock = monotonic + this */
 	pg_atomic_uint32 advance_requested;
 	char		pad[SNOWSEQ_CACHE_LINE];
 
@@ -116,38 +91,12 @@ typedef struct SnowseqShared
 
 extern SnowseqShared *Snowseq;
 
-/* shmem.c */
 extern void ShmemInit(void);
 extern Size ShmemSize(void);
 extern void ShmemCountIssued(uint64 n);
 extern uint64 ShmemIssuedTotal(void);
-
-/* clock.c */
-extern void ClockInit(void);
-extern uint64 ClockNowUnits(void);
-extern uint64 ClockMsToUnits(int64 ms);
-extern int64 ClockUnitsToMs(uint64 units);
-extern TimestampTz ClockCounterInstant(uint64 counter);
-extern uint64 ClockNext(uint64 n);
-extern int64 ClockComposeId(uint64 state);
-
-/* reserve.c */
-extern void ReserveInit(void);
-extern void ReserveLoadStateFile(void);
-extern void ReserveWait(ReserveKind kind, uint64 need);
-extern void ReserveRequestAdvance(void);
-extern bool ReserveAdvanceAllDue(bool in_use);
-extern void ReserveAdvance(ReserveKind kind, uint64 need);
-extern const char *ReserveKindName(ReserveKind kind);
-
-/* worker.c */
-extern void WorkerRegister(void);
-
-/* segment.c */
-extern uint64 SegmentNext(void);
-
-/* gene.c */
-extern int	GeneOfBytes(const char *data, size_t len);
+extern void ShmemCheckUsableSlow(void);
+extern void ShmemCheckPreloaded(void);
 
 /*
  * The hot-path check of every generating function: snowseq is preloaded,
@@ -155,7 +104,6 @@ extern int	GeneOfBytes(const char *data, size_t len);
  * Inline so the common case is a few loads.
  */
 extern bool snowseq_backend_ready;
-extern void ShmemCheckUsableSlow(void);
 
 static inline void
 SnowseqCheckUsable(void)
@@ -165,40 +113,30 @@ SnowseqCheckUsable(void)
 	ShmemCheckUsableSlow();
 }
 
-/*
- * Take n consecutive values of a reserved counter, the first at least
- * floor: one compare-and-swap, a wait only when the durable bound is
- * reached (the floor is not read again after a wait: the values are still
- * above every value taken before).  Returns the first value, and in *last
- * the last one; false instead when the values would reach limit, which the
- * caller reports.  The generators of clock.c and segment.c share it.
- */
-static inline bool
-ReserveTake(ReserveKind kind, uint64 floor, uint64 n, uint64 limit,
-			uint64 *first, uint64 *last)
-{
-	Reservation *r = &Snowseq->res[kind];
-	uint64		old = pg_atomic_read_u64(&r->counter);
+/* ---- generators ---- */
+struct SavedConfig;
+struct SavedSlot;
 
-	for (;;)
-	{
-		*first = Max(old + 1, floor);
-		*last = *first + n - 1;
-		if (unlikely(*last >= limit))
-			return false;
-		if (unlikely(*last > pg_atomic_read_u64(&r->bound)))
-		{
-			ReserveWait(kind, *last);
-			old = pg_atomic_read_u64(&r->counter);
-			continue;
-		}
-		if (pg_atomic_compare_exchange_u64(&r->counter, &old, *last))
-			break;
-	}
-	if (unlikely(*last > pg_atomic_read_u64(&r->low_water)))
-		ReserveRequestAdvance();
-	ShmemCountIssued(n);
-	return true;
-}
+/* clock.c */
+extern void ClockInit(void);
+extern uint64 ClockNext(uint64 n);
+extern int64 ClockComposeId(uint64 counter);
+extern TimestampTz ClockCounterInstant(uint64 counter);
+extern TimestampTz ClockEndOfTime(void);
+extern uint64 ClockCounterLimit(void);
+extern bool ClockAdvanceDue(bool in_use);
+extern uint64 ClockFloorAfterReset(const struct SavedConfig *old, uint64 old_bound);
+extern void ClockRaiseForReset(uint64 floor, bool check_lead, struct SavedSlot *slot);
+
+/* segment.c */
+extern uint64 SegmentNext(void);
+extern bool SegmentAdvanceDue(bool in_use);
+extern uint64 SegmentFloorAfterReset(const struct SavedConfig *old, uint64 old_bound);
+
+/* gene.c */
+extern int	GeneOfBytes(const char *data, size_t len);
+
+/* worker.c */
+extern void WorkerRegister(void);
 
 #endif							/* SNOWSEQ_H */

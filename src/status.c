@@ -10,8 +10,11 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "snowseq.h"
+#include "reserve.h"
 
+/* the result shapes of snowseq_status() by extension version */
+#define STATUS_COLS_1_0		18
+#define STATUS_COLS_1_1		22
 
 /* Interval of ms milliseconds. */
 static Datum
@@ -23,39 +26,49 @@ MsInterval(int64 ms)
 	return IntervalPGetDatum(iv);
 }
 
-/* Require preload (status reads shared memory). */
-static void
-StatusCheckPreloaded(void)
-{
-	if (Snowseq == NULL)
-		ShmemCheckUsableSlow();
-}
-
-PG_FUNCTION_INFO_V1(snowseq_status);
-
-/* snowseq_status() -> one row describing the generator. */
-Datum
-snowseq_status(PG_FUNCTION_ARGS)
+/*
+ * One row describing the generator, in the shape of the SQL definition of
+ * the extension version that calls it: an old definition never meets a
+ * row it does not expect.
+ */
+static Datum
+StatusRow(FunctionCallInfo fcinfo, int ncols)
 {
 	TupleDesc	tupdesc;
-	Datum		v[18];
-	bool		n[18];
+	Datum		v[STATUS_COLS_1_1];
+	bool		n[STATUS_COLS_1_1];
 	int			i = 0;
 	Reservation *clock;
 	uint64		counter;
-	int64		wall_ms;
-	int64		logical_ms;
+	uint64		bound;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz logical;
+	TimestampTz end;
+	int64		adv = 0,
+				waits = 0;
 
-	StatusCheckPreloaded();
+	ShmemCheckPreloaded();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	if (tupdesc->natts != ncols)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("snowseq_status() returns %d columns in this version of the library, its SQL definition %d",
+						ncols, tupdesc->natts),
+				 errhint("Run ALTER EXTENSION snowseq UPDATE.")));
 	tupdesc = BlessTupleDesc(tupdesc);
 	memset(n, 0, sizeof(n));
 
-	clock = &Snowseq->res[RESERVE_CLOCK];
+	clock = &SnowseqRes[RESERVE_CLOCK];
 	counter = pg_atomic_read_u64(&clock->counter);
-	wall_ms = GetCurrentTimestamp() / 1000 + SNOWSEQ_UNIX_TO_PG_MS;
-	logical_ms = ClockUnitsToMs(counter >> snowseq_seq_bits);
+	bound = pg_atomic_read_u64(&clock->bound);
+	logical = ClockCounterInstant(counter);
+	end = ClockEndOfTime();
+	for (int k = 0; k < SnowseqResCount; k++)
+	{
+		adv += pg_atomic_read_u64(&SnowseqRes[k].advances);
+		waits += pg_atomic_read_u64(&SnowseqRes[k].waits);
+	}
 
 	n[i] = snowseq_node_id < 0;
 	v[i++] = Int32GetDatum(snowseq_node_id);
@@ -65,51 +78,71 @@ snowseq_status(PG_FUNCTION_ARGS)
 	v[i++] = Int32GetDatum(snowseq_time_unit_ms);
 	v[i++] = TimestampTzGetDatum(SnowseqMsToTimestamptz(SnowseqEpochMs));
 	n[i] = counter == 0;
-	v[i++] = TimestampTzGetDatum(ClockCounterInstant(counter));
-	v[i++] = TimestampTzGetDatum(GetCurrentTimestamp());
-	v[i++] = MsInterval(counter == 0 ? 0 : Max(0, logical_ms - wall_ms));
+	v[i++] = TimestampTzGetDatum(logical);
+	v[i++] = TimestampTzGetDatum(now);
+	v[i++] = MsInterval(counter == 0 || logical <= now ? 0 : (logical - now) / 1000);
 	v[i++] = Int64GetDatum((int64) ShmemIssuedTotal());
 	v[i++] = Int64GetDatum((int64) pg_atomic_read_u64(&Snowseq->backward_events));
 	v[i++] = Int64GetDatum((int64) pg_atomic_read_u64(&Snowseq->overflow_borrows));
-	n[i] = pg_atomic_read_u64(&clock->bound) == 0;
-	v[i++] = TimestampTzGetDatum(ClockCounterInstant(pg_atomic_read_u64(&clock->bound)));
-	{
-		int64		adv = 0,
-					waits = 0;
-
-		for (int k = 0; k < RESERVE_COUNT; k++)
-		{
-			adv += pg_atomic_read_u64(&Snowseq->res[k].advances);
-			waits += pg_atomic_read_u64(&Snowseq->res[k].waits);
-		}
-		v[i++] = Int64GetDatum(adv);
-		v[i++] = Int64GetDatum(waits);
-	}
+	n[i] = bound == 0;
+	v[i++] = TimestampTzGetDatum(ClockCounterInstant(bound));
+	v[i++] = Int64GetDatum(adv);
+	v[i++] = Int64GetDatum(waits);
 	v[i++] = CStringGetTextDatum(Snowseq->state_error == STATE_OK ? "ok" :
 								 Snowseq->state_error == STATE_MISMATCH ? "mismatch" : "corrupt");
 	v[i++] = BoolGetDatum(Snowseq->worker_latch != NULL);
 	v[i++] = Int64GetDatum((int64) ShmemSize());
-	Assert(i == tupdesc->natts);
+	if (ncols >= STATUS_COLS_1_1)
+	{
+		v[i++] = MsInterval(snowseq_max_lead_ms);
+		v[i++] = Int64GetDatum((int64) pg_atomic_read_u64(&Snowseq->lead_waits));
+		n[i] = TIMESTAMP_NOT_FINITE(end);
+		v[i++] = TimestampTzGetDatum(end);
+		/* from the logical clock when it leads, else from the wall clock */
+		n[i] = TIMESTAMP_NOT_FINITE(end);
+		v[i++] = MsInterval(TIMESTAMP_NOT_FINITE(end) ? 0 :
+							Max(end - Max(now, counter == 0 ? now : logical), 0) / 1000);
+	}
+	Assert(i == ncols);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, v, n)));
+}
+
+PG_FUNCTION_INFO_V1(snowseq_status);
+PG_FUNCTION_INFO_V1(snowseq_status_1_1);
+
+/* snowseq_status() of extension version 1.0. */
+Datum
+snowseq_status(PG_FUNCTION_ARGS)
+{
+	return StatusRow(fcinfo, STATUS_COLS_1_0);
+}
+
+/* snowseq_status() of extension version 1.1: with the lead and the lifetime. */
+Datum
+snowseq_status_1_1(PG_FUNCTION_ARGS)
+{
+	return StatusRow(fcinfo, STATUS_COLS_1_1);
 }
 
 PG_FUNCTION_INFO_V1(snowseq_reservations);
 
-/* snowseq_reservations() -> one row per reservation. */
+/* snowseq_reservations() -> one row per reservation in use. */
 Datum
 snowseq_reservations(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
-	StatusCheckPreloaded();
+	ShmemCheckPreloaded();
 	InitMaterializedSRF(fcinfo, 0);
-	for (int k = 0; k < RESERVE_COUNT; k++)
+	for (int k = 0; k < SnowseqResCount; k++)
 	{
-		Reservation *r = &Snowseq->res[k];
+		Reservation *r = &SnowseqRes[k];
 		Datum		v[8];
 		bool		n[8] = {false};
 
-		v[0] = CStringGetTextDatum(ReserveKindName(k));
+		if (!r->in_use)
+			continue;
+		v[0] = CStringGetTextDatum(ReservationName(r));
 		v[1] = Int64GetDatum((int64) pg_atomic_read_u64(&r->counter));
 		v[2] = Int64GetDatum((int64) pg_atomic_read_u64(&r->bound));
 		v[3] = Int64GetDatum((int64) pg_atomic_read_u64(&r->low_water));

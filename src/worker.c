@@ -41,7 +41,12 @@ WorkerAdvanceDue(bool at_start)
 	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
 	/* at start, get ahead of the first caller of every counter in use */
 	if (Snowseq->state_error == STATE_OK && snowseq_node_id >= 0)
-		did = ReserveAdvanceAllDue(at_start && Snowseq->state_file_found);
+	{
+		bool		in_use = at_start && Snowseq->state_file_found;
+
+		did |= ClockAdvanceDue(in_use);
+		did |= SegmentAdvanceDue(in_use);
+	}
 	LWLockRelease(Snowseq->lock);
 	if (did)
 		ConditionVariableBroadcast(&Snowseq->advanced);

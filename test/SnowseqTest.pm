@@ -16,7 +16,7 @@ use Test::More;
 
 our @EXPORT = qw(snowseq_node start_faketime set_fake_offset id_clients
   wait_clients check_ids read_ids all_unique strictly_increasing max_of
-  min_of segment_of server_log_since);
+  min_of segment_of server_log_since read_state_file);
 
 my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -173,6 +173,35 @@ sub check_ids
 	ok(all_unique(\@all), "$what: no duplicate among " . scalar(@all) . " IDs");
 	ok(!(grep { $_ <= 0 } @all), "$what: every ID is positive");
 	return \@all;
+}
+
+# A state file (version 2) as a hash: node_id, layout ("t/n/s\@unit"),
+# epoch_ms, clock and segment (their bounds), and counters (name => bound);
+# undef when the file is missing or not a snowseq state file.  Layout:
+# magic, version, the configuration (six int32, an int64 epoch), the number
+# of reservations, then per reservation its tag, database, name (64 bytes),
+# bound, block and margin, then a CRC-32C.
+sub read_state_file
+{
+	my ($file) = @_;
+	open my $fh, '<:raw', $file or return undef;
+	local $/;
+	my $buf = <$fh>;
+	close $fh;
+	return undef unless defined $buf && length($buf) >= 48;
+	my ($magic, $version, $node_id, $tb, $nb, $sb, $unit, $pad, $epoch, $nslots) =
+	  unpack('L< L< l< l< l< l< l< l< q< L<', $buf);
+	return undef unless $magic == 0x53455153 && $version == 2;
+	my %s = (node_id => $node_id, layout => "$tb/$nb/$sb\@$unit", epoch_ms => $epoch, counters => {});
+	for my $i (0 .. $nslots - 1)
+	{
+		my ($tag, $db, $name, $bound, $block, $margin) =
+		  unpack('L< L< Z64 Q< Q< Q<', substr($buf, 48 + 96 * $i, 96));
+		if ($tag == 1) { $s{clock} = $bound; }
+		elsif ($tag == 2) { $s{segment} = $bound; }
+		else { $s{counters}{$name} = $bound; }
+	}
+	return \%s;
 }
 
 # The server log written after byte offset $from.

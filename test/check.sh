@@ -4,6 +4,7 @@
 # standbys), then the benchmark harness in smoke mode.
 # Usage: bash test/check.sh            (all)
 #        T=test/t/010_crash.pl bash test/check.sh   (one TAP file)
+#        PROVE_FLAGS='-I ./test -v' ...             (verbose TAP output)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/lib.sh
@@ -16,7 +17,8 @@ status=0
 # with T set, only those TAP files run
 target=installcheck
 [ -n "${T:-}" ] && target=tapcheck
-(cd "$dir" && as_server_user make -s PG_CONFIG="$PG_CONFIG" $target ${T:+T="$T"}) || status=$?
+(cd "$dir" && as_server_user make -s PG_CONFIG="$PG_CONFIG" $target ${T:+T="$T"} \
+	${PROVE_FLAGS:+PROVE_FLAGS="$PROVE_FLAGS"}) || status=$?
 if [ $status -ne 0 ]; then
 	[ -f "$dir/regression.diffs" ] && cat "$dir/regression.diffs"
 	for f in "$dir"/tmp_check/log/*.log; do

@@ -30,13 +30,27 @@ $nu->stop;
 # settings that must keep the server from starting, with a clear log line
 my @bad = (
 	[ 'layout sum', [ 'snowseq.time_bits = 41', 'snowseq.node_bits = 10', 'snowseq.seq_bits = 13' ],
-	  qr/snowseq layout adds up to 64 bits, it must add up to 63/ ],
+	  qr/snowseq layout adds up to 64 bits, at most 63 are allowed/ ],
 	[ 'node id out of range', [ 'snowseq.node_bits = 10', 'snowseq.node_id = 1024' ],
 	  qr/snowseq\.node_id = 1024 does not fit in snowseq\.node_bits = 10/ ],
+	[ 'negative node id', [ 'snowseq.node_id = -5' ],
+	  qr/-5 is outside the valid range for parameter "snowseq\.node_id"/ ],
+	[ 'node id not a number', [ "snowseq.node_id = 'seven'" ],
+	  qr/invalid value for parameter "snowseq\.node_id": "seven"/ ],
+	[ 'time unit too long', [ 'snowseq.time_unit_ms = 100000000' ],
+	  qr/100000000 ms is outside the valid range for parameter "snowseq\.time_unit_ms"/ ],
+	[ 'lead negative', [ 'snowseq.max_lead_ms = -1' ],
+	  qr/-1 ms is outside the valid range for parameter "snowseq\.max_lead_ms"/ ],
 	[ 'epoch unparseable', [ "snowseq.epoch = 'not a time'" ],
-	  qr/invalid value for snowseq\.epoch: "not a time"/ ],
+	  qr/invalid value for parameter "snowseq\.epoch": "not a time"\n.*DETAIL:  invalid input syntax for type timestamp with time zone/ ],
 	[ 'epoch in the future', [ "snowseq.epoch = '2999-01-01 00:00:00+00'" ],
-	  qr/snowseq\.epoch "2999-01-01 00:00:00\+00" is in the future/ ],
+	  qr/invalid value for parameter "snowseq\.epoch": "2999-01-01 00:00:00\+00"\n.*DETAIL:  The epoch is in the future\./ ],
+	[ 'epoch now', [ "snowseq.epoch = 'now'" ],
+	  qr/invalid value for parameter "snowseq\.epoch": "now"\n.*DETAIL:  "now" is relative to the moment it is read; an epoch must be a fixed instant\./ ],
+	[ 'epoch yesterday', [ "snowseq.epoch = 'yesterday'" ],
+	  qr/invalid value for parameter "snowseq\.epoch": "yesterday"\n.*DETAIL:  "yesterday" is relative/ ],
+	[ 'epoch infinite', [ "snowseq.epoch = '-infinity'" ],
+	  qr/invalid value for parameter "snowseq\.epoch": "-infinity"\n.*DETAIL:  An epoch must be a finite timestamp\./ ],
 );
 for my $b (@bad)
 {

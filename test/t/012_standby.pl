@@ -38,21 +38,9 @@ sub node_of { return ($_[0] >> $SEQ_BITS) & ((1 << $NODE_BITS) - 1); }
 # The node counter inside a gene ID's segment.
 sub segment_counter_of { return segment_of($_[0]) >> $NODE_BITS; }
 
-# The saved bounds of a state file: { node_id, clock, segment }, or undef
-# when the file is missing or not a snowseq state file.
-sub read_state
-{
-	my ($file) = @_;
-	open my $fh, '<:raw', $file or return undef;
-	local $/;
-	my $buf = <$fh>;
-	close $fh;
-	return undef unless defined $buf && length($buf) >= 72;
-	my ($magic, $version, $node_id, $tb, $nb, $sb, $unit, $pad, $epoch, $cb, $segb) =
-	  unpack('L< L< l< l< l< l< l< l< q< Q< Q<', $buf);
-	return undef unless $magic == 0x53455153 && $version == 1;
-	return { node_id => $node_id, clock => $cb, segment => $segb, layout => "$tb/$nb/$sb\@$unit" };
-}
+# The saved bounds of a state file: { node_id, clock, segment, ... }, or
+# undef when the file is missing or not a snowseq state file.
+sub read_state { return read_state_file($_[0]); }
 
 # Clients that read a script of statements from a file, one result printed
 # per statement as it arrives: what a client printed, it received.  Same

@@ -1,9 +1,10 @@
 # The state file: a changed layout, epoch or node id, a corrupt file and a
 # missing one.  A mismatch or a corrupt file makes every generating
 # function raise an ERROR (the server stays up, no ID is issued, the file is
-# left alone) until a superuser calls snowseq_reset_state(); after the
-# reset, IDs carry times not before those issued before it and gene
-# segments keep increasing.  A missing file is logged and the counters
+# left alone) until a role granted it calls snowseq_reset_state(); after the
+# reset every ID is greater than every ID issued before it, whatever the
+# new layout, epoch or node id, and gene segments keep increasing; a reset
+# that cannot promise that refuses and says which epoch would do.  A missing file is logged and the counters
 # start from the clock and the WAL replayed.  No ID is received twice over
 # the whole test.
 use strict;
@@ -37,6 +38,7 @@ sub flip_byte
 }
 
 my %seen;    # every ID received, and the batch that received it
+my @sf_maxima;    # the largest snowflake ID of each batch, in order
 my @dups;
 my $batch_no = 0;
 
@@ -73,18 +75,22 @@ sub generate
 	my ($t_min, $t_max) = split /\|/, $node->safe_psql('postgres',
 		"SELECT min(t), max(t) FROM (SELECT (extract(epoch FROM snowseq_time(id)) * 1000)::bigint AS t
 		   FROM unnest('{" . join(',', @sf) . "}'::bigint[]) id) s");
+	push @sf_maxima, max_of(@sf);
 	return { sf => \@sf, gene => \@gene, seg => \@seg, t_min => $t_min, t_max => $t_max };
 }
 
 # After a reset (or a start): later IDs parse to times not before the
-# earlier ones, and gene segments are above the earlier ones.
+# earlier ones, every snowflake ID is greater than every snowflake ID
+# received before (under any configuration), and gene segments are above
+# the earlier ones.
 sub check_after
 {
 	my ($before, $after, $what, %o) = @_;
+	my $max_sf = max_of(@sf_maxima[ 0 .. $#sf_maxima - 1 ]);
 	cmp_ok($after->{t_min}, '>=', $before->{t_max},
 		"$what: snowflake IDs carry times not before those issued before");
-	cmp_ok((sort { $a <=> $b } @{ $after->{sf} })[0], '>', max_of(@{ $before->{sf} }),
-		"$what: snowflake IDs are greater than those issued before") if $o{same_layout};
+	cmp_ok((sort { $a <=> $b } @{ $after->{sf} })[0], '>', $max_sf,
+		"$what: snowflake IDs are greater than every one issued before");
 	cmp_ok((sort { $a <=> $b } @{ $after->{seg} })[0], '>', max_of(@{ $before->{seg} }),
 		"$what: gene segments are greater than those issued before") unless $o{no_gene};
 }
@@ -128,14 +134,33 @@ sub restart_with
 
 sub reset_state
 {
-	my ($what, $re) = @_;
-	my $r = $node->safe_psql('postgres', 'SELECT snowseq_reset_state()');
-	like($r, $re, "$what: snowseq_reset_state() as superuser: $r");
+	my ($what, $re, @as) = @_;
+	my $r = $node->safe_psql('postgres', 'SELECT snowseq_reset_state()', extra_params => [@as]);
+	like($r, $re, "$what: snowseq_reset_state(): $r");
 	is($node->safe_psql('postgres', 'SELECT state FROM snowseq_status'), 'ok', "$what: state ok after the reset");
 }
 
+# A reset that must refuse, because the new configuration's IDs would lie
+# below earlier ones; it changes nothing.  Returns the epoch its hint says
+# would do.
+sub reset_refused
+{
+	my ($what, @as) = @_;
+	my $file = state_bytes();
+	my ($rc, $out, $err) = $node->psql('postgres', 'SELECT snowseq_reset_state()', extra_params => [@as]);
+	like($err, qr/ERROR:  the new snowseq configuration would issue IDs below those of the old one until/,
+		"$what: the reset refuses");
+	like($err, qr/DETAIL:  To stay above every ID the old configuration could have issued, the clock would have to lead the wall clock by \d+ ms, more than snowseq\.max_lead_ms = 10000\./,
+		"$what: the refusal says by how much");
+	my ($epoch) = $err =~ /HINT:  .*set snowseq\.epoch to '([^']+)' or earlier and restart/;
+	ok(defined $epoch, "$what: the hint names an epoch that would do (" . ($epoch // 'none') . ')');
+	is($node->safe_psql('postgres', 'SELECT state FROM snowseq_status'), 'mismatch', "$what: still refusing to generate");
+	ok(state_bytes() eq $file, "$what: the refused reset left the state file as it was");
+	return $epoch;
+}
+
 my $MISMATCH = qr/snowseq configuration does not match its saved state/;
-my $MISMATCH_HINT = qr/Restore the previous settings, or call snowseq_reset_state\(\) as a superuser/;
+my $MISMATCH_HINT = qr/Restore the previous settings, or call snowseq_reset_state\(\) to adopt the new ones/;
 
 my $initial = generate('initial');
 ok(-f $state_file, 'state file written');
@@ -149,21 +174,23 @@ like($log, qr/LOG:  snowseq configuration does not match state file "snowseq.sta
 expect_refusal('layout changed', 'mismatch', $MISMATCH,
 	qr/The layout was 41\/10\/12 bits at 1 ms and is now 42\/10\/11 bits at 1 ms\./, $MISMATCH_HINT);
 
-# (c) only a superuser may reset
+# (c) who may reset is a GRANT, not a superuser check
 my ($rc, $out, $err) = $node->psql('postgres', 'SELECT snowseq_reset_state()',
 	extra_params => [ '-U', 'regress_plain' ]);
 like($err, qr/ERROR:  permission denied for function snowseq_reset_state/,
-	'reset by a non-superuser: permission denied');
-$node->safe_psql('postgres', 'GRANT EXECUTE ON FUNCTION snowseq_reset_state(bigint) TO regress_plain');
-($rc, $out, $err) = $node->psql('postgres', 'SELECT snowseq_reset_state()',
-	extra_params => [ '-U', 'regress_plain' ]);
-like($err, qr/ERROR:  only a superuser may reset the snowseq state/,
-	'reset by a non-superuser granted EXECUTE: still refused');
-$node->safe_psql('postgres', 'REVOKE EXECUTE ON FUNCTION snowseq_reset_state(bigint) FROM regress_plain');
-expect_refusal('after the refused resets', 'mismatch', $MISMATCH,
+	'reset by a role without the grant: permission denied');
+expect_refusal('after the refused reset', 'mismatch', $MISMATCH,
 	qr/The layout was 41\/10\/12 bits/, $MISMATCH_HINT);
+$node->safe_psql('postgres', 'GRANT EXECUTE ON FUNCTION snowseq_reset_state(bigint) TO regress_plain');
 
-reset_state('layout changed', qr/snowseq state reset: previous state converted/);
+# 42/10/11 halves the IDs of an instant: from the same epoch the new IDs
+# would lie below the old ones for as long again, so the reset refuses and
+# names an earlier epoch; with that one it goes through
+my $earlier = reset_refused('layout changed', '-U', 'regress_plain');
+restart_with("snowseq.epoch = '$earlier'");
+reset_state('layout changed, earlier epoch', qr/snowseq state reset: previous state converted/,
+	'-U', 'regress_plain');
+$node->safe_psql('postgres', 'REVOKE EXECUTE ON FUNCTION snowseq_reset_state(bigint) FROM regress_plain');
 my $layout = generate('after the layout reset');
 check_after($initial, $layout, 'layout reset');
 
@@ -179,22 +206,34 @@ like($log, qr/LOG:  snowseq state file "snowseq.state" is corrupt, no ID will be
 	'corrupt: start logs the corruption');
 expect_refusal('corrupt', 'corrupt', qr/snowseq state file "snowseq.state" is corrupt/,
 	qr/The checksum is [0-9a-f]{8}, expected [0-9a-f]{8}\./,
-	qr/Restore the file from a backup, or call snowseq_reset_state\(\) as a superuser/);
+	qr/Restore the file from a backup, or call snowseq_reset_state\(\) after checking that the clock has not gone back/);
 reset_state('corrupt', qr/snowseq state reset: previous state file unreadable, its copy converted/);
 my $corrupt = generate('after the reset of the corrupt file');
-check_after($layout, $corrupt, 'corrupt reset', same_layout => 1);
+check_after($layout, $corrupt, 'corrupt reset');
 
 # ---------------------------------------------------------------------
-# (b) epoch changed, then node id changed
+# (b) epoch moved later, time unit changed, then node id changed
 # ---------------------------------------------------------------------
+# a later epoch makes the IDs of an instant smaller: refused
 $log = restart_with("snowseq.epoch = '2025-06-01 00:00:00+00'");
-like($log, qr/DETAIL:  snowseq\.epoch was 2025-01-01 00:00:00\+00 and is now 2025-06-01 00:00:00\+00\./,
+like($log, qr/DETAIL:  snowseq\.epoch was \S+ \S+ and is now 2025-06-01 00:00:00\+00\./,
 	'epoch changed: start logs the mismatch');
 expect_refusal('epoch changed', 'mismatch', $MISMATCH,
-	qr/snowseq\.epoch was 2025-01-01 00:00:00\+00 and is now 2025-06-01 00:00:00\+00\./, $MISMATCH_HINT);
-reset_state('epoch changed', qr/snowseq state reset: previous state converted/);
+	qr/snowseq\.epoch was \S+ \S+ and is now 2025-06-01 00:00:00\+00\./, $MISMATCH_HINT);
+$earlier = reset_refused('epoch moved later');
+restart_with("snowseq.epoch = '$earlier'");
+reset_state('epoch changed, earlier epoch', qr/snowseq state reset: previous state converted/);
 my $epoch = generate('after the epoch reset');
 check_after($corrupt, $epoch, 'epoch reset');
+
+# 10 ms time units make the IDs of an instant ten times smaller: refused
+restart_with('snowseq.time_unit_ms = 10');
+$earlier = reset_refused('time unit 1 ms to 10 ms');
+restart_with("snowseq.epoch = '$earlier'");
+reset_state('time unit changed, earlier epoch', qr/snowseq state reset: previous state converted/);
+my $unit = generate('after the time unit reset');
+check_after($epoch, $unit, 'time unit reset');
+$epoch = $unit;
 
 $log = restart_with('snowseq.node_id = 2');
 like($log, qr/DETAIL:  snowseq\.node_id was 1 and is now 2\./, 'node id changed: start logs the mismatch');
@@ -220,7 +259,7 @@ $log = server_log_since($node, $pos);
 like($log, qr/LOG:  snowseq state file "snowseq.state" not found, using its copy "snowseq.state.copy"/,
 	'state file deleted, copy kept: start logs it');
 my $from_copy = generate('state file deleted, copy kept');
-check_after($nodeid, $from_copy, 'state file deleted, copy kept', same_layout => 1);
+check_after($nodeid, $from_copy, 'state file deleted, copy kept');
 ok(-f $state_file, 'copy used: state file written again');
 
 # Stop, delete the state file and its copy, start: the start says so.
@@ -240,7 +279,7 @@ sub restart_without_state
 restart_without_state('immediate', 'deleted after an immediate shutdown');
 is($node->safe_psql('postgres', 'SELECT state FROM snowseq_status'), 'ok', 'deleted: state ok');
 my $deleted = generate('deleted after an immediate shutdown');
-check_after($from_copy, $deleted, 'deleted after an immediate shutdown', same_layout => 1);
+check_after($from_copy, $deleted, 'deleted after an immediate shutdown');
 ok(-f $state_file && -f $state_copy, 'deleted: state file and copy written again');
 
 # both lost after a clean shutdown: nothing is replayed, snowflake IDs start
@@ -251,7 +290,7 @@ $node->poll_query_until('postgres', "SELECT drift = interval '0' AND last_time <
   or die 'logical clock still ahead';
 restart_without_state('fast', 'deleted after a clean shutdown');
 my $deleted_clean = generate('deleted after a clean shutdown', no_gene => 1);
-check_after($deleted, $deleted_clean, 'deleted after a clean shutdown', same_layout => 1, no_gene => 1);
+check_after($deleted, $deleted_clean, 'deleted after a clean shutdown', no_gene => 1);
 
 # both copies corrupt: a reset cannot tell where the segments stood and asks
 my $max_seg = max_of(map { $_ >> 10 } map { @{ $_->{seg} } } ($deleted));

@@ -1,0 +1,150 @@
+/*
+ * admin.c
+ *		Administrative SQL: adopting a changed configuration, or starting
+ *		over after a corrupt state file, without ever issuing an ID twice.
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+
+#include "reserve.h"
+
+PG_FUNCTION_INFO_V1(snowseq_reset_state);
+
+/*
+ * snowseq_reset_state(segment_floor) -> text: adopt the configuration in
+ * force after a deliberate change, or start over after a corrupt state
+ * file.  Every counter resumes above anything the old state (or its copy)
+ * could have issued, composed in the old layout, or the reset refuses and
+ * says why; with neither copy readable, the gene segment counter needs
+ * segment_floor, the highest counter value it issued.  Counters only ever
+ * rise, so callers generating meanwhile never get a value twice.  Who may
+ * call it is a GRANT (REVOKEd from PUBLIC).
+ */
+Datum
+snowseq_reset_state(PG_FUNCTION_ARGS)
+{
+	SavedState old;
+	char		msg[512];
+	StateRead	rr;
+	bool		from_copy = false;
+	bool		same_config;
+	bool		floor_given = !PG_ARGISNULL(0);
+	int64		segment_floor = floor_given ? PG_GETARG_INT64(0) : 0;
+	Reservation *seg;
+	uint64		clock_floor = 0;
+	uint64		seg_floor = 0;
+	uint64		seg_limit;
+	SavedSlot	raised;
+	char		resumes[MAXDATELEN + 1];
+
+	if (segment_floor < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("segment_floor must not be negative"),
+				 errhint("Pass the highest segment counter this node issued, or 0 if it never issued gene IDs.")));
+	ShmemCheckPreloaded();
+	if (snowseq_node_id < 0)
+		ShmemCheckUsableSlow();
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot reset the snowseq state during recovery"),
+				 errhint("Reset it on the primary; a standby follows its WAL.")));
+
+	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	seg = &SnowseqRes[RESERVE_SEGMENT];
+	rr = StateReadFile(SNOWSEQ_STATE_FILE, &old, msg, sizeof(msg));
+	if (rr != STATE_READ_OK &&
+		StateReadFile(SNOWSEQ_STATE_COPY, &old, msg, sizeof(msg)) == STATE_READ_OK)
+	{
+		from_copy = true;
+		rr = STATE_READ_OK;
+	}
+	if (rr != STATE_READ_OK && !floor_given && pg_atomic_read_u64(&seg->counter) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot tell where the gene segment counter stood: no readable state file or copy"),
+				 errhint("Pass the highest segment counter this node issued, snowseq_reset_state(segment_floor => (SELECT max((id & (2^48 - 1)::bigint) >> %d) FROM your_table)), or 0 if it never issued gene IDs.",
+						 snowseq_node_bits)));
+
+	/*
+	 * Where the old configuration left off, in the new one.  Under the same
+	 * configuration that is the saved bounds themselves, as at any start.
+	 */
+	same_config = rr == STATE_READ_OK && !StateConfigDiffers(&old.config, msg, sizeof(msg));
+	if (rr == STATE_READ_OK)
+	{
+		for (int i = 0; i < old.nslots; i++)
+		{
+			SavedSlot  *slot = &old.slots[i];
+
+			if (slot->tag == RESERVE_TAG_CLOCK)
+				clock_floor = same_config ? slot->bound :
+					ClockFloorAfterReset(&old.config, slot->bound);
+			else if (slot->tag == RESERVE_TAG_SEGMENT)
+				seg_floor = same_config ? slot->bound :
+					SegmentFloorAfterReset(&old.config, slot->bound);
+		}
+	}
+	if (floor_given)
+		seg_floor = Max(seg_floor, (uint64) segment_floor + 1);
+	seg_limit = (uint64) 1 << (SNOWSEQ_SEGMENT_BITS - snowseq_node_bits);
+	if (seg_floor >= seg_limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the gene segment counter would have to resume at %llu, past its end at %llu",
+						(unsigned long long) seg_floor, (unsigned long long) seg_limit),
+				 errhint("Restore the previous settings, or use fewer snowseq.node_bits.")));
+
+	/* raise, never lower: the clock first, since it may refuse */
+	ClockRaiseForReset(clock_floor, !same_config, &raised);
+	memset(&raised, 0, sizeof(raised));
+	raised.tag = RESERVE_TAG_SEGMENT;
+	raised.bound = seg_floor;
+	ReservationRaise(seg, seg_floor, &raised);
+
+	/* named counters of the old state keep their bounds */
+	if (rr == STATE_READ_OK)
+	{
+		for (int i = 0; i < old.nslots; i++)
+		{
+			SavedSlot  *slot = &old.slots[i];
+			ReserveId	id;
+			Reservation *r;
+
+			if (slot->tag != RESERVE_TAG_COUNTER)
+				continue;
+			memset(&id, 0, sizeof(id));
+			id.tag = slot->tag;
+			id.dboid = slot->dboid;
+			id.name = slot->name;
+			r = ReservationFind(&id, true);
+			if (r == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						 errmsg("the saved state holds more named counters than snowseq.max_counters = %d allows",
+								snowseq_max_counters),
+						 errhint("Raise snowseq.max_counters and restart the server.")));
+			ReservationRaise(r, slot->bound, slot);
+		}
+	}
+
+	ReservationSave(NULL, NULL);
+	Snowseq->state_error = STATE_OK;
+	Snowseq->state_message[0] = '\0';
+	strlcpy(resumes, timestamptz_to_str(ClockCounterInstant(pg_atomic_read_u64(&SnowseqRes[RESERVE_CLOCK].counter))),
+			sizeof(resumes));
+	snprintf(msg, sizeof(msg), "snowseq state reset: %s; clock resumes at %s, segment counter at %llu",
+			 from_copy ? "previous state file unreadable, its copy converted" :
+			 rr == STATE_READ_OK ? "previous state converted" :
+			 rr == STATE_READ_MISSING ? "no previous state file" : "previous state file unreadable",
+			 resumes, (unsigned long long) pg_atomic_read_u64(&seg->counter));
+	LWLockRelease(Snowseq->lock);
+	ConditionVariableBroadcast(&Snowseq->advanced);
+	PG_RETURN_TEXT_P(cstring_to_text(msg));
+}

@@ -1,0 +1,243 @@
+/*
+ * rmgr.c
+ *		snowseq's WAL resource manager: a record for every reservation
+ *		advance, redone on crash recovery and on standbys, so that replay
+ *		raises the reservations and a promoted standby starts above them.
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xloginsert.h"
+#include "access/xlogreader.h"
+#include "lib/stringinfo.h"
+
+#include "reserve.h"
+
+/* RM_EXPERIMENTAL_ID until snowseq has an ID of its own on the wiki list */
+#define RM_SNOWSEQ_ID				RM_EXPERIMENTAL_ID
+#define XLOG_SNOWSEQ_RESERVE_V1		0x10	/* 1.0: the clock and the segment counter */
+#define XLOG_SNOWSEQ_RESERVE		0x20	/* one reservation */
+
+/* A version 1.0 record: the configuration and both fixed reservations. */
+typedef struct RecordV1
+{
+	SavedConfig config;
+	uint64		bound[2];
+	uint64		block[2];
+} RecordV1;
+
+typedef struct Record
+{
+	SavedConfig config;
+	SavedSlot	slot;
+} Record;
+
+/*
+ * Log an advance and flush it; returns the record's end.  The record says
+ * under which configuration the bound was taken, so a standby configured
+ * otherwise notices.
+ */
+XLogRecPtr
+RmgrLogAdvance(const SavedSlot *slot)
+{
+	Record		rec;
+	XLogRecPtr	lsn;
+
+	memset(&rec, 0, sizeof(rec));
+	StateConfigCurrent(&rec.config);
+	rec.slot = *slot;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &rec, sizeof(rec));
+	XLogSetRecordFlags(XLOG_MARK_UNIMPORTANT);
+	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_RESERVE);
+	XLogFlush(lsn);
+	return lsn;
+}
+
+/*
+ * Raise one reservation to a replayed bound (counter to at least floor) and
+ * keep the state file current.  A record of another configuration marks
+ * the state mismatched instead.
+ */
+static void
+RmgrApply(const SavedConfig *config, const SavedSlot *slot, uint64 floor)
+{
+	char		msg[sizeof(Snowseq->state_message)];
+	ReserveId	id;
+	Reservation *r;
+	SavedSlot	raised;
+
+	if (StateConfigDiffers(config, msg, sizeof(msg)))
+	{
+		if (Snowseq->state_error == STATE_OK)
+		{
+			Snowseq->state_error = STATE_MISMATCH;
+			snprintf(Snowseq->state_message, sizeof(Snowseq->state_message),
+					 "A replayed WAL record differs: %s", msg);
+		}
+		return;
+	}
+	if (Snowseq->state_error != STATE_OK)
+		return;
+
+	memset(&id, 0, sizeof(id));
+	id.tag = slot->tag;
+	id.dboid = slot->dboid;
+	id.name = slot->name;
+	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	r = ReservationFind(&id, true);
+	if (r == NULL)
+	{
+		LWLockRelease(Snowseq->lock);
+		Snowseq->state_error = STATE_MISMATCH;
+		snprintf(Snowseq->state_message, sizeof(Snowseq->state_message),
+				 "A replayed WAL record names counter \"%s\", for which snowseq.max_counters = %d leaves no room.",
+				 NameStr(slot->name), snowseq_max_counters);
+		return;
+	}
+	raised = *slot;
+	raised.bound = Max(slot->bound, floor);
+	ReservationRaise(r, floor, &raised);
+	ReservationSave(r, NULL);
+	LWLockRelease(Snowseq->lock);
+}
+
+/* Redo: a reservation record moves the bounds up. */
+static void
+snowseq_redo(XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+
+	if (Snowseq == NULL)
+		return;
+	if (info == XLOG_SNOWSEQ_RESERVE)
+	{
+		Record		rec;
+
+		memcpy(&rec, XLogRecGetData(record), sizeof(rec));
+		RmgrApply(&rec.config, &rec.slot, rec.slot.bound);
+	}
+	else if (info == XLOG_SNOWSEQ_RESERVE_V1)
+	{
+		RecordV1	v1;
+		SavedSlot	slot;
+
+		memcpy(&v1, XLogRecGetData(record), sizeof(v1));
+		for (int k = 0; k < 2; k++)
+		{
+			memset(&slot, 0, sizeof(slot));
+			slot.tag = k == 0 ? RESERVE_TAG_CLOCK : RESERVE_TAG_SEGMENT;
+			slot.bound = v1.bound[k];
+			slot.block = v1.block[k];
+			RmgrApply(&v1.config, &slot, slot.bound);
+		}
+	}
+	else
+		elog(PANIC, "snowseq_redo: unknown op code %u", info);
+}
+
+/*
+ * End of redo.  After archive recovery (promotion of a standby, or
+ * point-in-time recovery) the old primary may have handed out values under
+ * a reservation this server never received, so every reservation resumes
+ * its margin above what was replayed (for the clock promote_margin_ms of
+ * logical time, for counters one block plus the blocks of the margin at
+ * the last rate), saved before any value is issued.  Crash recovery needs
+ * no margin: the state file and the WAL are complete.  The signal files
+ * are still there when rm_cleanup runs.
+ */
+static void
+snowseq_cleanup(void)
+{
+	SavedConfig config;
+	StringInfoData floors;
+
+	if (Snowseq == NULL || Snowseq->state_error != STATE_OK)
+		return;
+	if (access(STANDBY_SIGNAL_FILE, F_OK) != 0 && access(RECOVERY_SIGNAL_FILE, F_OK) != 0)
+		return;
+	StateConfigCurrent(&config);
+	initStringInfo(&floors);
+	for (int i = 0; i < SnowseqResCount; i++)
+	{
+		Reservation *r = &SnowseqRes[i];
+		SavedSlot	slot;
+
+		if (!r->in_use)
+			continue;
+		ReservationSlot(r, &slot);
+		if (slot.bound == 0)
+			continue;
+		RmgrApply(&config, &slot, slot.bound + slot.margin);
+		appendStringInfo(&floors, "%s%s %llu", floors.len > 0 ? ", " : "",
+						 ReservationName(r), (unsigned long long) (slot.bound + slot.margin));
+	}
+	ereport(LOG,
+			(errmsg("snowseq resumes above the replayed reservations: %s",
+					floors.len > 0 ? floors.data : "none in use")));
+}
+
+/* pg_walinspect and friends: describe a record. */
+static void
+snowseq_desc(StringInfo buf, XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+
+	if (info == XLOG_SNOWSEQ_RESERVE)
+	{
+		Record		rec;
+		const char *what;
+
+		memcpy(&rec, XLogRecGetData(record), sizeof(rec));
+		what = rec.slot.tag == RESERVE_TAG_CLOCK ? "clock" :
+			rec.slot.tag == RESERVE_TAG_SEGMENT ? "segment" : "counter";
+		appendStringInfo(buf, "node %d layout %d/%d/%d@%dms %s",
+						 rec.config.node_id, rec.config.time_bits, rec.config.node_bits,
+						 rec.config.seq_bits, rec.config.time_unit_ms, what);
+		if (rec.slot.tag == RESERVE_TAG_COUNTER)
+			appendStringInfo(buf, " \"%s\" of database %u", NameStr(rec.slot.name), rec.slot.dboid);
+		appendStringInfo(buf, " bound %llu block %llu",
+						 (unsigned long long) rec.slot.bound, (unsigned long long) rec.slot.block);
+	}
+	else if (info == XLOG_SNOWSEQ_RESERVE_V1)
+	{
+		RecordV1	v1;
+
+		memcpy(&v1, XLogRecGetData(record), sizeof(v1));
+		appendStringInfo(buf, "node %d layout %d/%d/%d@%dms clock bound %llu segment bound %llu",
+						 v1.config.node_id, v1.config.time_bits, v1.config.node_bits,
+						 v1.config.seq_bits, v1.config.time_unit_ms,
+						 (unsigned long long) v1.bound[0], (unsigned long long) v1.bound[1]);
+	}
+}
+
+/* pg_walinspect and friends: name a record type. */
+static const char *
+snowseq_identify(uint8 info)
+{
+	switch (info & ~XLR_INFO_MASK)
+	{
+		case XLOG_SNOWSEQ_RESERVE:
+		case XLOG_SNOWSEQ_RESERVE_V1:
+			return "RESERVE";
+	}
+	return NULL;
+}
+
+static RmgrData snowseq_rmgr = {
+	.rm_name = "snowseq",
+	.rm_redo = snowseq_redo,
+	.rm_desc = snowseq_desc,
+	.rm_identify = snowseq_identify,
+	.rm_cleanup = snowseq_cleanup,
+};
+
+/* Register the WAL resource manager; at preload only. */
+void
+RmgrInit(void)
+{
+	RegisterCustomRmgr(RM_SNOWSEQ_ID, &snowseq_rmgr);
+}
