@@ -33,6 +33,7 @@
 #include "utils/datetime.h"
 #include "utils/wait_event.h"
 
+#include "compat.h"
 #include "snowseq.h"
 
 /* RM_EXPERIMENTAL_ID until snowseq has an ID of its own on the wiki list */
@@ -322,20 +323,6 @@ ReserveBlock(Reservation *r, ReserveKind kind, uint64 counter, TimestampTz now)
 }
 
 /*
- * Are synchronous standbys defined?  Minor releases of 15 changed the
- * field; caller holds SyncRepLock.
- */
-static bool
-SyncStandbysDefined(void)
-{
-#ifdef SYNC_STANDBY_DEFINED
-	return (WalSndCtl->sync_standbys_status & SYNC_STANDBY_DEFINED) != 0;
-#else
-	return WalSndCtl->sync_standbys_defined;
-#endif
-}
-
-/*
  * Wait until the synchronous standby has flushed lsn, whatever this
  * session's synchronous_commit says; ERROR if the wait was cancelled.
  */
@@ -367,7 +354,7 @@ ReserveWaitForStandby(XLogRecPtr lsn)
 	PG_END_TRY();
 
 	LWLockAcquire(SyncRepLock, LW_SHARED);
-	confirmed = !SyncStandbysDefined() ||
+	confirmed = !SnowseqSyncStandbysDefined() ||
 		WalSndCtl->lsn[SYNC_REP_WAIT_FLUSH] >= lsn;
 	LWLockRelease(SyncRepLock);
 	if (!confirmed)

@@ -30,6 +30,7 @@
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
+#include "compat.h"
 #include "snowseq.h"
 
 typedef struct MapEntry
@@ -177,7 +178,7 @@ GeneRange(int gene)
 	upper.infinite = gene == SNOWSEQ_MAX_GENE;
 	upper.inclusive = false;
 	upper.lower = false;
-	return RangeTypePGetDatum(make_range(tc, &lower, &upper, false));
+	return RangeTypePGetDatum(SnowseqMakeRange(tc, &lower, &upper, false));
 }
 
 PG_FUNCTION_INFO_V1(shard_of);
