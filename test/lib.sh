@@ -6,6 +6,9 @@
 # else 15 (Debian 12's).  test/matrix.sh sets PG_CONFIG inside its chroots.
 if [ -z "${PG_MAJOR:-}" ] && [ -n "${PG_CONFIG:-}" ]; then
 	PG_MAJOR=$("$PG_CONFIG" --version 2>/dev/null | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
+	# not installed yet: Debian's path names the version
+	[ -n "$PG_MAJOR" ] ||
+		PG_MAJOR=$(echo "$PG_CONFIG" | sed -n 's|.*/postgresql/\([0-9]*\)/bin/pg_config$|\1|p')
 fi
 PG_MAJOR=${PG_MAJOR:-15}
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
