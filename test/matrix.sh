@@ -103,13 +103,13 @@ stop_chroot_processes() {
 # Undo every mount below the cache, deepest first: ours, and those that an
 # interrupted debootstrap leaves in the system it was making.
 unmount_all() {
-	local root m tries
+	local root m
 
 	for root in "$CACHE"/*/; do
 		stop_chroot_processes "${root%/}"
 	done
 	for m in $(mounts_below "$CACHE"); do
-		for tries in 1 2 3 4 5; do
+		for _ in 1 2 3 4 5; do
 			umount "$m" 2>/dev/null && break
 			sleep 1
 		done
