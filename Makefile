@@ -34,7 +34,7 @@ TAP_TESTS = 1
 PROVE_TESTS = $(or $(T),test/t/*.pl)
 PROVE_FLAGS = -I ./test
 
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src -DSNOWSEQ_VERSION=\"$(EXTVERSION)\"
 override PG_CFLAGS += -fno-semantic-interposition -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
 
 EXTRA_CLEAN = tmp_check_regress results regression.diffs regression.out

@@ -32,6 +32,7 @@
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
+#include "compat.h"
 #include "snowseq.h"
 
 typedef struct MapEntry
@@ -189,7 +190,7 @@ GeneRange(int gene)
 	upper.infinite = gene == SNOWSEQ_MAX_GENE;
 	upper.inclusive = false;
 	upper.lower = false;
-	return RangeTypePGetDatum(make_range(tc, &lower, &upper, false));
+	return RangeTypePGetDatum(SnowseqMakeRange(tc, &lower, &upper, false));
 }
 
 PG_FUNCTION_INFO_V1(shard_of);
@@ -285,7 +286,7 @@ snowseq_create_shards(PG_FUNCTION_ARGS)
 				 errhint("Shards hold equal gene ranges, so their number divides 32768.")));
 
 	/* the owner's right, checked before any lock is taken */
-	if (!pg_class_ownercheck(parent, GetUserId()))
+	if (!SnowseqClassOwnercheck(parent, GetUserId()))
 	{
 		char	   *name = get_rel_name(parent);
 

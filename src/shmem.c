@@ -13,6 +13,7 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 
+#include "compat.h"
 #include "reserve.h"
 
 SnowseqShared *Snowseq = NULL;
@@ -362,7 +363,7 @@ ShmemCountIssued(uint64 n)
 	static pg_atomic_uint64 *slot = NULL;
 
 	if (unlikely(slot == NULL))
-		slot = &Snowseq->issued[MyProc->pgprocno].ids;
+		slot = &Snowseq->issued[SnowseqMyProcNumber()].ids;
 	pg_atomic_write_u64(slot, pg_atomic_read_u64(slot) + n);
 }
 

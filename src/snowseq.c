@@ -7,9 +7,10 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "compat.h"
 #include "reserve.h"
 
-PG_MODULE_MAGIC;
+SNOWSEQ_MODULE_MAGIC;
 
 void		_PG_init(void);
 

@@ -12,21 +12,8 @@
 #include "replication/walsender_private.h"
 #include "storage/lwlock.h"
 
+#include "compat.h"
 #include "reserve.h"
-
-/*
- * Are synchronous standbys defined?  Minor releases of 15 changed the
- * field; caller holds SyncRepLock.
- */
-static bool
-SyncStandbysDefined(void)
-{
-#ifdef SYNC_STANDBY_DEFINED
-	return (WalSndCtl->sync_standbys_status & SYNC_STANDBY_DEFINED) != 0;
-#else
-	return WalSndCtl->sync_standbys_defined;
-#endif
-}
 
 /*
  * Wait until the synchronous standby has flushed lsn; ERROR if the wait was
@@ -61,7 +48,7 @@ SyncRepWaitReservation(XLogRecPtr lsn)
 	PG_END_TRY();
 
 	LWLockAcquire(SyncRepLock, LW_SHARED);
-	confirmed = !SyncStandbysDefined() ||
+	confirmed = !SnowseqSyncStandbysDefined() ||
 		WalSndCtl->lsn[SYNC_REP_WAIT_FLUSH] >= lsn;
 	LWLockRelease(SyncRepLock);
 	if (!confirmed)

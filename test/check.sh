@@ -5,6 +5,9 @@
 # Usage: bash test/check.sh            (all)
 #        T=test/t/010_crash.pl bash test/check.sh   (one TAP file)
 #        PROVE_FLAGS='-I ./test -v' ...             (verbose TAP output)
+#        SKIP_BENCH=1 bash test/check.sh            (no benchmark smoke run)
+#        PG_CONFIG=/usr/lib/postgresql/17/bin/pg_config bash test/check.sh
+#                                      (another PostgreSQL; test/matrix.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/lib.sh
@@ -28,7 +31,7 @@ if [ $status -ne 0 ]; then
 	echo "snowseq tests FAILED (logs in $dir)"
 	exit $status
 fi
-if [ -z "${T:-}" ] && [ -f bench/run.sh ]; then
+if [ -z "${T:-}" ] && [ -z "${SKIP_BENCH:-}" ] && [ -f bench/run.sh ]; then
 	bash bench/run.sh --smoke
 fi
 [ "$dir" != "$(pwd)" ] && rm -rf "$dir"

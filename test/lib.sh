@@ -2,17 +2,27 @@
 # missing, build and install snowseq, and run commands as a user that
 # PostgreSQL accepts (it refuses to run as root).
 
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-PGBIN=$("$PG_CONFIG" --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
-PACKAGES="postgresql-15 postgresql-client-15 postgresql-server-dev-15 libipc-run-perl
-	libxxhash-dev libmurmurhash-dev faketime make gcc rsync"
+# The PostgreSQL major version: PG_MAJOR, else the one PG_CONFIG names,
+# else 15 (Debian 12's).  test/matrix.sh sets PG_CONFIG inside its chroots.
+if [ -z "${PG_MAJOR:-}" ] && [ -n "${PG_CONFIG:-}" ]; then
+	PG_MAJOR=$("$PG_CONFIG" --version 2>/dev/null | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
+	# not installed yet: Debian's path names the version
+	[ -n "$PG_MAJOR" ] ||
+		PG_MAJOR=$(echo "$PG_CONFIG" | sed -n 's|.*/postgresql/\([0-9]*\)/bin/pg_config$|\1|p')
+fi
+PG_MAJOR=${PG_MAJOR:-15}
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
+PGBIN=$("$PG_CONFIG" --bindir 2>/dev/null || echo "/usr/lib/postgresql/$PG_MAJOR/bin")
+PACKAGES="postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
+	libipc-run-perl libxxhash-dev libmurmurhash-dev faketime make gcc rsync"
 
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 
-# Install the Debian packages that are missing (needs root or sudo).
-ensure_packages() {
+# Install those of the named Debian packages that are missing (needs root
+# or sudo).
+install_missing() {
 	local missing=""
-	for p in $PACKAGES "$@"; do
+	for p in "$@"; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 	done
 	if [ -n "$missing" ]; then
@@ -20,6 +30,11 @@ ensure_packages() {
 		$SUDO apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 	fi
+}
+
+# Install what building and testing snowseq needs, and the named extras.
+ensure_packages() {
+	install_missing $PACKAGES "$@"
 	PGBIN=$("$PG_CONFIG" --bindir)
 }
 
