@@ -23,14 +23,15 @@ my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 # A new cluster with snowseq preloaded.  Options:
 #   node_id => N (default 1; undef leaves it unset), conf => [lines],
 #   preload => 0 to leave shared_preload_libraries alone,
-#   streaming => 1 for a primary that takes standbys,
+#   streaming => 1 for a primary that takes standbys ('logical' for a
+#   publisher of logical replication),
 #   faketime => file (start the postmaster under libfaketime),
 #   start => 0 to leave it stopped, extension => 0 to skip CREATE EXTENSION.
 sub snowseq_node
 {
 	my ($name, %o) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(allows_streaming => $o{streaming} ? 1 : 0);
+	$node->init(allows_streaming => $o{streaming} // 0);
 	my $conf = '';
 	$conf .= "shared_preload_libraries = 'snowseq'\n" unless defined $o{preload} && !$o{preload};
 	my $id = exists $o{node_id} ? $o{node_id} : 1;
