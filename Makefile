@@ -17,6 +17,7 @@ OBJS = \
 	src/status.o \
 	src/gene.o \
 	src/segment.o \
+	src/counter.o \
 	src/route.o
 
 # the full script of every release (so the upgrade test can compare a fresh
@@ -27,7 +28,7 @@ DATA = $(wildcard sql/snowseq--*.sql)
 # module bind directly, not through the PLT/GOT (measurable on the hot path)
 SHLIB_LINK += -lxxhash -lmurmurhash -Wl,-Bsymbolic
 
-REGRESS = api errors gene route security
+REGRESS = api errors gene route security counter
 REGRESS_OPTS = --temp-config=$(srcdir)/test/snowseq.conf --temp-instance=./tmp_check_regress
 
 TAP_TESTS = 1

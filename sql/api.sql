@@ -8,7 +8,7 @@ SELECT p.oid::regprocedure AS function, p.provolatile AS vol, p.proisstrict AS s
        p.proparallel AS par, has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'snowseq'
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text;
 
 -- snowseq_next: positive, strictly increasing, this node
 SELECT bool_and(id > 0) AS positive,

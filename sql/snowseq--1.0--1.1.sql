@@ -64,3 +64,117 @@ CREATE TRIGGER snowseq_shard_map_row_changed
 	FOR EACH ROW EXECUTE FUNCTION @extschema@.snowseq_shard_map_changed();
 ALTER TABLE @extschema@.snowseq_shard_map ENABLE ALWAYS TRIGGER snowseq_shard_map_changed;
 ALTER TABLE @extschema@.snowseq_shard_map ENABLE ALWAYS TRIGGER snowseq_shard_map_row_changed;
+
+------------------------------------------------------------------------
+-- Named counters and formatted serials
+------------------------------------------------------------------------
+
+-- (OPERATOR() has the precedence of any other operator, hence the
+-- parentheses below.)
+-- The definitions; pg_dump keeps them.  The values live in shared memory,
+-- made durable by the same reservations as the clock.  Everyone may read
+-- the definitions; creating and dropping needs INSERT and UPDATE on it.
+CREATE TABLE snowseq_counters (
+	name text PRIMARY KEY
+		CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
+			   AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 63),
+	kind text NOT NULL
+		CHECK (kind OPERATOR(pg_catalog.=) 'counter' OR kind OPERATOR(pg_catalog.=) 'serial'),
+	start bigint NOT NULL CHECK (start OPERATOR(pg_catalog.>=) 0),
+	nodes integer NOT NULL CHECK (nodes OPERATOR(pg_catalog.>=) 1),
+	format text,
+	time_zone text,
+	restart_base bigint NOT NULL DEFAULT 0,
+	dropped boolean NOT NULL DEFAULT false,
+	created timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE snowseq_counters IS
+	'named counters and serials: their definitions (the values are in shared memory and the state file)';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.snowseq_counters', '');
+GRANT SELECT ON @extschema@.snowseq_counters TO PUBLIC;
+
+-- every change of a definition, however applied, reaches the backends'
+-- copies
+CREATE FUNCTION snowseq_counters_changed() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'snowseq_counters_changed'
+	LANGUAGE C;
+CREATE TRIGGER snowseq_counters_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_counters
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_counters_changed();
+CREATE TRIGGER snowseq_counters_row_changed
+	AFTER INSERT OR UPDATE OR DELETE ON @extschema@.snowseq_counters
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.snowseq_counters_changed();
+ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_counters_changed;
+ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_counters_row_changed;
+
+-- Not STRICT: a NULL argument is an ERROR naming it.  Who may create and
+-- drop is who may write snowseq_counters.
+CREATE FUNCTION snowseq_create_counter(name text, start bigint DEFAULT 1,
+	nodes integer DEFAULT 1, restart boolean DEFAULT false) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_create_counter'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_create_counter(text, bigint, integer, boolean) IS
+	'a named counter: values start, start + nodes, ... on node 0, offset by node_id % nodes elsewhere; a dropped one continues (restart => true starts it over)';
+
+CREATE FUNCTION snowseq_create_serial(name text, format text, time_zone text DEFAULT 'UTC',
+	start bigint DEFAULT 1, nodes integer DEFAULT 1) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_create_serial'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_create_serial(text, text, text, bigint, integer) IS
+	'a formatted serial such as ''INV-YYYYMMDD-######'': its number starts again at start in each day, month or year of the format, in time_zone';
+
+CREATE FUNCTION snowseq_drop_counter(name text) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_drop_counter'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_drop_counter(text) IS
+	'no more values from a counter or serial; created again with the same definition it continues';
+
+-- VOLATILE, PARALLEL SAFE like snowseq_next(): one counter in shared
+-- memory.  Not for PUBLIC: a role could burn another's numbers.
+CREATE FUNCTION snowseq_counter_next(name text) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_counter_next'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_counter_next(text) IS
+	'next value of a named counter (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION snowseq_counter_next(text) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_serial(name text) RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_serial'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_serial(text) IS
+	'next formatted serial number (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION snowseq_serial(text) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_counter_raise(name text, above bigint) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_counter_raise'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_counter_raise(text, bigint) IS
+	'make the next value of a counter greater than above (after a restore, or taking over from a sequence); never lowers; returns that next value';
+REVOKE ALL ON FUNCTION snowseq_counter_raise(text, bigint) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_counter_state(name text, OUT issued bigint, OUT reserved bigint)
+	AS 'MODULE_PATHNAME', 'snowseq_counter_state'
+	LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_counter_state(text) IS
+	'raw reservation of a counter of this database: last value taken and durable bound (for the snowseq_counter_status view)';
+
+CREATE VIEW snowseq_counter_status AS
+	SELECT c.name, c.kind, c.start, c.nodes, c.format, c.time_zone, c.dropped,
+		CASE WHEN c.kind OPERATOR(pg_catalog.=) 'counter'
+				  AND s.issued OPERATOR(pg_catalog.>) c.restart_base
+			 THEN c.start OPERATOR(pg_catalog.+)
+				  (((s.issued OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.-) c.restart_base)
+				   OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
+				  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
+			 WHEN c.kind OPERATOR(pg_catalog.=) 'serial' AND s.issued OPERATOR(pg_catalog.>) 0
+			 THEN c.start OPERATOR(pg_catalog.+)
+				  (((s.issued OPERATOR(pg_catalog.&) 1099511627775) OPERATOR(pg_catalog.-) 1)
+				   OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
+				  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
+		END AS last_value,
+		s.issued, s.reserved
+	FROM @extschema@.snowseq_counters c
+	CROSS JOIN LATERAL @extschema@.snowseq_counter_state(c.name) s
+	CROSS JOIN @extschema@.snowseq_status st;
+COMMENT ON VIEW snowseq_counter_status IS
+	'named counters and serials of this database: definition, last value this node issued (serials: in the last period), raw reservation';

@@ -1,0 +1,100 @@
+-- Named counters and formatted serials, on a server with snowseq.node_id = 7.
+SET timezone = 'UTC';
+
+-- a counter: 1, 2, 3 ...
+SELECT snowseq_create_counter('invoice');
+SELECT snowseq_counter_next('invoice') FROM generate_series(1, 3);
+-- interleaved over 4 nodes: this node (7 % 4 = 3) takes start + 3, + 7, ...
+SELECT snowseq_create_counter('tickets', start => 100, nodes => 4);
+SELECT snowseq_counter_next('tickets') FROM generate_series(1, 3);
+
+-- bad names and definitions
+SELECT snowseq_counter_next('nope');
+SELECT snowseq_create_counter('invoice');
+SELECT snowseq_create_counter('');
+SELECT snowseq_create_counter(repeat('x', 64));
+SELECT snowseq_create_counter('neg', start => -1);
+SELECT snowseq_create_counter('zero_nodes', nodes => 0);
+SELECT snowseq_create_counter(NULL);
+SELECT snowseq_create_counter('null_start', start => NULL);
+SELECT snowseq_counter_next(NULL);
+
+-- dropped: no more values; created again with the same definition it
+-- continues where it was, never issuing a value twice
+SELECT snowseq_drop_counter('invoice');
+SELECT snowseq_counter_next('invoice');
+SELECT snowseq_drop_counter('invoice');
+SELECT snowseq_create_counter('invoice');
+SELECT snowseq_counter_next('invoice');
+-- another definition would issue old values again: refused, unless asked
+SELECT snowseq_drop_counter('invoice');
+SELECT snowseq_create_counter('invoice', start => 1000);
+SELECT snowseq_create_counter('invoice', start => 1, restart => true);
+SELECT snowseq_counter_next('invoice') AS restarted;
+
+-- raise: the next value is above the one given, never below the last
+SELECT snowseq_counter_raise('tickets', 500) AS next_after_raise;
+SELECT snowseq_counter_next('tickets');
+SELECT snowseq_counter_raise('tickets', 10) AS never_lowers;
+SELECT snowseq_counter_next('tickets');
+
+-- a serial: the number restarts every day of the format, in its time zone
+SELECT snowseq_create_serial('inv', 'INV-YYYYMMDD-######');
+SELECT s ~ '^INV-[0-9]{8}-00000[123]$' AS shaped,
+       substr(s, 5, 8)::date BETWEEN current_date - 1 AND current_date + 1 AS today,
+       right(s, 6)
+FROM (SELECT snowseq_serial('inv') AS s FROM generate_series(1, 3)) t;
+-- the node id in the serial; another time zone; a monthly and a yearly
+-- number; a literal escaped
+SELECT snowseq_create_serial('node_serial', 'N@@-####');
+SELECT snowseq_serial('node_serial');
+SELECT snowseq_create_serial('tokyo', 'YYMMDD/#####', 'Asia/Tokyo', 10);
+SELECT substr(s, 1, 6) = to_char(now() AT TIME ZONE 'Asia/Tokyo', 'YYMMDD') AS tokyo_date, right(s, 5)
+FROM snowseq_serial('tokyo') s;
+SELECT snowseq_create_serial('monthly', 'YYYY-MM/###');
+SELECT snowseq_serial('monthly') = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') || '/001' AS monthly;
+SELECT snowseq_create_serial('escaped', 'A\DDRESS-##');
+SELECT snowseq_serial('escaped');
+
+-- the digits run out: an ERROR, never a wider or a repeated number
+SELECT snowseq_create_serial('tiny', 'T#');
+SELECT snowseq_serial('tiny') FROM generate_series(1, 9);
+SELECT snowseq_serial('tiny');
+
+-- bad formats and time zones
+SELECT snowseq_create_serial('f1', '');
+SELECT snowseq_create_serial('f2', 'no number');
+SELECT snowseq_create_serial('f3', '##-##');
+SELECT snowseq_create_serial('f4', 'DD-####');
+SELECT snowseq_create_serial('f5', 'MM-####');
+SELECT snowseq_create_serial('f6', '####\');
+SELECT snowseq_create_serial('f7', repeat('#', 19));
+SELECT snowseq_create_serial('f8', '@@-@-####');
+SELECT snowseq_create_serial('f9', 'YYYY-####', 'Mars/Olympus_Mons');
+SELECT snowseq_create_serial('f10', NULL);
+-- a counter is not a serial, nor the other way round
+SELECT snowseq_serial('invoice');
+SELECT snowseq_counter_next('inv');
+SELECT snowseq_create_serial('inv', 'INV-YYYYMMDD-######');
+
+-- what there is
+SELECT name, kind, start, nodes, format, time_zone, dropped, last_value
+FROM snowseq_counter_status ORDER BY name;
+
+-- rights: taking values is a grant; creating and dropping is writing the
+-- definitions
+CREATE ROLE snowseq_counter_user;
+SET ROLE snowseq_counter_user;
+SELECT snowseq_counter_next('tickets');
+SELECT snowseq_serial('inv');
+SELECT snowseq_counter_raise('tickets', 1000000);
+SELECT snowseq_create_counter('mine');
+SELECT snowseq_drop_counter('tickets');
+SELECT count(*) > 0 AS can_read_definitions FROM snowseq_counters;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION snowseq_counter_next(text) TO snowseq_counter_user;
+SET ROLE snowseq_counter_user;
+SELECT snowseq_counter_next('tickets') % 4 AS node_offset;
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION snowseq_counter_next(text) FROM snowseq_counter_user;
+DROP ROLE snowseq_counter_user;

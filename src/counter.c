@@ -1,0 +1,937 @@
+/*
+ * counter.c
+ *		Named counters and formatted serials: Leaf's segment mode, ticket
+ *		servers and date-prefixed serial numbers, on the same durable
+ *		reservation as the clock and the gene segments.
+ *
+ * A named counter is a reservation of its own (identity: database and
+ * name), taken lock-free like every other.  Its k-th value on a node is
+ *		start + (k - 1 - restart_base) * nodes + node_id % nodes,
+ * so nodes interleave as ticket servers do with offset and increment.
+ *
+ * A serial is a counter whose reservation counts (period << 40) | k: the
+ * next value is max(counter + 1, (period of now) << 40 | 1), installed with
+ * compare-and-swap, so a new period starts at k = 1 by itself, a clock
+ * that steps back keeps the period the counter is in, and the period a
+ * number is printed with is the one in its counter value, not the caller's
+ * clock: no number repeats across a period switch.
+ *
+ * The definitions live in the table snowseq_counters (pg_dump keeps them);
+ * each backend caches them, and triggers on the table invalidate the cache.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "pgtime.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "reserve.h"
+
+#define SERIAL_PERIOD_SHIFT		40
+#define SERIAL_K_MASK			(((uint64) 1 << SERIAL_PERIOD_SHIFT) - 1)
+#define SERIAL_MAX_FORMAT		200
+#define SERIAL_MAX_WIDTH		18
+#define COUNTER_MAX_NODES		(1 << 20)
+
+typedef enum PeriodKind
+{
+	PERIOD_NONE,
+	PERIOD_YEAR,
+	PERIOD_MONTH,
+	PERIOD_DAY
+} PeriodKind;
+
+typedef enum TokenKind
+{
+	TOK_LITERAL,
+	TOK_YYYY,
+	TOK_YY,
+	TOK_MM,
+	TOK_DD,
+	TOK_NUMBER,
+	TOK_NODE
+} TokenKind;
+
+typedef struct FormatToken
+{
+	TokenKind	kind;
+	int			width;			/* digits of a number or node run */
+	char	   *text;			/* literal text */
+} FormatToken;
+
+/* A definition as a backend caches it. */
+typedef struct CounterEntry
+{
+	NameData	name;			/* hash key */
+	bool		valid;
+	uint64		version;		/* counter_defs_version when loaded */
+	bool		serial;
+	int64		start;
+	int32		nodes;
+	int64		restart_base;
+	Reservation *r;
+	/* serials */
+	PeriodKind	period;
+	pg_tz	   *tz;
+	int			ntokens;
+	FormatToken *tokens;
+	int64		cached_sec;		/* the second whose period is cached */
+	uint64		cached_period;
+} CounterEntry;
+
+/* What a call site remembers: the entry of the name it was last called with. */
+typedef struct CounterCallCache
+{
+	int			len;
+	char		name[NAMEDATALEN];
+	CounterEntry *entry;
+} CounterCallCache;
+
+static HTAB *counter_cache = NULL;
+static MemoryContext counter_cxt = NULL;
+static uint64 counter_defs_version = 1;
+static Oid	counter_defs_relid = InvalidOid;
+
+/* Relcache invalidation: the definitions changed (or everything did). */
+static void
+CounterInvalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == counter_defs_relid)
+		counter_defs_version++;
+}
+
+/* Schema-qualified name of the definitions table, in the extension's schema. */
+static char *
+CounterTableName(Oid fn_oid)
+{
+	Oid			nsp = get_func_namespace(fn_oid);
+
+	counter_defs_relid = get_relname_relid("snowseq_counters", nsp);
+	return quote_qualified_identifier(get_namespace_name(nsp), "snowseq_counters");
+}
+
+/* A counter's name as a NameData; ERROR if it is not a valid one. */
+static void
+CounterName(text *t, NameData *name)
+{
+	int			len = VARSIZE_ANY_EXHDR(t);
+
+	if (len < 1 || len >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("counter name must have 1 to %d bytes, not %d", NAMEDATALEN - 1, len)));
+	memset(name, 0, sizeof(*name));
+	memcpy(NameStr(*name), VARDATA_ANY(t), len);
+	if (memchr(NameStr(*name), '\0', len) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("counter name must not contain a zero byte")));
+}
+
+/*
+ * Parse a serial's format: YYYY, YY, MM and DD are the date of the period,
+ * a run of # the number (zero-padded to its width), a run of @ the node id;
+ * a backslash makes the next character literal; everything else is
+ * literal.  ERROR with the reason for a bad format.
+ */
+static FormatToken *
+FormatParse(const char *fmt, int *ntokens, PeriodKind *period)
+{
+	int			len = strlen(fmt);
+	FormatToken *tokens = palloc0(sizeof(FormatToken) * (len + 1));
+	int			n = 0;
+	int			numbers = 0,
+				nodes = 0;
+	StringInfoData lit;
+
+	if (len == 0 || len > SERIAL_MAX_FORMAT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("serial format must have 1 to %d characters, not %d", SERIAL_MAX_FORMAT, len),
+				 errhint("For example 'INV-YYYYMMDD-######'.")));
+	*period = PERIOD_NONE;
+	initStringInfo(&lit);
+	for (int i = 0; i < len;)
+	{
+		TokenKind	kind = TOK_LITERAL;
+		int			width = 0;
+
+		if (fmt[i] == '\\')
+		{
+			if (i + 1 >= len)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("serial format \"%s\" ends in a lone backslash", fmt),
+						 errhint("A backslash makes the next character literal: write \\\\ for a backslash.")));
+			appendStringInfoChar(&lit, fmt[i + 1]);
+			i += 2;
+			continue;
+		}
+		if (strncmp(fmt + i, "YYYY", 4) == 0)
+			kind = TOK_YYYY, width = 4;
+		else if (strncmp(fmt + i, "YY", 2) == 0)
+			kind = TOK_YY, width = 2;
+		else if (strncmp(fmt + i, "MM", 2) == 0)
+			kind = TOK_MM, width = 2;
+		else if (strncmp(fmt + i, "DD", 2) == 0)
+			kind = TOK_DD, width = 2;
+		else if (fmt[i] == '#' || fmt[i] == '@')
+		{
+			kind = fmt[i] == '#' ? TOK_NUMBER : TOK_NODE;
+			while (i + width < len && fmt[i + width] == fmt[i])
+				width++;
+		}
+		if (kind == TOK_LITERAL)
+		{
+			appendStringInfoChar(&lit, fmt[i++]);
+			continue;
+		}
+		if (lit.len > 0)
+		{
+			tokens[n].kind = TOK_LITERAL;
+			tokens[n++].text = pstrdup(lit.data);
+			resetStringInfo(&lit);
+		}
+		tokens[n].kind = kind;
+		tokens[n++].width = width;
+		i += width;
+		if (kind == TOK_NUMBER)
+			numbers++;
+		else if (kind == TOK_NODE)
+			nodes++;
+		else if (kind == TOK_DD)
+			*period = PERIOD_DAY;
+		else if (kind == TOK_MM && *period != PERIOD_DAY)
+			*period = PERIOD_MONTH;
+		else if ((kind == TOK_YYYY || kind == TOK_YY) && *period == PERIOD_NONE)
+			*period = PERIOD_YEAR;
+		if ((kind == TOK_NUMBER || kind == TOK_NODE) && width > SERIAL_MAX_WIDTH)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("serial format \"%s\" has a run of %d '%c', at most %d are allowed",
+							fmt, width, kind == TOK_NUMBER ? '#' : '@', SERIAL_MAX_WIDTH)));
+	}
+	if (lit.len > 0)
+	{
+		tokens[n].kind = TOK_LITERAL;
+		tokens[n++].text = pstrdup(lit.data);
+	}
+	if (numbers != 1 || nodes > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("serial format \"%s\" must have one run of # for the number%s",
+						fmt, nodes > 1 ? " and at most one run of @ for the node id" : ""),
+				 errhint("For example 'INV-YYYYMMDD-######'; a backslash makes the next character literal.")));
+	if (*period == PERIOD_DAY && !(strstr(fmt, "MM") && (strstr(fmt, "YY"))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("serial format \"%s\" has a day without its month and year", fmt),
+				 errhint("A number unique per day needs the whole date: YYYYMMDD, YYMMDD or the like.")));
+	if (*period == PERIOD_MONTH && !strstr(fmt, "YY"))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("serial format \"%s\" has a month without its year", fmt),
+				 errhint("A number unique per month needs the year too: YYYYMM or the like.")));
+	*ntokens = n;
+	return tokens;
+}
+
+/* The time zone named by a serial's definition; ERROR if unknown. */
+static pg_tz *
+CounterTimeZone(const char *name)
+{
+	pg_tz	   *tz = pg_tzset(name);
+
+	if (tz == NULL || !pg_tz_acceptable(tz))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone \"%s\" is not recognized", name),
+				 errhint("Name a time zone of pg_timezone_names, such as 'UTC' or 'Europe/Berlin'.")));
+	return tz;
+}
+
+/* The identity of a counter's reservation. */
+static void
+CounterId(const NameData *name, ReserveId *id)
+{
+	memset(id, 0, sizeof(*id));
+	id->tag = RESERVE_TAG_COUNTER;
+	id->dboid = MyDatabaseId;
+	id->name = *name;
+}
+
+/* The reservation of a counter, taken on its first use; ERROR when none is free. */
+static Reservation *
+CounterReservation(const NameData *name)
+{
+	ReserveId	id;
+	Reservation *r;
+
+	CounterId(name, &id);
+	LWLockAcquire(Snowseq->lock, LW_SHARED);
+	r = ReservationFind(&id, false);
+	LWLockRelease(Snowseq->lock);
+	if (r != NULL)
+		return r;
+	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	r = ReservationFind(&id, true);
+	LWLockRelease(Snowseq->lock);
+	if (r == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no room for counter \"%s\": all %d counters of snowseq.max_counters are taken",
+						NameStr(*name), snowseq_max_counters),
+				 errhint("Raise snowseq.max_counters and restart the server.  Dropped counters keep their place, so that their values are never issued again.")));
+	return r;
+}
+
+/* Is there room for one more counter (or does it have its place already)? */
+static bool
+CounterHasRoom(const NameData *name)
+{
+	ReserveId	id;
+	bool		room = false;
+
+	CounterId(name, &id);
+	LWLockAcquire(Snowseq->lock, LW_SHARED);
+	if (ReservationFind(&id, false) != NULL)
+		room = true;
+	for (int i = RESERVE_FIXED; i < SnowseqResCount && !room; i++)
+		room = !SnowseqRes[i].in_use;
+	LWLockRelease(Snowseq->lock);
+	return room;
+}
+
+/* Load a definition into the cache; ERROR if there is none. */
+static CounterEntry *
+CounterLoad(Oid fn_oid, const NameData *name)
+{
+	char	   *table = CounterTableName(fn_oid);
+	CounterEntry *e;
+	bool		found;
+	Datum		arg = CStringGetTextDatum(NameStr(*name));
+	Oid			argtype = TEXTOID;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	char	   *kind;
+	MemoryContext old;
+
+	if (counter_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		counter_cxt = AllocSetContextCreate(TopMemoryContext, "snowseq counters",
+											ALLOCSET_SMALL_SIZES);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = NAMEDATALEN;
+		ctl.entrysize = sizeof(CounterEntry);
+		ctl.hcxt = counter_cxt;
+		counter_cache = hash_create("snowseq counters", 64, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		CacheRegisterRelcacheCallback(CounterInvalidate, (Datum) 0);
+	}
+
+	SPI_connect();
+	if (SPI_execute_with_args(psprintf("SELECT kind, start, nodes, restart_base, format, time_zone, dropped "
+									   "FROM %s WHERE name OPERATOR(pg_catalog.=) $1", table),
+							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read %s", table);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("snowseq counter \"%s\" does not exist", NameStr(*name)),
+				 errhint("Create it with snowseq_create_counter() or snowseq_create_serial().")));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	if (DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("snowseq counter \"%s\" was dropped", NameStr(*name)),
+				 errhint("Create it again with the same definition to continue it.")));
+
+	e = hash_search(counter_cache, NameStr(*name), HASH_ENTER, &found);
+	if (found && e->tokens != NULL)
+	{
+		for (int i = 0; i < e->ntokens; i++)
+			if (e->tokens[i].text)
+				pfree(e->tokens[i].text);
+		pfree(e->tokens);
+	}
+	e->valid = false;
+	e->tokens = NULL;
+	e->ntokens = 0;
+	kind = SPI_getvalue(tup, desc, 1);
+	e->serial = strcmp(kind, "serial") == 0;
+	e->start = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+	e->nodes = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+	e->restart_base = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+	e->period = PERIOD_NONE;
+	e->tz = NULL;
+	e->cached_sec = PG_INT64_MIN;
+	if (e->serial)
+	{
+		char	   *fmt = SPI_getvalue(tup, desc, 5);
+		char	   *tzname = SPI_getvalue(tup, desc, 6);
+
+		old = MemoryContextSwitchTo(counter_cxt);
+		e->tokens = FormatParse(fmt, &e->ntokens, &e->period);
+		MemoryContextSwitchTo(old);
+		e->tz = CounterTimeZone(tzname);
+	}
+	SPI_finish();
+	e->r = CounterReservation(name);
+	e->version = counter_defs_version;
+	e->valid = true;
+	return e;
+}
+
+/* The cached definition of the counter named by argument 0 of a call. */
+static CounterEntry *
+CounterLookup(FunctionCallInfo fcinfo, bool serial)
+{
+	CounterCallCache *cc = fcinfo->flinfo->fn_extra;
+	text	   *t;
+	int			len;
+	CounterEntry *e = NULL;
+	NameData	name;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("counter name must not be NULL")));
+	t = PG_GETARG_TEXT_PP(0);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (cc != NULL && cc->len == len && memcmp(cc->name, VARDATA_ANY(t), len) == 0)
+		e = cc->entry;
+	if (likely(e != NULL && e->valid && e->version == counter_defs_version))
+		return e;
+
+	CounterName(t, &name);
+	if (counter_cache != NULL)
+		e = hash_search(counter_cache, NameStr(name), HASH_FIND, NULL);
+	if (e == NULL || !e->valid || e->version != counter_defs_version)
+		e = CounterLoad(fcinfo->flinfo->fn_oid, &name);
+	if (e->serial != serial)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("snowseq counter \"%s\" is a %s", NameStr(name), e->serial ? "serial" : "counter"),
+				 errhint("Use %s() for it.", e->serial ? "snowseq_serial" : "snowseq_counter_next")));
+	if (cc == NULL)
+		cc = fcinfo->flinfo->fn_extra =
+			MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(CounterCallCache));
+	cc->len = len;
+	memcpy(cc->name, VARDATA_ANY(t), len);
+	cc->entry = e;
+	return e;
+}
+
+/* How a counter's reservation may advance. */
+static void
+CounterSpec(ReserveSpec *spec, uint64 floor)
+{
+	spec->floor = floor;
+	spec->ceiling = PG_UINT64_MAX;
+	spec->block_min = snowseq_segment_block_min;
+	spec->block_max = snowseq_segment_block_max;
+	spec->margin_min = 0;
+}
+
+/*
+ * Take the next value of a reservation at or above floor and below limit;
+ * false when the limit is reached.  Lock-free but for the advance.
+ */
+static bool
+CounterTake(Reservation *r, uint64 floor, uint64 limit, uint64 *value)
+{
+	uint64		last;
+	ReserveSpec spec;
+
+	for (;;)
+	{
+		ReserveResult rr = ReserveTake(r, floor, 1, limit, value, &last);
+
+		if (likely(rr == RESERVE_OK))
+			return true;
+		if (rr == RESERVE_LIMIT)
+			return false;
+		CounterSpec(&spec, floor);
+		if (rr == RESERVE_LOW)
+		{
+			ReserveRequestAdvance(r, &spec);
+			return true;
+		}
+		ReserveWait(r, &spec, last);
+	}
+}
+
+/* The k-th value of a counter on this node. */
+static int64
+CounterValue(const CounterEntry *e, uint64 k, const char *name)
+{
+	int64		v;
+
+	if (pg_mul_s64_overflow((int64) (k - 1 - (uint64) e->restart_base), e->nodes, &v) ||
+		pg_add_s64_overflow(v, e->start + snowseq_node_id % e->nodes, &v))
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("snowseq counter \"%s\" reached the end of bigint", name)));
+	return v;
+}
+
+/* The period an instant falls in for a serial (cached per second). */
+static uint64
+SerialPeriod(CounterEntry *e, int64 ms)
+{
+	int64		sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+	pg_time_t	t = (pg_time_t) sec;
+	struct pg_tm *tm;
+	int64		p;
+
+	if (likely(sec == e->cached_sec))
+		return e->cached_period;
+	if (e->period == PERIOD_NONE)
+		p = 0;
+	else
+	{
+		tm = pg_localtime(&t, e->tz);
+		if (tm == NULL)
+			elog(ERROR, "could not convert the time to time zone");
+		switch (e->period)
+		{
+			case PERIOD_DAY:
+				p = date2j(tm->tm_year + 1900, tm->tm_mon + 1, tm->tm_mday) - UNIX_EPOCH_JDATE;
+				break;
+			case PERIOD_MONTH:
+				p = (int64) (tm->tm_year + 1900 - 1970) * 12 + tm->tm_mon;
+				break;
+			default:
+				p = tm->tm_year + 1900 - 1970;
+				break;
+		}
+	}
+	if (p < 0 || p >= ((int64) 1 << (63 - SERIAL_PERIOD_SHIFT)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("serial periods start in 1970; the clock says %lld ms since then", (long long) ms)));
+	e->cached_sec = sec;
+	e->cached_period = (uint64) p;
+	return (uint64) p;
+}
+
+/* Append n zero-padded to width digits; ERROR when it needs more. */
+static void
+AppendPadded(StringInfo buf, int64 n, int width, const char *name, const char *what)
+{
+	char		digits[32];
+	int			len = snprintf(digits, sizeof(digits), "%lld", (long long) n);
+
+	if (len > width)
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("%s %lld of serial \"%s\" does not fit in its %d digits",
+						what, (long long) n, name, width),
+				 errhint("Give the format more digits; the numbers of this period up to here are taken.")));
+	for (int i = len; i < width; i++)
+		appendStringInfoChar(buf, '0');
+	appendBinaryStringInfo(buf, digits, len);
+}
+
+/* A serial's text for a counter value (period << 40 | k). */
+static text *
+SerialFormat(const CounterEntry *e, uint64 c, const char *name)
+{
+	uint64		p = c >> SERIAL_PERIOD_SHIFT;
+	int64		number = CounterValue(e, c & SERIAL_K_MASK, name);
+	int			y = 1970,
+				m = 1,
+				d = 1;
+	StringInfoData buf;
+
+	switch (e->period)
+	{
+		case PERIOD_DAY:
+			j2date((int) p + UNIX_EPOCH_JDATE, &y, &m, &d);
+			break;
+		case PERIOD_MONTH:
+			y = 1970 + (int) (p / 12);
+			m = (int) (p % 12) + 1;
+			break;
+		case PERIOD_YEAR:
+			y = 1970 + (int) p;
+			break;
+		case PERIOD_NONE:
+			break;
+	}
+	initStringInfo(&buf);
+	for (int i = 0; i < e->ntokens; i++)
+	{
+		const FormatToken *t = &e->tokens[i];
+
+		switch (t->kind)
+		{
+			case TOK_LITERAL:
+				appendStringInfoString(&buf, t->text);
+				break;
+			case TOK_YYYY:
+				appendStringInfo(&buf, "%04d", y);
+				break;
+			case TOK_YY:
+				appendStringInfo(&buf, "%02d", y % 100);
+				break;
+			case TOK_MM:
+				appendStringInfo(&buf, "%02d", m);
+				break;
+			case TOK_DD:
+				appendStringInfo(&buf, "%02d", d);
+				break;
+			case TOK_NUMBER:
+				AppendPadded(&buf, number, t->width, name, "number");
+				break;
+			case TOK_NODE:
+				AppendPadded(&buf, snowseq_node_id, t->width, name, "node id");
+				break;
+		}
+	}
+	return cstring_to_text_with_len(buf.data, buf.len);
+}
+
+PG_FUNCTION_INFO_V1(snowseq_counter_next);
+PG_FUNCTION_INFO_V1(snowseq_serial);
+
+/* snowseq_counter_next(name) -> bigint: the next value of a named counter. */
+Datum
+snowseq_counter_next(PG_FUNCTION_ARGS)
+{
+	CounterEntry *e;
+	uint64		k;
+
+	SnowseqCheckUsable();
+	e = CounterLookup(fcinfo, false);
+	if (unlikely(!CounterTake(e->r, (uint64) e->restart_base + 1, PG_INT64_MAX, &k)))
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("snowseq counter \"%s\" ran out", NameStr(e->name))));
+	PG_RETURN_INT64(CounterValue(e, k, NameStr(e->name)));
+}
+
+/* snowseq_serial(name) -> text: the next formatted serial number. */
+Datum
+snowseq_serial(PG_FUNCTION_ARGS)
+{
+	CounterEntry *e;
+	uint64		p;
+	uint64		c;
+
+	SnowseqCheckUsable();
+	e = CounterLookup(fcinfo, true);
+	p = SerialPeriod(e, SnowseqWallMs());
+	for (;;)
+	{
+		if (CounterTake(e->r, (p << SERIAL_PERIOD_SHIFT) | 1, (p + 1) << SERIAL_PERIOD_SHIFT, &c))
+			break;
+		/* the counter is in a later period (the clock went back), or this one is full */
+		if ((pg_atomic_read_u64(&e->r->counter) >> SERIAL_PERIOD_SHIFT) > p)
+			p = pg_atomic_read_u64(&e->r->counter) >> SERIAL_PERIOD_SHIFT;
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+					 errmsg("serial \"%s\" ran out of numbers for this period", NameStr(e->name))));
+	}
+	PG_RETURN_TEXT_P(SerialFormat(e, c, NameStr(e->name)));
+}
+
+/* Advance every counter reservation that is due (the worker, holding the lock). */
+bool
+CounterAdvanceDue(bool in_use)
+{
+	ReserveSpec spec;
+	bool		did = false;
+
+	CounterSpec(&spec, 0);
+	for (int i = RESERVE_FIXED; i < SnowseqResCount; i++)
+		if (SnowseqRes[i].in_use)
+			did |= ReserveAdvanceIfDue(&SnowseqRes[i], &spec, in_use);
+	return did;
+}
+
+/* Run one statement through SPI with text arguments; returns rows processed. */
+static uint64
+CounterSql(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls, int expect)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+
+	if (rc != expect)
+		elog(ERROR, "snowseq: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/*
+ * Create a counter or a serial, or continue a dropped one with the same
+ * definition, or, with restart, start it over.
+ */
+static void
+CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start, int32 nodes,
+			  const char *format, const char *tzname, bool restart)
+{
+	char	   *table = CounterTableName(fcinfo->flinfo->fn_oid);
+	Oid			types[6] = {TEXTOID, TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	const char *kind = serial ? "serial" : "counter";
+
+	if (start < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("start must not be negative, not %lld", (long long) start)));
+	if (nodes < 1 || nodes > COUNTER_MAX_NODES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("nodes must be between 1 and %d, not %d", COUNTER_MAX_NODES, nodes),
+				 errhint("nodes is how many servers interleave their values: each takes every nodes-th value, offset by its node id.")));
+	ShmemCheckPreloaded();
+	if (serial)
+	{
+		int			n;
+		PeriodKind	p;
+
+		(void) FormatParse(format, &n, &p);
+		(void) CounterTimeZone(tzname);
+	}
+
+	values[0] = CStringGetTextDatum(NameStr(*name));
+	values[1] = CStringGetTextDatum(kind);
+	values[2] = Int64GetDatum(start);
+	values[3] = Int32GetDatum(nodes);
+	values[4] = serial ? CStringGetTextDatum(format) : (Datum) 0;
+	values[5] = serial ? CStringGetTextDatum(tzname) : (Datum) 0;
+	nulls[4] = nulls[5] = serial ? ' ' : 'n';
+
+	SPI_connect();
+	CounterSql(psprintf("SELECT kind, start, nodes, format, time_zone, dropped FROM %s "
+						"WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", table),
+			   1, types, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+	{
+		if (!CounterHasRoom(name))
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("no room for counter \"%s\": all %d counters of snowseq.max_counters are taken",
+							NameStr(*name), snowseq_max_counters),
+					 errhint("Raise snowseq.max_counters and restart the server.  Dropped counters keep their place, so that their values are never issued again.")));
+		CounterSql(psprintf("INSERT INTO %s (name, kind, start, nodes, format, time_zone) "
+							"VALUES ($1, $2, $3, $4, $5, $6)", table),
+				   6, types, values, nulls, SPI_OK_INSERT);
+	}
+	else
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		char	   *old_format = SPI_getvalue(tup, desc, 4);
+		char	   *old_tz = SPI_getvalue(tup, desc, 5);
+		bool		same = strcmp(SPI_getvalue(tup, desc, 1), kind) == 0 &&
+			DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull)) == start &&
+			DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull)) == nodes &&
+			((old_format == NULL && format == NULL) ||
+			 (old_format && format && strcmp(old_format, format) == 0)) &&
+			((old_tz == NULL && tzname == NULL) || (old_tz && tzname && strcmp(old_tz, tzname) == 0));
+
+		if (!DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull)))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("snowseq counter \"%s\" already exists", NameStr(*name))));
+		if (same && !restart)
+			CounterSql(psprintf("UPDATE %s SET dropped = false WHERE name OPERATOR(pg_catalog.=) $1", table),
+					   1, types, values, nulls, SPI_OK_UPDATE);
+		else if (!restart)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("a dropped snowseq counter \"%s\" had another definition", NameStr(*name)),
+					 errdetail("Continuing it under another start, node count, format or time zone could issue its values again."),
+					 errhint("Create it with the definition it had to continue it, or pass restart => true to start it over and issue its old values again.")));
+		else if (serial)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a serial cannot start over"),
+					 errhint("Create a serial under a new name.")));
+		else
+		{
+			/* start over above what was taken: restart_base is its counter */
+			Reservation *r = CounterReservation(name);
+			Datum		base = Int64GetDatum((int64) pg_atomic_read_u64(&r->counter));
+			Oid			btypes[5] = {TEXTOID, INT8OID, INT8OID, INT4OID, TEXTOID};
+			Datum		bvalues[5] = {values[0], base, values[2], values[3], values[1]};
+
+			CounterSql(psprintf("UPDATE %s SET dropped = false, restart_base = $2, start = $3, nodes = $4, "
+								"kind = $5, format = NULL, time_zone = NULL "
+								"WHERE name OPERATOR(pg_catalog.=) $1", table),
+					   5, btypes, bvalues, NULL, SPI_OK_UPDATE);
+		}
+	}
+	SPI_finish();
+}
+
+PG_FUNCTION_INFO_V1(snowseq_create_counter);
+PG_FUNCTION_INFO_V1(snowseq_create_serial);
+PG_FUNCTION_INFO_V1(snowseq_drop_counter);
+PG_FUNCTION_INFO_V1(snowseq_counter_raise);
+PG_FUNCTION_INFO_V1(snowseq_counters_changed);
+
+/* ERROR for a NULL argument that must have a value. */
+static void
+CounterRequire(FunctionCallInfo fcinfo, int arg, const char *what)
+{
+	if (PG_ARGISNULL(arg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", what)));
+}
+
+/* snowseq_create_counter(name, start, nodes, restart) */
+Datum
+snowseq_create_counter(PG_FUNCTION_ARGS)
+{
+	NameData	name;
+
+	CounterRequire(fcinfo, 0, "counter name");
+	CounterRequire(fcinfo, 1, "start");
+	CounterRequire(fcinfo, 2, "nodes");
+	CounterRequire(fcinfo, 3, "restart");
+	CounterName(PG_GETARG_TEXT_PP(0), &name);
+	CounterCreate(fcinfo, false, &name, PG_GETARG_INT64(1), PG_GETARG_INT32(2), NULL, NULL,
+				  PG_GETARG_BOOL(3));
+	PG_RETURN_VOID();
+}
+
+/* snowseq_create_serial(name, format, time_zone, start, nodes) */
+Datum
+snowseq_create_serial(PG_FUNCTION_ARGS)
+{
+	NameData	name;
+
+	CounterRequire(fcinfo, 0, "serial name");
+	CounterRequire(fcinfo, 1, "format");
+	CounterRequire(fcinfo, 2, "time_zone");
+	CounterRequire(fcinfo, 3, "start");
+	CounterRequire(fcinfo, 4, "nodes");
+	CounterName(PG_GETARG_TEXT_PP(0), &name);
+	CounterCreate(fcinfo, true, &name, PG_GETARG_INT64(3), PG_GETARG_INT32(4),
+				  text_to_cstring(PG_GETARG_TEXT_PP(1)), text_to_cstring(PG_GETARG_TEXT_PP(2)), false);
+	PG_RETURN_VOID();
+}
+
+/* snowseq_drop_counter(name): no more values; its place and its values are kept. */
+Datum
+snowseq_drop_counter(PG_FUNCTION_ARGS)
+{
+	NameData	name;
+	char	   *table = CounterTableName(fcinfo->flinfo->fn_oid);
+	Oid			type = TEXTOID;
+	Datum		value;
+
+	CounterRequire(fcinfo, 0, "counter name");
+	CounterName(PG_GETARG_TEXT_PP(0), &name);
+	value = CStringGetTextDatum(NameStr(name));
+	SPI_connect();
+	if (CounterSql(psprintf("UPDATE %s SET dropped = true WHERE name OPERATOR(pg_catalog.=) $1 AND NOT dropped",
+							table), 1, &type, &value, NULL, SPI_OK_UPDATE) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("snowseq counter \"%s\" does not exist", NameStr(name))));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * snowseq_counter_raise(name, above): the counter's next value is above
+ * `above` (after a restore into a new cluster, or when taking over from a
+ * sequence).  Never lowers; durable before it returns.
+ */
+Datum
+snowseq_counter_raise(PG_FUNCTION_ARGS)
+{
+	CounterEntry *e;
+	int64		above;
+	uint64		k;
+	ReserveSpec spec;
+
+	CounterRequire(fcinfo, 1, "above");
+	SnowseqCheckUsable();
+	e = CounterLookup(fcinfo, false);
+	above = PG_GETARG_INT64(1);
+	/* the smallest k whose value is above `above` */
+	if (above < e->start)
+		k = (uint64) e->restart_base + 1;
+	else
+		k = (uint64) e->restart_base + 1 +
+			(uint64) ((above - e->start - snowseq_node_id % e->nodes) / e->nodes + 1);
+	CounterSpec(&spec, 0);
+	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	AtomicRaise(&e->r->counter, k - 1);
+	if (pg_atomic_read_u64(&e->r->bound) < k)
+		ReserveAdvance(e->r, &spec, k);
+	LWLockRelease(Snowseq->lock);
+	ConditionVariableBroadcast(&Snowseq->advanced);
+	PG_RETURN_INT64(CounterValue(e, pg_atomic_read_u64(&e->r->counter) + 1, NameStr(e->name)));
+}
+
+/* Trigger on the definitions: tell every backend to reload them. */
+Datum
+snowseq_counters_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "snowseq_counters_changed must be called as a trigger");
+	CacheInvalidateRelcache(td->tg_relation);
+	return PointerGetDatum(NULL);
+}
+
+PG_FUNCTION_INFO_V1(snowseq_counter_state);
+
+/*
+ * snowseq_counter_state(name) -> (last bigint, reserved bigint): the raw
+ * reservation counter of a counter of this database, for the view.
+ */
+Datum
+snowseq_counter_state(PG_FUNCTION_ARGS)
+{
+	NameData	name;
+	ReserveId	id;
+	Reservation *r;
+	TupleDesc	tupdesc;
+	Datum		v[2];
+	bool		n[2] = {true, true};
+
+	ShmemCheckPreloaded();
+	CounterName(PG_GETARG_TEXT_PP(0), &name);
+	CounterId(&name, &id);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+	LWLockAcquire(Snowseq->lock, LW_SHARED);
+	r = ReservationFind(&id, false);
+	if (r != NULL)
+	{
+		v[0] = Int64GetDatum((int64) pg_atomic_read_u64(&r->counter));
+		v[1] = Int64GetDatum((int64) pg_atomic_read_u64(&r->bound));
+		n[0] = n[1] = false;
+	}
+	LWLockRelease(Snowseq->lock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, v, n)));
+}
