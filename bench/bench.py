@@ -90,6 +90,10 @@ CALL_GENERATORS = [
     ("gene_text1k", "snowseq_gene_next(1 KB text)", "snowseq_gene_next(repeat('k', 1024))"),
     ("nextval_c1", "nextval() CACHE 1", "nextval('bench_seq_cache1')"),
     ("nextval_c100", "nextval() CACHE 100", "nextval('bench_seq_cache100')"),
+    ("counter", "snowseq_counter_next(name)", "snowseq_counter_next('bench_counter')"),
+    ("serial", "snowseq_serial('INV-YYYYMMDD-######')", "snowseq_serial('bench_serial')"),
+    ("serial_glue", "to_char() || lpad(nextval()) (same text)",
+     "'INV-' || to_char(clock_timestamp(), 'YYYYMMDD') || '-' || lpad(nextval('bench_seq_cache1')::text, 6, '0')"),
     ("gen_random_uuid", "gen_random_uuid()", "gen_random_uuid()"),
     ("uuidv7", "UUIDv7 (PL/pgSQL)", "bench_uuidv7()"),
     ("instagram", "Instagram-style (PL/pgSQL)", "bench_instagram_id()"),
@@ -127,6 +131,7 @@ INSERT_VARIANTS = [
 WAL_GENERATORS = [
     ("snowseq_next", "snowseq_next()", "snowseq_next()"),
     ("gene_int8", "snowseq_gene_next(bigint)", "snowseq_gene_next(4242424242::bigint)"),
+    ("counter", "snowseq_counter_next(name)", "snowseq_counter_next('bench_counter')"),
     ("nextval_c1", "nextval() CACHE 1", "nextval('bench_seq_cache1')"),
 ]
 
@@ -490,8 +495,11 @@ def targets(calls, clients, client_res, inserts, wal, shmem):
               "%s MB vs %s MB = %s" % (fmt_mb(s["index_bytes"]), fmt_mb(v["bigserial"]["index_bytes"]),
                                        fmt_x(s["index_x_bigserial"])),
               abs(s["index_x_bigserial"] - 1.0) <= 0.05))
+    cn = c["counter"]["ns"]
+    t.append(("snowseq_counter_next() >= 2x faster than nextval() (CACHE 1)",
+              "%.1f ns vs %.1f ns = %s faster" % (cn, nv, fmt_x(nv / cn)), nv / cn >= 2.0))
     w = {r["key"]: r for r in wal}
-    for key in ("snowseq_next", "gene_int8"):
+    for key in ("snowseq_next", "gene_int8", "counter"):
         t.append(("WAL per 1M IDs of %s < 1/10 of nextval()'s" % w[key]["label"],
                   "%s vs %s bytes = %s" % (fmt_int(w[key]["bytes_per_1m"]),
                                            fmt_int(w["nextval_c1"]["bytes_per_1m"]),
