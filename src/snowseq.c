@@ -7,6 +7,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "crypt.h"
 #include "snowseq.h"
 
 PG_MODULE_MAGIC;
@@ -25,6 +26,8 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
+	/* before GucInit reserves the "snowseq." prefix, dropping placeholders */
+	CryptInit();
 	GucInit();
 	GucValidate();
 	ClockInit();
