@@ -13,14 +13,16 @@
  * decrypted value are zero.
  *
  * Keys live in the table snowseq_key_store (no rights for PUBLIC, dumped by
- * pg_dump, replicated like any table).  snowseq_new_key makes a key with
- * pg_strong_random and inserts it through SPI parameters, as the table's
- * owner; no key is ever part of SQL text.  Each backend reads the table
- * with a plain heap scan (the caller needs EXECUTE on the function, not
- * SELECT on the table), keeps the expanded AES keys, and drops them when a
- * relcache invalidation for the table arrives: the table's ALWAYS trigger
- * sends one for every change, whether made by SQL or applied by logical
- * replication, and a physical standby replays it from the commit record.
+ * pg_dump, replicated like any table).  snowseq_new_key inserts a row
+ * without a key, as the table's owner, and the table's trigger draws the
+ * key with pg_strong_random: no key is ever part of SQL text, a query
+ * parameter or a plan, which log settings could print.  Each backend reads
+ * the table with a plain heap scan (the caller needs EXECUTE on the
+ * function, not SELECT on the table), keeps the expanded AES keys, and
+ * drops them when a relcache invalidation for the table arrives: the
+ * table's ALWAYS trigger sends one for every change, whether made by SQL or
+ * applied by logical replication, and a physical standby replays it from
+ * the commit record.
  */
 #include "postgres.h"
 
@@ -480,7 +482,9 @@ CryptDecrypt(FunctionCallInfo fcinfo, int64 public_id, int64 *id, CryptKey **key
 	CryptKey   *k;
 	uint64		x;
 
+	/* a server that cannot read its keys says so, whatever the input */
 	CryptCheckPreloaded();
+	CryptEnsureLoaded(fcinfo);
 	*key = NULL;
 	if (version == 0)
 		return PUBLIC_VERSION_ZERO;
@@ -650,15 +654,19 @@ KeyAdminEnd(KeyAdmin *admin)
 	crypt_valid = false;
 }
 
-/* Run one statement on the key table with int4 parameters. */
+/*
+ * Run one statement on the key table with int4 parameters.  Never
+ * read-only: each statement sees what the ones before it did, even in the
+ * same outer statement (snowseq_use_key(snowseq_new_key())).
+ */
 static void
-KeyAdminRun(const char *sql, int nargs, const Datum *args, int expect, bool read_only)
+KeyAdminRun(const char *sql, int nargs, const Datum *args, int expect)
 {
 	Oid			types[4] = {INT4OID, INT4OID, INT4OID, INT4OID};
 	int			rc;
 
 	Assert(nargs <= lengthof(types));
-	rc = SPI_execute_with_args(sql, nargs, types, (Datum *) args, NULL, read_only, 0);
+	rc = SPI_execute_with_args(sql, nargs, types, (Datum *) args, NULL, false, 0);
 	if (rc != expect)
 		elog(ERROR, "snowseq key statement failed: %s", SPI_result_code_string(rc));
 }
@@ -671,7 +679,7 @@ KeyAdminState(KeyAdmin *admin, int32 version)
 	char	   *state;
 
 	KeyAdminRun(psprintf("SELECT state FROM %s WHERE version OPERATOR(pg_catalog.=) $1",
-						 admin->table), 1, &arg, SPI_OK_SELECT, true);
+						 admin->table), 1, &arg, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return -1;
 	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -705,9 +713,11 @@ KeyVersionArg(FunctionCallInfo fcinfo)
 }
 
 /*
- * snowseq_new_key(check_bits int) -> int: a new random key, made inside the
- * server; returns its version.  The key decrypts at once; snowseq_use_key
- * makes it the one new public IDs use.
+ * snowseq_new_key(check_bits int) -> int: a new key, made inside the server;
+ * returns its version.  The key decrypts at once; snowseq_use_key makes it
+ * the one new public IDs use.  The INSERT leaves the key out: the table's
+ * trigger draws it, so it is in no statement, parameter or plan that a log
+ * setting could print.
  */
 Datum
 snowseq_new_key(PG_FUNCTION_ARGS)
@@ -716,10 +726,7 @@ snowseq_new_key(PG_FUNCTION_ARGS)
 	KeyAdmin	admin;
 	int32		version;
 	bool		isnull;
-	bytea	   *key;
-	Oid			types[4] = {INT4OID, BYTEAOID, INT4OID, INT4OID};
-	Datum		args[4];
-	int			rc;
+	Datum		args[3];
 
 	CryptCheckPreloaded();
 	if (PG_ARGISNULL(0))
@@ -736,7 +743,7 @@ snowseq_new_key(PG_FUNCTION_ARGS)
 
 	KeyAdminBegin(fcinfo, &admin);
 	KeyAdminRun(psprintf("SELECT pg_catalog.max(version) FROM %s", admin.table),
-				0, NULL, SPI_OK_SELECT, true);
+				0, NULL, SPI_OK_SELECT);
 	version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	version = isnull ? 1 : version + 1;
 	if (version >= (1 << crypt_version_bits))
@@ -745,24 +752,12 @@ snowseq_new_key(PG_FUNCTION_ARGS)
 				 errmsg("all %d snowseq key versions are used", (1 << crypt_version_bits) - 1),
 				 errdetail("Versions are never reused: a reused version would decrypt its old public IDs to other IDs."),
 				 errhint("A larger snowseq.public_version_bits gives more versions, but changes the layout of every public ID.")));
-
-	key = palloc(VARHDRSZ + FF1_KEY_BYTES);
-	SET_VARSIZE(key, VARHDRSZ + FF1_KEY_BYTES);
-	if (!pg_strong_random(VARDATA(key), FF1_KEY_BYTES))
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate a random key")));
 	args[0] = Int32GetDatum(version);
-	args[1] = PointerGetDatum(key);
-	args[2] = Int32GetDatum(crypt_version_bits);
-	args[3] = Int32GetDatum(check_bits);
-	rc = SPI_execute_with_args(psprintf("INSERT INTO %s (version, state, key, version_bits, check_bits) "
-										"VALUES ($1, 'active', $2, $3, $4)", admin.table),
-							   4, types, args, NULL, false, 0);
-	explicit_bzero(VARDATA(key), FF1_KEY_BYTES);
-	pfree(key);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "snowseq key statement failed: %s", SPI_result_code_string(rc));
+	args[1] = Int32GetDatum(crypt_version_bits);
+	args[2] = Int32GetDatum(check_bits);
+	KeyAdminRun(psprintf("INSERT INTO %s (version, state, version_bits, check_bits) "
+						 "VALUES ($1, 'active', $2, $3)", admin.table),
+				3, args, SPI_OK_INSERT);
 	KeyAdminEnd(&admin);
 	PG_RETURN_INT32(version);
 }
@@ -796,9 +791,9 @@ snowseq_use_key(PG_FUNCTION_ARGS)
 	{
 		/* one current key at a time: step the old one down first */
 		KeyAdminRun(psprintf("UPDATE %s SET state = 'active' WHERE state OPERATOR(pg_catalog.=) 'current'",
-							 admin.table), 0, NULL, SPI_OK_UPDATE, false);
+							 admin.table), 0, NULL, SPI_OK_UPDATE);
 		KeyAdminRun(psprintf("UPDATE %s SET state = 'current' WHERE version OPERATOR(pg_catalog.=) $1",
-							 admin.table), 1, &arg, SPI_OK_UPDATE, false);
+							 admin.table), 1, &arg, SPI_OK_UPDATE);
 	}
 	KeyAdminEnd(&admin);
 	PG_RETURN_VOID();
@@ -838,17 +833,43 @@ snowseq_retire_key(PG_FUNCTION_ARGS)
 	else
 		KeyAdminRun(psprintf("UPDATE %s SET state = 'retired', key = NULL, retired = pg_catalog.now() "
 							 "WHERE version OPERATOR(pg_catalog.=) $1", admin.table),
-					1, &arg, SPI_OK_UPDATE, false);
+					1, &arg, SPI_OK_UPDATE);
 	KeyAdminEnd(&admin);
 	PG_RETURN_VOID();
 }
 
 /*
+ * A new key in a row being inserted without one: 32 bytes from
+ * pg_strong_random.  values and nulls are updated to the new row.
+ */
+static HeapTuple
+KeyDraw(HeapTuple tuple, TupleDesc desc, int col, Datum *values, bool *nulls)
+{
+	bytea	   *key = palloc(VARHDRSZ + FF1_KEY_BYTES);
+	int			attnum = col + 1;
+	Datum		value = PointerGetDatum(key);
+	bool		isnull = false;
+	HeapTuple	drawn;
+
+	SET_VARSIZE(key, VARHDRSZ + FF1_KEY_BYTES);
+	if (!pg_strong_random(VARDATA(key), FF1_KEY_BYTES))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random key")));
+	drawn = heap_modify_tuple_by_cols(tuple, desc, 1, &attnum, &value, &isnull);
+	explicit_bzero(VARDATA(key), FF1_KEY_BYTES);
+	pfree(key);
+	heap_deform_tuple(drawn, desc, values, nulls);
+	return drawn;
+}
+
+/*
  * Trigger on the key table, ENABLE ALWAYS so that it also fires for rows
- * applied by logical replication: BEFORE each INSERT or UPDATE it checks
- * the row (before the table's constraints, whose errors would print the key)
- * and sends a relcache invalidation, so every backend reloads its keys once
- * the change commits; BEFORE DELETE and TRUNCATE it refuses.
+ * applied by logical replication: BEFORE each INSERT or UPDATE it draws
+ * the key of a row inserted without one, checks the row (before the table's
+ * constraints, whose errors would print the key) and sends a relcache
+ * invalidation, so every backend reloads its keys once the change commits;
+ * BEFORE DELETE and TRUNCATE it refuses.
  */
 Datum
 snowseq_key_store_trigger(PG_FUNCTION_ARGS)
@@ -883,6 +904,10 @@ snowseq_key_store_trigger(PG_FUNCTION_ARGS)
 	nulls = palloc(sizeof(bool) * desc->natts);
 	tuple = TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple;
 	heap_deform_tuple(tuple, desc, values, nulls);
+	if (TRIGGER_FIRED_BY_INSERT(td->tg_event) && nulls[cols[COL_KEY]] &&
+		!nulls[cols[COL_STATE]] &&
+		strcmp(TextDatumGetCString(values[cols[COL_STATE]]), "retired") != 0)
+		tuple = KeyDraw(tuple, desc, cols[COL_KEY], values, nulls);
 	KeyRowRead(cols, values, nulls, &row);
 
 	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))

@@ -5,7 +5,7 @@
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 PGBIN=$("$PG_CONFIG" --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
 PACKAGES="postgresql-15 postgresql-client-15 postgresql-server-dev-15 libipc-run-perl
-	libxxhash-dev libmurmurhash-dev faketime make gcc rsync"
+	libxxhash-dev libmurmurhash-dev libssl-dev faketime make gcc rsync"
 
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 
