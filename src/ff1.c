@@ -27,6 +27,7 @@
 #include <openssl/evp.h>
 
 #include "fmgr.h"
+#include "port/pg_bswap.h"
 #include "utils/builtins.h"
 
 #include "ff1.h"
@@ -169,42 +170,58 @@ Ff1BitsInit(Ff1Bits *dom, const Ff1Key *key, int nbits, int tweaklen)
 #define FF1_MASK(m)		((((uint64) 1) << (m)) - 1)
 
 /*
- * One round's y mod 2^64: R = PRF(P || Q) with [i] and NUM(B) = num put in
- * Q's last block, y = NUM(S) of S = R's first d = 8 bytes.  Only y mod 2^m
- * is used, m <= 32, so the 64 bits suffice.
+ * The input of the last AES block of the PRF, but for the round's [i] and
+ * NUM(B): the CBC-MAC state so far XOR Q's last block, as two words in
+ * memory order.  [i] and NUM(B) are the last 1 + b <= 5 bytes of Q, so a
+ * round only XORs them into the second word.
+ */
+typedef struct Ff1Round
+{
+	uint64		w[2];
+} Ff1Round;
+
+/* Set up the rounds of one call: the PRF's blocks up to Q's last one. */
+static inline void
+Ff1BitsStart(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak, Ff1Round *r)
+{
+	uint8		state[FF1_BLOCK];
+	uint8		last[FF1_BLOCK];
+
+	Ff1StartQ(key, dom->pmac, tweak, dom->tweaklen, dom->b, state, last);
+	Ff1Xor(state, last);
+	memcpy(r->w, state, FF1_BLOCK);
+}
+
+/*
+ * One round's y mod 2^64: R = PRF(P || Q) with [i] and NUM(B) = num in Q's
+ * last block, y = NUM(S) of S = R's first d = 8 bytes.  Only y mod 2^m is
+ * used, m <= 32, so 64 bits suffice.
  */
 static inline uint64
-Ff1BitsY(const Ff1Key *key, const Ff1Bits *dom, const uint8 *state, uint8 *last,
-		 int i, uint64 num)
+Ff1BitsY(const Ff1Key *key, const Ff1Bits *dom, const Ff1Round *r, int i, uint64 num)
 {
-	uint8		blk[FF1_BLOCK];
-	uint64		y = 0;
+	uint64		blk[2];
+	uint64		out[2];
 
-	last[FF1_BLOCK - 1 - dom->b] = (uint8) i;
-	for (int k = 0; k < dom->b; k++)
-		last[FF1_BLOCK - 1 - k] = (uint8) (num >> (8 * k));
-	memcpy(blk, state, FF1_BLOCK);
-	Ff1Xor(blk, last);
-	Ff1Aes(key, blk, blk);
-	for (int k = 0; k < 8; k++)
-		y = (y << 8) | blk[k];
-	return y;
+	blk[0] = r->w[0];
+	blk[1] = r->w[1] ^ pg_hton64(((uint64) i << (8 * dom->b)) | num);
+	Ff1Aes(key, (const uint8 *) blk, (uint8 *) out);
+	return pg_ntoh64(out[0]);
 }
 
 /* FF1 encryption of an nbits-bit number x. */
 uint64
 Ff1BitsEncrypt(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak, uint64 x)
 {
-	uint8		state[FF1_BLOCK];
-	uint8		last[FF1_BLOCK];
+	Ff1Round	r;
 	uint64		a = x >> dom->v;
 	uint64		b = x & FF1_MASK(dom->v);
 
-	Ff1StartQ(key, dom->pmac, tweak, dom->tweaklen, dom->b, state, last);
+	Ff1BitsStart(key, dom, tweak, &r);
 	for (int i = 0; i < FF1_ROUNDS; i++)
 	{
 		int			m = (i % 2 == 0) ? dom->u : dom->v;
-		uint64		c = (a + Ff1BitsY(key, dom, state, last, i, b)) & FF1_MASK(m);
+		uint64		c = (a + Ff1BitsY(key, dom, &r, i, b)) & FF1_MASK(m);
 
 		a = b;
 		b = c;
@@ -216,16 +233,15 @@ Ff1BitsEncrypt(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak, uint64
 uint64
 Ff1BitsDecrypt(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak, uint64 x)
 {
-	uint8		state[FF1_BLOCK];
-	uint8		last[FF1_BLOCK];
+	Ff1Round	r;
 	uint64		a = x >> dom->v;
 	uint64		b = x & FF1_MASK(dom->v);
 
-	Ff1StartQ(key, dom->pmac, tweak, dom->tweaklen, dom->b, state, last);
+	Ff1BitsStart(key, dom, tweak, &r);
 	for (int i = FF1_ROUNDS - 1; i >= 0; i--)
 	{
 		int			m = (i % 2 == 0) ? dom->u : dom->v;
-		uint64		c = (b - Ff1BitsY(key, dom, state, last, i, a)) & FF1_MASK(m);
+		uint64		c = (b - Ff1BitsY(key, dom, &r, i, a)) & FF1_MASK(m);
 
 		b = a;
 		a = c;
