@@ -197,15 +197,12 @@ KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row)
 	if (nulls[cols[COL_VERSION]])
 		KeyRowInvalid(0, "version is NULL");
 	row->version = DatumGetInt32(values[cols[COL_VERSION]]);
-	if (row->version < 1 || row->version > max_version)
-		KeyRowInvalid(row->version,
-					  psprintf("versions run from 1 to %d with snowseq.public_version_bits = %d",
-							   max_version, crypt_version_bits));
 	if (nulls[cols[COL_VERSION_BITS]] || nulls[cols[COL_CHECK_BITS]] ||
 		nulls[cols[COL_STATE]] || nulls[cols[COL_CREATED]])
 		KeyRowInvalid(row->version, "only key and retired may be NULL");
 	row->version_bits = DatumGetInt32(values[cols[COL_VERSION_BITS]]);
 	row->check_bits = DatumGetInt32(values[cols[COL_CHECK_BITS]]);
+	/* another width first: it explains any version out of range too */
 	if (row->version_bits != crypt_version_bits)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -214,6 +211,10 @@ KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row)
 				 errdetail("Public IDs made with one width of the version field cannot be read with another."),
 				 errhint("Set snowseq.public_version_bits = %d again and restart the server.",
 						 row->version_bits)));
+	if (row->version < 1 || row->version > max_version)
+		KeyRowInvalid(row->version,
+					  psprintf("versions run from 1 to %d with snowseq.public_version_bits = %d",
+							   max_version, crypt_version_bits));
 	if (row->check_bits < 0 || row->check_bits > CRYPT_CHECK_BITS_MAX)
 		KeyRowInvalid(row->version, psprintf("check_bits must be between 0 and %d",
 											 CRYPT_CHECK_BITS_MAX));
