@@ -308,3 +308,8 @@ SELECT (snowseq_encrypt(1) >> 42) & 63 AS version_in_use;
 RESET ROLE;
 DROP OWNED BY regress_crypt_app, regress_crypt_keys, regress_crypt_nobody;
 DROP ROLE regress_crypt_app, regress_crypt_keys, regress_crypt_nobody;
+
+-- versions are never reused: after 63 of them (6 version bits), no more
+SELECT count(snowseq_new_key(0)) AS more_keys FROM generate_series(1, 60);
+SELECT max(version) AS last_version, count(*) AS keys FROM snowseq_keys;
+SELECT snowseq_new_key();
