@@ -18,7 +18,9 @@ OBJS = \
 	src/gene.o \
 	src/segment.o \
 	src/counter.o \
-	src/route.o
+	src/route.o \
+	src/ff1.o \
+	src/crypt.o
 
 # the full script of every release (so the upgrade test can compare a fresh
 # install with an upgraded one) and the upgrade scripts between them
@@ -27,8 +29,10 @@ DATA = $(wildcard sql/snowseq--*.sql)
 # -Bsymbolic and -fno-semantic-interposition: calls and globals inside the
 # module bind directly, not through the PLT/GOT (measurable on the hot path)
 SHLIB_LINK += -lxxhash -lmurmurhash -Wl,-Bsymbolic
+# public IDs: AES-256 for FF1
+SHLIB_LINK += -lcrypto
 
-REGRESS = api errors gene route security counter
+REGRESS = api errors gene route security counter crypt
 REGRESS_OPTS = --temp-config=$(srcdir)/test/snowseq.conf --temp-instance=./tmp_check_regress
 
 TAP_TESTS = 1

@@ -74,6 +74,7 @@ NEXT_N_MAX = 1 << 22          # snowseq_next_n(n) takes at most 2^22 per call
 # constants, so key construction is not timed (repeat() is IMMUTABLE and is
 # folded into a constant when the query is planned).
 KEY8_TEXT = "buyer-42"
+PUBLIC_ID_SOURCE = (4242 << 48) | 123456789   # a gene ID; bench/setup.sql encrypts it too
 KEY36_TEXT = "0b7e6a4e-5d8c-4f5e-9a57-3c0d1f2e4b6a"
 CALL_GENERATORS = [
     ("loop", "(loop only: count(i))", None),
@@ -88,6 +89,14 @@ CALL_GENERATORS = [
     ("gene_text36", "snowseq_gene_next(36-byte uuid text)",
      "snowseq_gene_next('%s'::text)" % KEY36_TEXT),
     ("gene_text1k", "snowseq_gene_next(1 KB text)", "snowseq_gene_next(repeat('k', 1024))"),
+    # public IDs: encrypt and decrypt one constant ID (the public ID is read
+    # once per query by an InitPlan), so no generator cost is mixed in; and
+    # a fresh gene ID encrypted, what an application does per order
+    ("snowseq_encrypt", "snowseq_encrypt(constant ID)", "snowseq_encrypt(%d::bigint)" % PUBLIC_ID_SOURCE),
+    ("snowseq_decrypt", "snowseq_decrypt(constant public ID)",
+     "snowseq_decrypt((SELECT public_id FROM bench_public))"),
+    ("snowseq_encrypt_gene", "snowseq_encrypt(snowseq_gene_next(bigint))",
+     "snowseq_encrypt(snowseq_gene_next(4242424242::bigint))"),
     ("nextval_c1", "nextval() CACHE 1", "nextval('bench_seq_cache1')"),
     ("nextval_c100", "nextval() CACHE 100", "nextval('bench_seq_cache100')"),
     ("counter", "snowseq_counter_next(name)", "snowseq_counter_next('bench_counter')"),
@@ -510,6 +519,11 @@ def targets(calls, clients, client_res, inserts, wal, shmem):
         t.append(("snowseq_next() IDs/s at 2 clients >= 1.7x 1 client (1000 IDs per transaction)",
                   "%s vs %s IDs/s = %s" % (fmt_int(r["ids_per_s"][2]), fmt_int(r["ids_per_s"][1]),
                                            fmt_x(r["scaling"][2])), r["scaling"][2] >= 1.7))
+    # (results saved before public IDs existed have no such rows)
+    for key in [k for k in ("snowseq_encrypt", "snowseq_decrypt") if k in c]:
+        ns = c[key]["ns"]
+        t.append(("%s under 1 us per call" % c[key]["label"],
+                  "%.1f ns (%.1f ns over the loop)" % (ns, c[key]["over_loop"]), ns < 1000.0))
     t.append(("snowseq shared memory does not grow",
               "%s bytes before, %s bytes after %s IDs" % (
                   fmt_int(shmem["before"]["shmem_bytes"]), fmt_int(shmem["after"]["shmem_bytes"]),
@@ -579,7 +593,10 @@ def write_report(path, ctx):
              "planned), so building the key is not timed. `snowseq_next_n(N)` appears twice: in the "
              "FROM clause (`SELECT count(*) FROM snowseq_next_n(N)`, rows pass through a tuplestore) "
              "and in the SELECT list (`SELECT count(x) FROM (SELECT snowseq_next_n(N) x) s`); it takes "
-             "at most 2^22 IDs per call, more are taken in several calls.")
+             "at most 2^22 IDs per call, more are taken in several calls. Public IDs: `snowseq_encrypt` of a "
+             "constant gene ID and `snowseq_decrypt` of its public ID (read once per query by an InitPlan), "
+             "under a key made by `bench/setup.sql`, so that no generator cost is mixed in; "
+             "`snowseq_encrypt(snowseq_gene_next(...))` is what an application pays per public order number.")
     L.append("* Inserts: the buyers (uniform random, fixed seed) are precomputed once into `bench_src(n, buyer)`, "
              "vacuumed and frozen; every variant runs `INSERT INTO bench_t (buyer, amount) SELECT buyer, n "
              "FROM bench_src LIMIT <rows>` (the gene variant without a trigger adds "
@@ -754,12 +771,16 @@ def write_plots(ctx, outdir, datadir):
 # --------------------------------------------------------------------------
 # console summary and sanity checks
 
+def print_calls(ctx):
+    log("\n-- 1. call cost, one backend")
+    log("%-44s %10s %10s %10s" % ("generator", "ns/ID", "over loop", "x floor"))
+    for r in ctx["calls"]:
+        log("%-44s %10.1f %10.1f %10s" % (r["label"], r["ns"], r["over_loop"], fmt_x(r["x_floor"])))
+
+
 def print_summary(ctx):
     log("\n== results (medians; ratios from this run)")
-    log("\n-- 1. call cost, one backend")
-    log("%-40s %10s %10s %10s" % ("generator", "ns/ID", "over loop", "x floor"))
-    for r in ctx["calls"]:
-        log("%-40s %10.1f %10.1f %10s" % (r["label"], r["ns"], r["over_loop"], fmt_x(r["x_floor"])))
+    print_calls(ctx)
     log("\n-- 2. many clients, IDs/s")
     cl = ctx["clients"]
     log("%-32s %6s " % ("generator", "IDs/tx") + " ".join("%12s" % ("%dc" % c) for c in cl) +
@@ -812,6 +833,8 @@ def main():
     ap.add_argument("--out", required=True, help="directory of benchmarks.md and the PNGs")
     ap.add_argument("--data", required=True, help="directory of raw results and plot data")
     ap.add_argument("--tmp", help="scratch directory")
+    ap.add_argument("--only", choices=["calls"],
+                    help="measure section 1 (call cost) only and print it; no report, no plots")
     ap.add_argument("--from-json", metavar="RESULTS",
                     help="measure nothing: redraw the report and plots from a results.json")
     args = ap.parse_args()
@@ -848,6 +871,11 @@ def main():
     for name, value, source in ctx["settings"]:
         log("  %-28s %-24s (%s)" % (name, value, source))
     log("sizes: " + ", ".join("%s=%s" % (ENV[k], cfg[k]) for k in ENV))
+
+    if args.only == "calls":
+        ctx["calls"] = bench_calls(cfg)
+        print_calls(ctx)
+        return 0 if all(finite(r["ns"]) and r["ns"] > 0 for r in ctx["calls"]) else 1
 
     shmem = {"before": shmem_reading()}
     ctx["calls"] = bench_calls(cfg)

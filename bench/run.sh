@@ -7,6 +7,8 @@
 #   bash bench/run.sh --smoke    the same code paths with tiny sizes (< 1 minute),
 #                                output in a temporary directory; exits non-zero
 #                                if the harness breaks (test/check.sh runs it)
+#   bash bench/run.sh --calls    section 1 (call cost) alone at full size (a few
+#                                minutes), printed; no report is written
 #
 # Installs what is missing (Debian packages), builds and installs snowseq
 # (SKIP_BUILD=1 skips that; --smoke builds only when the installed library is
@@ -30,8 +32,9 @@ mode=full
 case "${1:-}" in
 	"") ;;
 	--smoke) mode=smoke ;;
+	--calls) mode=calls ;;
 	-h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "usage: bash bench/run.sh [--smoke]" >&2; exit 2 ;;
+	*) echo "usage: bash bench/run.sh [--smoke | --calls]" >&2; exit 2 ;;
 esac
 
 ensure_packages gnuplot-nox python3
@@ -48,8 +51,8 @@ installed_is_current() {
 
 if [ -n "${SKIP_BUILD:-}" ]; then
 	echo "SKIP_BUILD set: using the installed snowseq"
-elif [ "$mode" = smoke ] && installed_is_current; then
-	echo "smoke: the installed snowseq is current, not rebuilding"
+elif [ "$mode" != full ] && installed_is_current; then
+	echo "$mode: the installed snowseq is current, not rebuilding"
 else
 	echo "building and installing snowseq"
 	build_and_install
@@ -107,6 +110,11 @@ else
 	datadir="${BENCH_DATA:-bench/out}"
 fi
 mkdir -p "$tmp/scratch"
+if [ "$mode" = calls ]; then
+	python3 -B bench/bench.py --mode full --only calls --out "$tmp/report" --data "$tmp/report/data" \
+		--tmp "$tmp/scratch"
+	exit 0
+fi
 python3 -B bench/bench.py --mode "$mode" --out "$out" --data "$datadir" --tmp "$tmp/scratch"
 
 # the harness produced what it promises

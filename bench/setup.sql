@@ -46,3 +46,9 @@ BEGIN
 	result := result | seq_id;
 END
 $$;
+
+-- Public IDs: a key in use, and the public ID of the constant gene ID that
+-- bench.py encrypts ((4242 << 48) | 123456789), which it decrypts.
+SELECT snowseq_use_key(snowseq_new_key());
+CREATE TABLE bench_public AS
+	SELECT snowseq_encrypt((4242::bigint << 48) | 123456789) AS public_id;

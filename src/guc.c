@@ -156,7 +156,7 @@ EpochCheck(char **newval, void **extra, GucSource source)
 	return true;
 }
 
-/* Define snowseq's core settings and reserve the "snowseq." prefix. */
+/* Define snowseq's core settings. */
 void
 GucInit(void)
 {
@@ -200,7 +200,16 @@ GucInit(void)
 	GucDefineInt("snowseq.max_counters",
 				 "Named counters and serials the shared memory has room for.",
 				 &snowseq_max_counters, 64, 0, 100000, 0);
+}
 
+/*
+ * Reserve the "snowseq." prefix, so that a misspelt setting is reported;
+ * after every module has defined its settings (it drops the placeholders
+ * of settings not defined yet).
+ */
+void
+GucReservePrefix(void)
+{
 	MarkGUCPrefixReserved("snowseq");
 }
 

@@ -8,6 +8,7 @@
 #include "miscadmin.h"
 
 #include "compat.h"
+#include "crypt.h"
 #include "reserve.h"
 
 SNOWSEQ_MODULE_MAGIC;
@@ -27,6 +28,8 @@ _PG_init(void)
 		return;
 
 	GucInit();
+	CryptInit();
+	GucReservePrefix();
 	GucValidate();
 	ClockInit();
 	ShmemInit();
