@@ -31,6 +31,7 @@
 #include "utils/rangetypes.h"
 #if PG_VERSION_NUM >= 160000
 #include "utils/guc_hooks.h"	/* assign_synchronous_commit, syncrep.h before */
+#include "varatt.h"				/* VARDATA_ANY and friends, out of postgres.h */
 #endif
 
 /*

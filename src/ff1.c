@@ -30,6 +30,7 @@
 #include "port/pg_bswap.h"
 #include "utils/builtins.h"
 
+#include "compat.h"
 #include "ff1.h"
 
 /* Expand an AES-256 key for single-block ECB encryption. */
