@@ -13,7 +13,10 @@ OBJS = \
 	src/status.o \
 	src/gene.o \
 	src/segment.o \
-	src/route.o
+	src/route.o \
+	src/remote.o \
+	src/fence.o \
+	src/move.o
 
 # the full script of every release (so the upgrade test can compare a fresh
 # install with an upgraded one) and the upgrade scripts between them
@@ -22,6 +25,8 @@ DATA = $(wildcard sql/snowseq--*.sql)
 # -Bsymbolic and -fno-semantic-interposition: calls and globals inside the
 # module bind directly, not through the PLT/GOT (measurable on the hot path)
 SHLIB_LINK += -lxxhash -lmurmurhash -Wl,-Bsymbolic
+# moves run commands on other servers with libpq, as dblink and postgres_fdw do
+SHLIB_LINK_INTERNAL = $(libpq)
 
 REGRESS = api errors gene route security
 REGRESS_OPTS = --temp-config=$(srcdir)/test/snowseq.conf --temp-instance=./tmp_check_regress
@@ -30,7 +35,7 @@ TAP_TESTS = 1
 PROVE_TESTS = $(or $(T),test/t/*.pl)
 PROVE_FLAGS = -I ./test
 
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
 override PG_CFLAGS += -fno-semantic-interposition -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
 
 EXTRA_CLEAN = tmp_check_regress results regression.diffs regression.out
