@@ -82,6 +82,10 @@
 /* one thing done or left behind, for snowseq_move_cleanup's result */
 typedef struct MoveReport
 {
+	int64		id;				/* 0: no known move */
+	Oid			parent;
+	int			first;
+	int			last;
 	char	   *server;
 	char	   *object;
 	char	   *action;
@@ -268,6 +272,10 @@ MoveNote(Move *m, const char *server, const char *object, const char *action)
 	MemoryContext old = MemoryContextSwitchTo(m->cxt);
 	MoveReport *r = palloc(sizeof(MoveReport));
 
+	r->id = m->id;
+	r->parent = m->parent;
+	r->first = m->first;
+	r->last = m->last;
 	r->server = server ? pstrdup(server) : NULL;
 	r->object = pstrdup(object);
 	r->action = pstrdup(action);
@@ -1550,32 +1558,48 @@ MoveSwitch(Move *m)
  * ---------------------------------------------------------------------
  */
 
+/* Drop a replication slot, stopping the walsender that uses it first. */
+static void
+MoveDropSlotNamed(RemoteConn *rc, const char *name)
+{
+	char	   *lit = quote_literal_cstr(name);
+	char	   *drop = psprintf("SELECT pg_catalog.pg_drop_replication_slot(slot_name) FROM pg_catalog.pg_replication_slots "
+								"WHERE slot_name OPERATOR(pg_catalog.=) %s", lit);
+	char		state[6];
+
+	for (int i = 0;; i++)
+	{
+		RemoteCommand(rc, psprintf("SELECT pg_catalog.pg_terminate_backend(active_pid) FROM pg_catalog.pg_replication_slots "
+								   "WHERE slot_name OPERATOR(pg_catalog.=) %s AND active_pid IS NOT NULL", lit),
+					  "stop the walsender of the slot");
+		/* a terminated walsender lets go of its slot a moment later */
+		if (RemoteTry(rc, drop, "drop the replication slot", state))
+			return;
+		if (i == 50)
+			RemoteCommand(rc, drop, "drop the replication slot");
+		MoveSleep(100);
+	}
+}
+
 /* Drop the replication slots of the move on the source, if any are left. */
 static void
 MoveDropSlots(Move *m)
 {
 	RemoteConn *src = Src(m);
-	char	   *match = psprintf("(slot_name OPERATOR(pg_catalog.=) %s OR slot_name OPERATOR(pg_catalog.~) %s)",
-								 quote_literal_cstr(m->token),
-								 quote_literal_cstr(psprintf("^pg_%u_sync_", m->sub_oid)));
-	char	   *n;
+	PGresult   *res;
 
-	if (!OidIsValid(m->sub_oid))
-		match = psprintf("slot_name OPERATOR(pg_catalog.=) %s", quote_literal_cstr(m->token));
-	for (int i = 0;; i++)
+	/* the subscription's slot, and its table-sync slots, named after its oid */
+	res = RemoteExec(src, psprintf("SELECT slot_name FROM pg_catalog.pg_replication_slots "
+								   "WHERE slot_name OPERATOR(pg_catalog.=) %s OR slot_name::text OPERATOR(pg_catalog.~) %s",
+								   quote_literal_cstr(m->token),
+								   quote_literal_cstr(OidIsValid(m->sub_oid) ? psprintf("^pg_%u_sync_", m->sub_oid) : "^$")),
+					 "list the replication slots");
+	for (int i = 0; i < PQntuples(res); i++)
 	{
-		n = RemoteValue(src, psprintf("SELECT pg_catalog.count(pg_catalog.pg_terminate_backend(active_pid)) "
-									  "FROM pg_catalog.pg_replication_slots WHERE %s AND active_pid IS NOT NULL", match),
-						"stop the walsender of the slot");
-		if (strcmp(n, "0") == 0 || i == 50)
-			break;
-		MoveSleep(100);
+		MoveDropSlotNamed(src, PQgetvalue(res, i, 0));
+		MoveNote(m, m->src_name, psprintf("replication slot %s", PQgetvalue(res, i, 0)), "dropped");
 	}
-	n = RemoteValue(src, psprintf("SELECT pg_catalog.count(pg_catalog.pg_drop_replication_slot(slot_name)) "
-								  "FROM pg_catalog.pg_replication_slots WHERE %s", match),
-					"drop the replication slot");
-	if (strcmp(n, "0") != 0)
-		MoveNote(m, m->src_name, psprintf("replication slot %s", m->token), "dropped");
+	PQclear(res);
 }
 
 /* Drop the publication of the move on the source. */
@@ -1839,6 +1863,7 @@ MoveResolve(Move *m, const char *error)
  */
 
 static void CleanupMoves(Oid parent, Move *collect);
+static void MoveReportCopy(Move *collect, Move *m);
 
 /* The committed state of a move. */
 static char *
@@ -2047,24 +2072,145 @@ CleanupMoves(Oid parent, Move *collect)
 			}
 		}
 		else
-		{
-			MemoryContext old = MemoryContextSwitchTo(collect->cxt);
-			ListCell   *lc;
-
-			foreach(lc, m->report)
-			{
-				MoveReport *r = lfirst(lc);
-				MoveReport *c = palloc(sizeof(MoveReport));
-
-				/* server, object, action; the move's identity goes in the object */
-				c->server = r->server ? pstrdup(r->server) : NULL;
-				c->object = psprintf(INT64_FORMAT "|%u|%d|%d|%s", m->id, m->parent, m->first, m->last, r->object);
-				c->action = pstrdup(r->action);
-				collect->report = lappend(collect->report, c);
-			}
-			MemoryContextSwitchTo(old);
-		}
+			MoveReportCopy(collect, m);
 		MemoryContextDelete(m->cxt);
+	}
+}
+
+/* Add the report of a move to a collection. */
+static void
+MoveReportCopy(Move *collect, Move *m)
+{
+	MemoryContext old = MemoryContextSwitchTo(collect->cxt);
+	ListCell   *lc;
+
+	foreach(lc, m->report)
+	{
+		MoveReport *r = lfirst(lc);
+		MoveReport *c = palloc(sizeof(MoveReport));
+
+		*c = *r;
+		c->server = r->server ? pstrdup(r->server) : NULL;
+		c->object = pstrdup(r->object);
+		c->action = pstrdup(r->action);
+		collect->report = lappend(collect->report, c);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Step (on a Move that stands for one server): find replication slots,
+ * publications, subscriptions and half copies named after moves of this
+ * router that are over or unknown, and drop them.  A slot left behind keeps
+ * WAL on its server for ever.
+ */
+static void
+CleanupOrphansOn(Move *o)
+{
+	RemoteConn *rc = Src(o);
+	char	   *mine = psprintf("snowseq_move_%s_", o->node);
+	PGresult   *res;
+
+	res = RemoteExec(rc,
+					 "SELECT 'replication slot', slot_name::text, slot_name::text, "
+					 "coalesce(pg_catalog.pg_size_pretty(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), restart_lsn)), '') "
+					 "FROM pg_catalog.pg_replication_slots WHERE slot_name::text OPERATOR(pg_catalog.~) '^snowseq_move_' "
+					 "AND database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
+					 "UNION ALL SELECT 'publication', pubname::text, pubname::text, '' FROM pg_catalog.pg_publication "
+					 "WHERE pubname::text OPERATOR(pg_catalog.~) '^snowseq_move_' "
+					 "UNION ALL SELECT 'subscription', subname::text, subname::text, '' FROM pg_catalog.pg_subscription "
+					 "WHERE subname::text OPERATOR(pg_catalog.~) '^snowseq_move_' AND subdbid OPERATOR(pg_catalog.=) "
+					 "(SELECT oid FROM pg_catalog.pg_database WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) "
+					 "UNION ALL SELECT 'table', c.oid::pg_catalog.regclass::text, pg_catalog.substring(d.description, "
+					 "'^snowseq (snowseq_move_[0-9]+_[0-9]+): copy in progress$'), '' "
+					 "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_description d ON d.objoid OPERATOR(pg_catalog.=) c.oid "
+					 "AND d.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objsubid OPERATOR(pg_catalog.=) 0 "
+					 "WHERE d.description OPERATOR(pg_catalog.~) '^snowseq snowseq_move_[0-9]+_[0-9]+: copy in progress$'",
+					 "list the objects of moves");
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		char	   *kind = PQgetvalue(res, i, 0);
+		char	   *name = PQgetvalue(res, i, 1);
+		char	   *token = PQgetvalue(res, i, 2);
+		char	   *wal = PQgetvalue(res, i, 3);
+		char	   *object = psprintf("%s %s", kind, name);
+
+		o->id = 0;
+		o->parent = InvalidOid;
+		o->first = o->last = 0;
+		if (strncmp(token, mine, strlen(mine)) != 0)
+		{
+			MoveNote(o, o->src_name, object, "kept: made by another router");
+			continue;
+		}
+		Sql(psprintf("SELECT move_id, parent, first_gene, last_gene, state FROM %s WHERE token OPERATOR(pg_catalog.=) %s",
+					 Ext("snowseq_moves"), quote_literal_cstr(token)), SPI_OK_SELECT);
+		if (SPI_processed == 1)
+		{
+			bool		isnull;
+			char	   *state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
+
+			o->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+			o->parent = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+			o->first = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+			o->last = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+			/* a move still under way, or to be resolved, owns its objects */
+			if (strcmp(state, "done") != 0 && strcmp(state, "failed") != 0)
+				continue;
+		}
+		o->token = token;
+		if (strcmp(kind, "replication slot") == 0)
+		{
+			MoveDropSlotNamed(rc, name);
+			MoveNote(o, o->src_name, object, psprintf("dropped (it kept %s of WAL)", wal));
+			continue;
+		}
+		if (strcmp(kind, "publication") == 0)
+			RemoteCommand(rc, psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(name)), "drop the publication");
+		else if (strcmp(kind, "subscription") == 0)
+		{
+			o->dst_name = o->src_name;
+			o->dst = o->src;
+			MoveDropSubscription(o);
+			o->dst = NULL;
+		}
+		else
+			RemoteCommand(rc, psprintf("DROP TABLE IF EXISTS %s", name), "drop the half copy");
+		MoveNote(o, o->src_name, object, "dropped");
+	}
+	PQclear(res);
+}
+
+/* Look for leftovers of moves on every server that moves have used. */
+static void
+CleanupOrphans(Move *collect)
+{
+	List	   *servers = NIL;
+	ListCell   *lc;
+	char	   *node = MoveLocalNode(collect);
+
+	Sql(psprintf("SELECT DISTINCT x.s FROM (SELECT source_server s FROM %s UNION SELECT dest_server FROM %s) x "
+				 "WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_foreign_server f WHERE f.srvname OPERATOR(pg_catalog.=) x.s) ORDER BY 1",
+				 Ext("snowseq_moves"), Ext("snowseq_moves")), SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		servers = lappend(servers, MemoryContextStrdup(collect->cxt,
+													   SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)));
+	foreach(lc, servers)
+	{
+		Move	   *o = MoveNew();
+		ErrorData  *err;
+
+		o->src_name = lfirst(lc);
+		o->node = node;
+		err = MoveTry(o, CleanupOrphansOn);
+		if (err != NULL)
+		{
+			o->id = 0;
+			MoveNote(o, o->src_name, "server", psprintf("not checked: %s", err->message));
+		}
+		MoveCloseSessions(o);
+		MoveReportCopy(collect, o);
+		MemoryContextDelete(o->cxt);
 	}
 }
 
@@ -2191,27 +2337,18 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	collect = MoveNew();
 	SPI_connect();
 	CleanupMoves(InvalidOid, collect);
+	CleanupOrphans(collect);
 	SPI_finish();
 	foreach(lc, collect->report)
 	{
 		MoveReport *r = lfirst(lc);
 		Datum		v[7];
-		bool		n[7] = {false, false, false, false, r->server == NULL, false, false};
-		char	   *fields[5];
-		char	   *p = r->object;
+		bool		n[7] = {r->id == 0, r->id == 0, r->id == 0, r->id == 0, r->server == NULL, false, false};
 
-		/* id|parent|first|last|object */
-		for (int i = 0; i < 4; i++)
-		{
-			fields[i] = p;
-			p = strchr(p, '|');
-			*p++ = '\0';
-		}
-		fields[4] = p;
-		v[0] = Int64GetDatum(pg_strtoint64(fields[0]));
-		v[1] = ObjectIdGetDatum((Oid) strtoul(fields[1], NULL, 10));
-		v[2] = Int32GetDatum(pg_strtoint32(fields[2]));
-		v[3] = Int32GetDatum(pg_strtoint32(fields[3]));
+		v[0] = Int64GetDatum(r->id);
+		v[1] = ObjectIdGetDatum(r->parent);
+		v[2] = Int32GetDatum(r->first);
+		v[3] = Int32GetDatum(r->last);
 		v[4] = (Datum) 0;
 		if (r->server)
 		{
@@ -2220,7 +2357,7 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 			namestrcpy(nm, r->server);
 			v[4] = NameGetDatum(nm);
 		}
-		v[5] = CStringGetTextDatum(fields[4]);
+		v[5] = CStringGetTextDatum(r->object);
 		v[6] = CStringGetTextDatum(r->action);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 	}
