@@ -110,12 +110,12 @@ COMMENT ON FUNCTION snowseq_fence_clear(regclass) IS
 	'remove every fence of a table, tombstones included (an empty table about to receive a range)';
 REVOKE ALL ON FUNCTION snowseq_fence_clear(regclass) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_fence_wait(rel regclass, timeout_ms integer) RETURNS boolean
+CREATE FUNCTION snowseq_fence_wait(fence_id integer, timeout_ms integer) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_fence_wait'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_fence_wait(regclass, integer) IS
-	'wait until every transaction that was writing to the table has ended; false on timeout';
-REVOKE ALL ON FUNCTION snowseq_fence_wait(regclass, integer) FROM PUBLIC;
+COMMENT ON FUNCTION snowseq_fence_wait(integer, integer) IS
+	'wait until every transaction that was writing to the fenced table has ended or waits on the fence; false on timeout';
+REVOKE ALL ON FUNCTION snowseq_fence_wait(integer, integer) FROM PUBLIC;
 
 -- Moves are procedures: they commit between steps, and CREATE and DROP
 -- SUBSCRIPTION run outside a transaction block on the destination.

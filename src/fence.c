@@ -33,7 +33,6 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
-#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -433,39 +432,63 @@ snowseq_fence_drop(PG_FUNCTION_ARGS)
 }
 
 /*
- * snowseq_fence_wait(rel, timeout_ms) -> bool: wait until every transaction
- * that held a write lock on the table when called has ended.  Polls, so it
- * never joins a lock queue and never deadlocks with a writer that waits on
- * a fence; false if some are still running after timeout_ms.
+ * snowseq_fence_wait(fence_id, timeout_ms) -> bool: wait until every
+ * transaction that held a write lock on the fence's table when called has
+ * ended, or waits on the fence.  Only writers count (not vacuum or analyze,
+ * which take SHARE UPDATE EXCLUSIVE); a writer held back by the fence
+ * counts as done, since it fails once the fence rejects and nothing it
+ * wrote can commit.  Polls, so it never joins a lock queue; false if some
+ * are still running after timeout_ms.
  */
 Datum
 snowseq_fence_wait(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
+	int32		fence_id = PG_GETARG_INT32(0);
 	int32		timeout_ms = PG_GETARG_INT32(1);
-	LOCKTAG		tag;
-	VirtualTransactionId *holders;
-	int			n;
 	TimestampTz start = GetCurrentTimestamp();
+	Oid			types[2] = {INT4OID, TEXTARRAYOID};
+	Datum		values[2] = {Int32GetDatum(fence_id), (Datum) 0};
+	bool		isnull;
+	bool		done = false;
 
-	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
-	/* ShareLock conflicts with every lock a writer takes */
-	holders = GetLockConflicts(&tag, ShareLock, &n);
-	for (int i = 0; i < n;)
+	SPI_connect();
+	/* the writers now: their virtual transaction ids */
+	FenceSpi(psprintf("SELECT pg_catalog.array_agg(l.virtualtransaction) FROM pg_catalog.pg_locks l "
+					  "JOIN %s f ON f.relid OPERATOR(pg_catalog.=) l.relation "
+					  "WHERE f.fence_id OPERATOR(pg_catalog.=) $1 AND l.locktype OPERATOR(pg_catalog.=) 'relation' "
+					  "AND l.database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database "
+					  "WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) "
+					  "AND l.mode OPERATOR(pg_catalog.=) ANY (ARRAY['RowExclusiveLock', 'ShareRowExclusiveLock', "
+					  "'ExclusiveLock', 'AccessExclusiveLock']) AND l.granted "
+					  "AND l.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()",
+					  FenceTableName(fcinfo->flinfo->fn_oid)),
+			 1, types, values, NULL, SPI_OK_SELECT);
+	values[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		done = true;
+	while (!done)
 	{
-		if (!VirtualTransactionIdIsValid(holders[i]) || VirtualXactLock(holders[i], false))
-		{
-			i++;
-			continue;
-		}
-		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), timeout_ms))
-			PG_RETURN_BOOL(false);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1L,
+		/* a transaction holds the lock on its own virtual id until it ends */
+		FenceSpi(psprintf("SELECT NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks v "
+						  "WHERE v.locktype OPERATOR(pg_catalog.=) 'virtualxid' AND v.granted "
+						  "AND v.virtualxid OPERATOR(pg_catalog.=) ANY ($2) "
+						  "AND v.pid OPERATOR(pg_catalog.<>) ALL (SELECT w.pid FROM pg_catalog.pg_locks w "
+						  "WHERE w.locktype OPERATOR(pg_catalog.=) 'advisory' AND NOT w.granted "
+						  "AND w.classid OPERATOR(pg_catalog.=) %u AND w.objid OPERATOR(pg_catalog.=) $1::pg_catalog.oid "
+						  "AND w.objsubid OPERATOR(pg_catalog.=) 2))",
+						  (uint32) SNOWSEQ_LOCK_BLOCK),
+				 2, types, values, NULL, SPI_OK_SELECT);
+		done = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		SPI_freetuptable(SPI_tuptable);
+		if (done || TimestampDifferenceExceeds(start, GetCurrentTimestamp(), timeout_ms))
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 2L,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
-	PG_RETURN_BOOL(true);
+	SPI_finish();
+	PG_RETURN_BOOL(done);
 }
 
 /*

@@ -127,6 +127,7 @@ typedef struct Move
 	/* sessions */
 	RemoteConn *src;
 	RemoteConn *lock;			/* source: holds the fence locks and the delete */
+	int			lock_pid;		/* its backend there */
 	RemoteConn *dst;
 	TimestampTz blocked_at;
 	List	   *report;			/* MoveReport */
@@ -346,7 +347,13 @@ MoveSession(Move *m, RemoteConn **slot, const char *server)
 		return *slot;
 	fs = GetForeignServerByName(server, false);
 	RemoteClose(*slot);
-	*slot = RemoteConnect(fs->serverid);
+	{
+		/* the session outlives the step and the transaction that opened it */
+		MemoryContext old = MemoryContextSwitchTo(m->cxt);
+
+		*slot = RemoteConnect(fs->serverid);
+		MemoryContextSwitchTo(old);
+	}
 	if ((*slot)->extschema == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -355,12 +362,14 @@ MoveSession(Move *m, RemoteConn **slot, const char *server)
 	return *slot;
 }
 
+/* The session of a move on its source server. */
 static RemoteConn *
 Src(Move *m)
 {
 	return MoveSession(m, &m->src, m->src_name);
 }
 
+/* The session of a move on its destination server. */
 static RemoteConn *
 Dst(Move *m)
 {
@@ -568,11 +577,10 @@ static void
 MoveCheckMap(Move *m)
 {
 	int			g = m->first;
-	int			plast = m->last;
 
 	Sql(psprintf("SELECT upper_gene, shard FROM %s ORDER BY upper_gene", Ext("snowseq_shard_map")),
 		SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed && g <= plast; i++)
+	for (uint64 i = 0; i < SPI_processed && g <= m->last; i++)
 	{
 		bool		isnull;
 		int			upper = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
@@ -584,11 +592,11 @@ MoveCheckMap(Move *m)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("snowseq_shard_map gives genes %d to %d to \"%s\", but partition %s reads them from server \"%s\"",
-							g, Min(upper, plast), shard, m->part_q, m->src_name),
+							g, Min(upper, m->last), shard, m->part_q, m->src_name),
 					 errhint("Make the map name the foreign server of each partition before moving genes.")));
 		g = upper + 1;
 	}
-	if (g <= plast)
+	if (g <= m->last)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("gene %d is not covered by snowseq_shard_map", g),
@@ -607,8 +615,6 @@ MovePlan(Move *m, const char *to_server)
 	char	   *schema = NULL;
 	char	   *table = NULL;
 	ListCell   *lc;
-	int			pfirst,
-				plast;
 	char	   *v;
 
 	if (m->first < 0 || m->last > SNOWSEQ_MAX_GENE || m->first > m->last)
@@ -624,7 +630,6 @@ MovePlan(Move *m, const char *to_server)
 				 errmsg("must be owner of table %s", m->parent_rel)));
 
 	part = MovePartition(m);
-	(void) PartGenes(m->part_has_lo, m->part_lo, m->part_has_hi, m->part_hi, &pfirst, &plast);
 	ft = GetForeignTable(part);
 	src = GetForeignServer(ft->serverid);
 	if (strcmp(GetForeignDataWrapper(src->fdwid)->fdwname, "postgres_fdw") != 0)
@@ -1102,14 +1107,8 @@ MovePrepareObjects(Move *m)
 													   "AND x.grantee OPERATOR(pg_catalog.<>) c.relowner",
 													   quote_literal_cstr(m->src_table), quote_literal_cstr(m->src_table)),
 											 "read the table privileges");
-		bool		has_lo,
-					has_hi;
-		int64		lo,
-					hi;
-		char	   *check;
+		char	   *check = MoveIdCondition(m);
 
-		MoveIds(m, &has_lo, &lo, &has_hi, &hi);
-		check = MoveIdCondition(m);
 		/*
 		 * One remote transaction: the table exists, marked as the move's, or
 		 * not at all.  It is named like the source table until replication
@@ -1376,14 +1375,21 @@ MoveBlock(Move *m)
 		char	   *done;
 
 		/* the locks first: a writer that sees the fence finds them held */
-		(void) MoveSession(m, &m->lock, m->src_name);
+		if (!RemoteUsable(m->lock))
+		{
+			char	   *pid;
+
+			(void) MoveSession(m, &m->lock, m->src_name);
+			pid = RemoteValue(Lock(m), "SELECT pg_catalog.pg_backend_pid()", "read the session's process");
+			m->lock_pid = pg_strtoint32(pid);
+		}
 		RemoteCommand(Lock(m), psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d), pg_catalog.pg_advisory_lock(%d, %d)",
 										SNOWSEQ_LOCK_ALIVE, m->fence_id, SNOWSEQ_LOCK_BLOCK, m->fence_id),
 					  "take the fence locks");
 		MoveFence(m, "block");
 		m->blocked_at = GetCurrentTimestamp();
-		done = RemoteValue(Src(m), psprintf("SELECT %s(%s, %d)", RExt(Src(m), "snowseq_fence_wait"),
-											quote_literal_cstr(m->src_table), MOVE_LOCKERS_WAIT_MS),
+		done = RemoteValue(Src(m), psprintf("SELECT %s(%d, %d)", RExt(Src(m), "snowseq_fence_wait"),
+											m->fence_id, MOVE_LOCKERS_WAIT_MS),
 						   "wait for running writes");
 		if (strcmp(done, "t") == 0)
 		{
@@ -1498,9 +1504,26 @@ MoveLockParentOnce(Move *m)
 	Sql(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", MOVE_SWITCH_MAX_WAIT_MS), SPI_OK_SELECT);
 }
 
-/* Take the parent's lock, first without queueing, then queueing briefly. */
-static void
-MoveLockParent(Move *m)
+/* Whether a backend on the source waits for the source transaction. */
+static bool
+MoveSourceStuck(Move *m)
+{
+	char	   *n = RemoteValue(Src(m), psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity "
+												 "WHERE %d OPERATOR(pg_catalog.=) ANY (pg_catalog.pg_blocking_pids(pid))",
+												 m->lock_pid),
+							  "look for writers waiting on the move");
+
+	return strcmp(n, "0") != 0;
+}
+
+/*
+ * Take the parent's lock, first without queueing, then queueing briefly.
+ * With check_stuck, give up (false) as soon as a backend on the source waits
+ * for the open source transaction: a router statement doing so holds the
+ * parent's lock, and would never let go of it.
+ */
+static bool
+MoveLockParent(Move *m, bool check_stuck)
 {
 	TimestampTz start = GetCurrentTimestamp();
 	int			tries = 0;
@@ -1515,6 +1538,8 @@ MoveLockParent(Move *m)
 			break;
 		if (err->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || MsSince(start) > MOVE_SWITCH_BUDGET_MS)
 			ReThrowError(err);
+		if (check_stuck && tries % 10 == 0 && MoveSourceStuck(m))
+			return false;
 		/* long queries on the table: queue behind them, briefly, more and more */
 		if (MsSince(start) > MOVE_SWITCH_NOWAIT_MS)
 			switch_wait_ms = Min(Max(switch_wait_ms * 2, 100), MOVE_SWITCH_MAX_WAIT_MS);
@@ -1524,21 +1549,13 @@ MoveLockParent(Move *m)
 		ereport(NOTICE,
 				(errmsg("the switch waited %.1f s (%d tries) for queries on table \"%s\" to end",
 						MsSince(start) / 1000, tries, m->parent_rel)));
+	return true;
 }
 
-/*
- * Step: the switch, in one router transaction.  The parent's lock comes
- * first: from then on no query through the router touches the table, so no
- * router transaction can be waiting on the source for the source
- * transaction, which now deletes the moved rows (a split: the rest of the
- * partition stays in the table) and marks the fence moved.  The router
- * rewrites partitions and map, the source transaction commits while the
- * router still holds the lock, and the router commits (when the step ends).
- */
+/* Open the source transaction: the moved rows go (a split), the fence becomes moved. */
 static void
-MoveSwitch(Move *m)
+MoveSourceTransaction(Move *m)
 {
-	MoveLockParent(m);
 	RemoteCommand(Lock(m), "BEGIN", "begin the source transaction");
 	if (strcmp(m->kind, "whole") != 0)
 		RemoteCommand(Lock(m), psprintf("SET LOCAL session_replication_role = replica; DELETE FROM %s WHERE %s",
@@ -1546,6 +1563,33 @@ MoveSwitch(Move *m)
 					  "delete the moved rows");
 	RemoteCommand(Lock(m), psprintf("SELECT %s(%d, 'moved')", RExt(Lock(m), "snowseq_fence_state"), m->fence_id),
 				  "mark the fence moved");
+}
+
+/*
+ * Step: the switch, in one router transaction.  The source transaction
+ * (a split deletes the moved rows in it; the rest of the partition stays in
+ * the table) runs first, then the router takes the parent's lock, rewrites
+ * partitions and map, and commits the source transaction while it still
+ * holds the lock; the router commits when the step ends.  A router
+ * statement that updates a moved row while the delete runs waits for the
+ * source transaction holding the parent's lock: then the source
+ * transaction is rolled back (that writer fails at the fence and retries),
+ * the router takes its lock first, and the delete runs under it: no router
+ * statement can be waiting on the source then, but every range of the
+ * table waits for the delete.
+ */
+static void
+MoveSwitch(Move *m)
+{
+	MoveSourceTransaction(m);
+	if (!MoveLockParent(m, strcmp(m->kind, "whole") != 0))
+	{
+		ereport(NOTICE,
+				(errmsg("writes to moved rows waited on their delete: deleting under the router's lock")));
+		RemoteCommand(Lock(m), "ROLLBACK", "roll back the source transaction");
+		(void) MoveLockParent(m, false);
+		MoveSourceTransaction(m);
+	}
 	MoveSwitchRouter(m);
 	MoveRecordSet(m, "state = 'switched', switched_at = pg_catalog.clock_timestamp(), "
 				  "pause_ms = pg_catalog.round((extract(epoch FROM pg_catalog.clock_timestamp() "
@@ -1794,24 +1838,13 @@ MoveRollback(Move *m)
 	return UNDONE;
 }
 
-/* Finish a move whose source transaction committed: switch the router if needed. */
-static void
-MoveRollForwardStep(Move *m)
-{
-	MoveLockParent(m);
-	MoveSwitchRouter(m);
-	MoveRecordSet(m, "state = 'switched', switched_at = pg_catalog.clock_timestamp()");
-}
-
+/* Step: finish a move whose source transaction committed, switching the router. */
 static void
 MoveRollForward(Move *m)
 {
-	ErrorData  *err;
-
-	err = MoveTry(m, MoveRollForwardStep);
-
-	if (err != NULL)
-		ReThrowError(err);
+	(void) MoveLockParent(m, false);
+	MoveSwitchRouter(m);
+	MoveRecordSet(m, "state = 'switched', switched_at = pg_catalog.clock_timestamp()");
 	MoveNote(m, NULL, "router", "switched");
 }
 
@@ -1853,7 +1886,7 @@ MoveResolve(Move *m, const char *error)
 	else if (err == NULL)
 		MoveRecordSet(m, psprintf("state = '%s', finished_at = pg_catalog.clock_timestamp(), error = %s",
 								  m->leftovers ? "rollback" : "failed",
-								  error ? quote_literal_cstr(error) : "error"));
+								  error ? quote_literal_cstr(error) : "NULL"));
 	MoveCloseSessions(m);
 }
 

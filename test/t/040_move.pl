@@ -72,6 +72,15 @@ is(scalar(@initial), 5000, 'router: 5000 orders to begin with');
 # ---------------------------------------------------------------------
 my ($stop, $pause) = ("$tmp/move_stop", "$tmp/move_pause");
 unlink $stop, $pause;
+# however the test ends, the client loops end with it
+END
+{
+	for my $f ($stop, "$tmp/move_hot_stop")
+	{
+		my $fh;
+		close $fh if open $fh, '>', $f;
+	}
+}
 
 # writer k: inserts for its own buyers, and updates all orders of one of
 # them (amount + 1), printing what it saw committed
@@ -109,7 +118,7 @@ sub client
 	my ($out, $err) = ("$tmp/move_$tag.out", "$tmp/move_$tag.err");
 	unlink $out, $err, "$tmp/move_$tag.paused";
 	my $script = q{
-		while [ ! -e "$3" ]; do
+		while [ ! -e "$3" ] && [ -d "${3%/*}" ]; do
 			if [ -e "$4" ]; then touch "$7"; sleep 0.05; continue; fi
 			rm -f "$7"
 			[ -n "$8" ] && perl -e "$9" "$8" "$2"
@@ -485,12 +494,13 @@ my %bulk_node = (bulk_a => $sa, bulk_b => $sb, bulk_c => $sc);
 # the events: 301000 rows and what the hot writer saw inserted, each once,
 # on the server the map names
 my $hot_out = "$tmp/move_hot.out";
+my $extra_events = 0;
 sub hot_ids { open my $fh, '<', $hot_out or return (); return map { /^(\d+)\n\z/ ? $1 : () } <$fh>; }
 sub check_events
 {
 	my ($step, @servers) = @_;
 	my @hot = hot_ids();
-	my $want = 301000 + @hot;
+	my $want = 301000 + @hot + $extra_events;
 	my ($n, $distinct) = split /\|/, $router->safe_psql('bulk', 'SELECT count(*), count(DISTINCT event_id) FROM events');
 	is("$n/$distinct", "$want/$want", "$step: the router returns each of the $want events once");
 	if (@hot)
@@ -590,7 +600,7 @@ print $hfh "INSERT INTO events VALUES (snowseq_gene_next('$hot_keys[$_ % @hot_ke
 close $hfh;
 unlink $hot_out;
 my $hot_stop = "$tmp/move_hot_stop";
-my $hot = IPC::Run::start([ 'bash', '-c', q{while [ ! -e "$3" ]; do psql -X -Atq -d "$1" -f "$2" >> "$4" 2>> "$4.err" || sleep 0.1; done},
+my $hot = IPC::Run::start([ 'bash', '-c', q{while [ ! -e "$3" ] && [ -d "${3%/*}" ]; do psql -X -Atq -d "$1" -f "$2" >> "$4" 2>> "$4.err" || sleep 0.1; done},
 	'hot', $router->connstr('bulk'), "$tmp/move_hot.sql", $hot_stop, $hot_out ]);
 # and a reader of the events, which only ever grow
 open my $erfh, '>', "$tmp/move_events_reader.sql" or die;
@@ -598,7 +608,7 @@ print $erfh "SELECT count(*) FROM events;\n" for 1 .. 50;
 close $erfh;
 my $events_reads = "$tmp/move_events_reads.out";
 unlink $events_reads;
-my $ereader = IPC::Run::start([ 'bash', '-c', q{while [ ! -e "$3" ]; do psql -X -Atq -d "$1" -f "$2" >> "$4" 2>/dev/null || sleep 0.1; done},
+my $ereader = IPC::Run::start([ 'bash', '-c', q{while [ ! -e "$3" ] && [ -d "${3%/*}" ]; do psql -X -Atq -d "$1" -f "$2" >> "$4" 2>/dev/null || sleep 0.1; done},
 	'ereader', $router->connstr('bulk'), "$tmp/move_events_reader.sql", $hot_stop, $events_reads ]);
 usleep(500_000);
 $bg_err = '';
@@ -620,6 +630,8 @@ is(scalar(grep { $counts[$_] - $counts[ $_ - 1 ] > 2000 } 1 .. $#counts), 0,
   or diag join ' ', @counts[0 .. ($#counts < 40 ? $#counts : 40)];
 note "retry:\n$bg_err";
 unlike($bg_err, qr/ERROR/, '(6) the retry succeeds, into the table made for it');
+unlike($bg_err, qr/deleting under the router's lock/,
+	'(6) with inserts only, the split deleted the source rows before taking the router\'s lock');
 my $lagged = $router->safe_psql('bulk', q{SELECT count(*) FROM events WHERE payload = 'hot' AND snowseq_route(event_id) = 'bulk_c'});
 ok($lagged > 0, "(6) the hot writer wrote to the moving genes throughout ($lagged rows on bulk_c)");
 like(slurp_file("$hot_out.err"), qr/are moving to server "bulk_c"/, '(6) ... and some of its writes were turned away during the switch, to retry');
@@ -669,6 +681,58 @@ like($cleanup, qr/^- bulk_b replication slot snowseq_move_77_1: kept: made by an
 is($sb->safe_psql('bulk', q{SELECT string_agg(slot_name, ',') FROM pg_replication_slots}), 'snowseq_move_77_1',
 	'(7) only the other router\'s slot is left');
 $sb->safe_psql('bulk', q{SELECT pg_drop_replication_slot('snowseq_move_77_1')});
+
+# ---------------------------------------------------------------------
+# (8) A split while a writer updates the moved rows
+# ---------------------------------------------------------------------
+# The split deletes the moved rows in a source transaction before the
+# router takes its lock; an update of a moved row through the router then
+# waits for that transaction while holding the router's lock.  The move sees
+# it, rolls the source transaction back (the update fails at the fence) and
+# deletes under the router's lock instead: no deadlock, no lost update.
+$sb->safe_psql('bulk', q{INSERT INTO events SELECT ((20480 + i % 4096)::bigint << 48) | (i::bigint << 10) | 1022, 'u0'
+	FROM generate_series(1, 100000) i});
+$extra_events = 100000;
+my @upd_ids = split /\n/, $sb->safe_psql('bulk', q{SELECT event_id FROM events WHERE payload = 'u0' ORDER BY event_id LIMIT 200});
+open my $ufh, '>', "$tmp/move_upd.sql" or die;
+for my $i (0 .. 399)
+{
+	my $id = $upd_ids[ $i % @upd_ids ];
+	print $ufh "UPDATE events SET payload = 'u' || (substr(payload, 2)::int + 1) WHERE event_id = $id RETURNING event_id, payload;\n";
+}
+close $ufh;
+my $upd_out = "$tmp/move_upd.out";
+unlink $upd_out, $hot_stop;
+my $upd = IPC::Run::start([ 'bash', '-c', q{while [ ! -e "$3" ] && [ -d "${3%/*}" ]; do psql -X -Atq -d "$1" -f "$2" >> "$4" 2>> "$4.err" || sleep 0.1; done},
+	'upd', $router->connstr('bulk'), "$tmp/move_upd.sql", $hot_stop, $upd_out ]);
+usleep(500_000);
+$bulk_before = bulk_layout();
+$bg_err = '';
+$bg = bulk_move(q{snowseq_move_genes('events', 20480, 24575, 'bulk_c')});
+$bg->finish;
+usleep(300_000);
+open $hsfh, '>', $hot_stop or die;
+close $hsfh;
+$upd->finish;
+note "split under updates:\n$bg_err";
+unlike($bg_err, qr/ERROR/, '(8) the split succeeds while a writer updates the moved rows');
+like($bg_err, qr/writes to moved rows waited on their delete: deleting under the router's lock/,
+	'(8) an update waiting on the source delete made the switch delete under the router\'s lock instead');
+like(bulk_layout(), qr/20479=bulk_b,24575=bulk_c,32767=bulk_b /, '(8) genes 20480..24575 are on bulk_c');
+# every update the writer saw applied is there: per row, the last payload it saw
+my %last;
+for (split /\n/, slurp_file($upd_out))
+{
+	my ($id, $p) = split /\|/;
+	$p =~ s/^u//;
+	$last{$id} = $p if $p > ($last{$id} // 0);
+}
+my %have = map { my ($id, $p) = split /\|/; $p =~ s/^u//; ($id => $p) } split /\n/, $router->safe_psql('bulk',
+	"SELECT event_id, payload FROM events WHERE event_id IN (" . join(',', @upd_ids) . ")");
+is(scalar(grep { $have{$_} != $last{$_} } keys %last), 0,
+	'(8) every row ends with the last update its writer saw applied (' . scalar(keys %last) . ' rows updated)')
+  or diag join ' ', map { "$_: $have{$_} vs $last{$_}" } grep { $have{$_} != $last{$_} } keys %last;
+check_events('(8) after the split', 'bulk_a', 'bulk_b', 'bulk_c');
 
 # ---------------------------------------------------------------------
 # The end: every ID unique
