@@ -186,8 +186,11 @@ def section(results, mode, elapsed, rows, rate):
           "genes are another partition on A. After the switch the source rows are deleted in batches.",
           "* **split**: one partition holds all genes (on A, table `orders`, %s more rows in genes 8192..32767); "
           "the move takes genes 0..8191 out of it. The source rows must go in the same instant as the router "
-          "switches (else a query would see them twice), so they are deleted while the router holds the table's "
-          "lock: every range of the table waits for that delete." % fmt_int(rows), ""]
+          "switches (else a query would see them twice): they are deleted in a source transaction that runs "
+          "before the router takes the table's lock and commits while it holds it, so the moved genes wait for "
+          "the delete and the other genes only for the switch (with inserts only; an update of a moved row "
+          "during the delete would make the move delete under the lock, and the whole table wait)."
+          % fmt_int(rows), ""]
     kinds = [r["kind"] for r in results]
     L.append("| | " + " | ".join(kinds) + " |")
     L.append("|---|" + "---:|" * len(kinds))
