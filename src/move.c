@@ -23,14 +23,15 @@
  *			 apply everything up to the source's current WAL position; drop
  *			 the subscription; the held-back writers fail with a
  *			 serialization failure, and their retries reach the new server
- *			 once the router has switched; a split (the source table keeps
- *			 serving the rest of the partition) deletes the moved rows in a
- *			 source transaction left open;
- *	switch	 one router transaction detaches the partition, attaches what
- *			 is left of it and the new foreign table, rewrites the map, and
- *			 commits the source transaction (rows gone, fence "moved") while
- *			 it still holds the parent's lock: no query through the router
- *			 sees a row twice or misses one;
+ *			 once the router has switched;
+ *	switch	 a source transaction deletes the moved rows (a split: the
+ *			 source table keeps serving the rest of the partition) and marks
+ *			 the fence "moved"; one router transaction takes the parent's
+ *			 lock, detaches the partition, attaches what is left of it and
+ *			 the new foreign table, rewrites the map, and commits the source
+ *			 transaction while it still holds the lock: no query through the
+ *			 router sees a row twice or misses one (a router statement stuck
+ *			 on the delete makes it run under the router's lock instead);
  *	finish	 drop the publication (the slot went with the subscription); a
  *			 whole-partition move deletes the source rows now, in batches.
  *
@@ -1708,8 +1709,10 @@ MoveUndoLock(Move *m)
 	RemoteClose(m->lock);
 }
 
+/* set by MoveUndoFence: the source transaction had committed */
 static bool undo_fence_moved;
 
+/* Undo: remove the fence, unless the source says the move switched. */
 static void
 MoveUndoFence(Move *m)
 {
@@ -1726,6 +1729,7 @@ MoveUndoFence(Move *m)
 	undo_fence_moved = v != NULL && strcmp(v, "moved") == 0;
 }
 
+/* Undo: drop the copy the move made, or empty the table it took. */
 static void
 MoveUndoTable(Move *m)
 {
@@ -1763,6 +1767,7 @@ MoveUndoTable(Move *m)
 	}
 }
 
+/* Undo: drop the router's foreign table on the copy, if not attached. */
 static void
 MoveUndoPartition(Move *m)
 {
