@@ -702,11 +702,14 @@ $sb->safe_psql('bulk', q{SELECT pg_drop_replication_slot('snowseq_move_77_1')});
 # waits for that transaction while holding the router's lock.  The move sees
 # it, rolls the source transaction back (the update fails at the fence) and
 # deletes under the router's lock instead: no deadlock, no lost update.
-$sb->safe_psql('bulk', q{INSERT INTO events SELECT ((20480 + i % 4096)::bigint << 48) | (i::bigint << 10) | 1022, 'u0'
+# the rows the writer updates come first, in the heap and in ID order, so
+# that the delete reaches them first whatever its plan
+$sb->safe_psql('bulk', q{INSERT INTO events SELECT (20480::bigint << 48) | (i::bigint << 10) | 1022, 'u0'
+	FROM generate_series(1, 50) i});
+$sb->safe_psql('bulk', q{INSERT INTO events SELECT ((20481 + i % 4095)::bigint << 48) | (i::bigint << 10) | 1022, 'b'
 	FROM generate_series(1, 100000) i});
-$extra_events = 100000;
-# the rows the delete reaches first, so that updates come after it did
-my @upd_ids = split /\n/, $sb->safe_psql('bulk', q{SELECT event_id FROM events WHERE payload = 'u0' ORDER BY ctid LIMIT 50});
+$extra_events = 100050;
+my @upd_ids = split /\n/, $sb->safe_psql('bulk', q{SELECT event_id FROM events WHERE payload = 'u0' ORDER BY event_id});
 open my $ufh, '>', "$tmp/move_upd.sql" or die;
 for my $i (0 .. 399)
 {
