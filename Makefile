@@ -20,7 +20,10 @@ OBJS = \
 	src/counter.o \
 	src/route.o \
 	src/ff1.o \
-	src/crypt.o
+	src/crypt.o \
+	src/remote.o \
+	src/fence.o \
+	src/move.o
 
 # the full script of every release (so the upgrade test can compare a fresh
 # install with an upgraded one) and the upgrade scripts between them
@@ -31,6 +34,8 @@ DATA = $(wildcard sql/snowseq--*.sql)
 SHLIB_LINK += -lxxhash -lmurmurhash -Wl,-Bsymbolic
 # public IDs: AES-256 for FF1
 SHLIB_LINK += -lcrypto
+# moves run commands on other servers with libpq, as dblink and postgres_fdw do
+SHLIB_LINK_INTERNAL = $(libpq)
 
 REGRESS = api errors gene route security counter crypt
 REGRESS_OPTS = --temp-config=$(srcdir)/test/snowseq.conf --temp-instance=./tmp_check_regress
@@ -39,7 +44,7 @@ TAP_TESTS = 1
 PROVE_TESTS = $(or $(T),test/t/*.pl)
 PROVE_FLAGS = -I ./test
 
-PG_CPPFLAGS = -I$(srcdir)/src -DSNOWSEQ_VERSION=\"$(EXTVERSION)\"
+PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir) -DSNOWSEQ_VERSION=\"$(EXTVERSION)\"
 override PG_CFLAGS += -fno-semantic-interposition -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
 
 EXTRA_CLEAN = tmp_check_regress results regression.diffs regression.out

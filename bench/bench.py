@@ -712,8 +712,15 @@ def write_report(path, ctx):
     ], ["---", "---:", "---:", "---:"]))
     L.append("\nsnowseq's shared memory is sized once at server start (one cache line per process "
              "slot plus the two counters) and does not depend on the number of IDs.")
+    # sections other benchmark commands own (bash bench/move.sh) are kept
+    kept = []
+    if os.path.isfile(path):
+        with open(path) as f:
+            kept = re.findall(r"<!-- begin: .*? -->.*?<!-- end: .*? -->\n", f.read(), re.S)
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
+        for k in kept:
+            f.write("\n" + k)
 
 
 # --------------------------------------------------------------------------

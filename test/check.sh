@@ -34,5 +34,8 @@ fi
 if [ -z "${T:-}" ] && [ -z "${SKIP_BENCH:-}" ] && [ -f bench/run.sh ]; then
 	bash bench/run.sh --smoke
 fi
+if [ -z "${T:-}" ] && [ -f bench/move.sh ]; then
+	SKIP_BUILD=1 bash bench/move.sh --smoke
+fi
 [ "$dir" != "$(pwd)" ] && rm -rf "$dir"
 echo "snowseq: all tests passed"

@@ -1,0 +1,514 @@
+/*
+ * fence.c
+ *		The source side of a gene-range move: fences on ID ranges of local
+ *		tables.
+ *
+ * A move holds back the writes to the range it moves, and only those: the
+ * snowseq_fence row trigger looks the written ID up in the fences of its
+ * table (snowseq_fence, cached per backend and reloaded on invalidation,
+ * read with a fresh snapshot whatever the writer's isolation level).  A
+ * fence is
+ *	 open	no effect (a move is copying);
+ *	 block	writers of the range wait on an advisory lock the mover holds;
+ *	 reject writers of the range fail with a serialization failure, so the
+ *			client retries and the router sends the retry to the new server;
+ *	 moved	the range lives elsewhere: writes to it here are refused.
+ * block and reject apply only while the mover's session on this server is
+ * alive (it holds SNOWSEQ_LOCK_ALIVE): if the router dies mid-move, writes
+ * go on here, where the rows still are.  Writes to every other range pass
+ * after one cache lookup.
+ *
+ * snowseq_fence_wait lets the mover wait for transactions that were already
+ * writing to the table before the fence, as CREATE INDEX CONCURRENTLY does,
+ * without blocking anyone.
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "snowseq.h"
+#include "move.h"
+
+typedef struct Fence
+{
+	int			id;
+	Oid			relid;
+	bool		has_lo;
+	bool		has_hi;
+	int64		lo;
+	int64		hi;
+	char		state;			/* 'b'lock, 'r'eject, 'm'oved */
+	char	   *to_server;
+} Fence;
+
+static Fence *fences = NULL;
+static int	nfences = 0;
+static bool fences_valid = false;
+static bool fence_callback = false;
+static Oid	fence_table = InvalidOid;
+static MemoryContext fence_cxt = NULL;
+
+/* Relcache invalidation: the fence table changed (or everything did). */
+static void
+FenceInvalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == fence_table)
+		fences_valid = false;
+}
+
+/* The fence table, in the schema of the calling function. */
+static Oid
+FenceTable(Oid fn_oid)
+{
+	Oid			relid = get_relname_relid("snowseq_fence", get_func_namespace(fn_oid));
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "snowseq_fence table is missing");
+	return relid;
+}
+
+/* Load the fences that have an effect (all but open ones), freshly. */
+static void
+FenceLoad(Oid fn_oid)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+	Snapshot	snap;
+	int			cap = 8;
+
+	if (!fence_callback)
+	{
+		CacheRegisterRelcacheCallback(FenceInvalidate, (Datum) 0);
+		fence_callback = true;
+	}
+	if (fence_cxt == NULL)
+		fence_cxt = AllocSetContextCreate(TopMemoryContext, "snowseq fences",
+										  ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(fence_cxt);
+	fences = MemoryContextAlloc(fence_cxt, sizeof(Fence) * cap);
+	nfences = 0;
+	fence_table = FenceTable(fn_oid);
+	/* valid from here: an invalidation during the load marks it stale again */
+	fences_valid = true;
+
+	rel = table_open(fence_table, AccessShareLock);
+	/* the latest committed state, not the writer's transaction snapshot */
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	scan = table_beginscan(rel, snap, 0, NULL);
+	slot = table_slot_create(rel, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		char	   *state = TextDatumGetCString(slot_getattr(slot, 6, &isnull));
+		Fence	   *f;
+
+		if (state[0] == 'o')
+			continue;
+		if (nfences == cap)
+		{
+			cap *= 2;
+			fences = repalloc(fences, sizeof(Fence) * cap);
+		}
+		f = &fences[nfences++];
+		f->id = DatumGetInt32(slot_getattr(slot, 1, &isnull));
+		f->relid = DatumGetObjectId(slot_getattr(slot, 3, &isnull));
+		f->lo = DatumGetInt64(slot_getattr(slot, 4, &isnull));
+		f->has_lo = !isnull;
+		f->hi = DatumGetInt64(slot_getattr(slot, 5, &isnull));
+		f->has_hi = !isnull;
+		f->state = state[0];
+		f->to_server = MemoryContextStrdup(fence_cxt,
+										   TextDatumGetCString(slot_getattr(slot, 7, &isnull)));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	UnregisterSnapshot(snap);
+	table_close(rel, AccessShareLock);
+}
+
+/* Bring the cache up to date with committed fence changes. */
+static void
+FenceRefresh(Oid fn_oid)
+{
+	/* cheap when nothing is pending; a writer may hold its locks already */
+	AcceptInvalidationMessages();
+	if (!fences_valid)
+		FenceLoad(fn_oid);
+}
+
+/* The effective fence of a table covering an ID, or NULL. */
+static Fence *
+FenceFind(Oid relid, int64 id)
+{
+	for (int i = 0; i < nfences; i++)
+	{
+		Fence	   *f = &fences[i];
+
+		if (f->relid == relid && (!f->has_lo || id >= f->lo) && (!f->has_hi || id < f->hi))
+			return f;
+	}
+	return NULL;
+}
+
+/* First and last gene of a fence, for messages. */
+static void
+FenceGenes(Fence *f, int *first, int *last)
+{
+	*first = f->has_lo ? (int) (f->lo >> SNOWSEQ_SEGMENT_BITS) : 0;
+	*last = f->has_hi ? (int) ((f->hi - 1) >> SNOWSEQ_SEGMENT_BITS) : SNOWSEQ_MAX_GENE;
+}
+
+/* Whether the mover of a fence still has its session on this server. */
+static bool
+FenceMoverAlive(Fence *f)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, SNOWSEQ_LOCK_ALIVE, (uint32) f->id, 2);
+	if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, ShareLock, false);
+	return false;
+}
+
+/* Wait until the mover lets writers of a blocked fence go. */
+static void
+FenceWaitBlock(Fence *f)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, SNOWSEQ_LOCK_BLOCK, (uint32) f->id, 2);
+	(void) LockAcquire(&tag, ShareLock, false, false);
+	LockRelease(&tag, ShareLock, false);
+}
+
+/* Let a write of an ID through, wait for it, or refuse it. */
+static void
+FenceCheck(Oid fn_oid, Relation rel, int64 id)
+{
+	for (;;)
+	{
+		Fence	   *f;
+		int			first,
+					last;
+
+		FenceRefresh(fn_oid);
+		f = FenceFind(RelationGetRelid(rel), id);
+		if (f == NULL)
+			return;
+		FenceGenes(f, &first, &last);
+		if (f->state == 'm')
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("genes %d to %d of table \"%s\" have moved to server \"%s\"",
+							first, last, RelationGetRelationName(rel), f->to_server),
+					 errhint("Write through the router, or on that server.")));
+		/* a mover that is gone holds nothing back: the rows are still here */
+		if (!FenceMoverAlive(f))
+			return;
+		if (f->state == 'r')
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("genes %d to %d of table \"%s\" are moving to server \"%s\"",
+							first, last, RelationGetRelationName(rel), f->to_server),
+					 errhint("Retry the transaction: the router sends it to the new server.")));
+		FenceWaitBlock(f);
+		/* the mover changed the fence before letting go: look again */
+	}
+}
+
+/* The ID of a row, or false if it is NULL. */
+static bool
+FenceRowId(HeapTuple tuple, TupleDesc desc, int attno, int64 *id)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attno, desc, &isnull);
+
+	if (isnull)
+		return false;
+	*id = DatumGetInt64(d);
+	return true;
+}
+
+PG_FUNCTION_INFO_V1(snowseq_fence);
+PG_FUNCTION_INFO_V1(snowseq_fence_open);
+PG_FUNCTION_INFO_V1(snowseq_fence_state);
+PG_FUNCTION_INFO_V1(snowseq_fence_drop);
+PG_FUNCTION_INFO_V1(snowseq_fence_wait);
+PG_FUNCTION_INFO_V1(snowseq_fence_clear);
+
+/*
+ * snowseq_fence('id_column'): BEFORE INSERT OR UPDATE OR DELETE row trigger
+ * (and BEFORE TRUNCATE statement trigger) of a shard table.
+ */
+Datum
+snowseq_fence(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Oid			fn_oid = fcinfo->flinfo->fn_oid;
+	Relation	rel;
+	TupleDesc	desc;
+	int			attno;
+	int64		id;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("snowseq_fence must be called as a trigger")));
+	rel = td->tg_relation;
+	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+	{
+		FenceRefresh(fn_oid);
+		for (int i = 0; i < nfences; i++)
+		{
+			Fence	   *f = &fences[i];
+			int			first,
+						last;
+
+			if (f->relid != RelationGetRelid(rel) || f->state == 'm' || !FenceMoverAlive(f))
+				continue;
+			FenceGenes(f, &first, &last);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot truncate table \"%s\" while genes %d to %d are moving to server \"%s\"",
+							RelationGetRelationName(rel), first, last, f->to_server)));
+		}
+		return PointerGetDatum(NULL);
+	}
+	if (!TRIGGER_FIRED_FOR_ROW(td->tg_event) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
+		td->tg_trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("snowseq_fence must be a BEFORE ROW trigger with the ID column as its argument")));
+	desc = RelationGetDescr(rel);
+	attno = SPI_fnumber(desc, td->tg_trigger->tgargs[0]);
+	if (attno <= 0 || TupleDescAttr(desc, attno - 1)->atttypid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("table \"%s\" has no bigint column \"%s\"",
+						RelationGetRelationName(rel), td->tg_trigger->tgargs[0])));
+
+	/* writes to tables without fences pass after one lookup */
+	FenceRefresh(fn_oid);
+	if (nfences > 0)
+	{
+		int64		old_id;
+		bool		has_old;
+
+		/* the row inserted, or the old row of an update or delete */
+		has_old = FenceRowId(td->tg_trigtuple, desc, attno, &old_id);
+		if (has_old)
+			FenceCheck(fn_oid, rel, old_id);
+		/* an update may also move a row into a fenced range */
+		if (TRIGGER_FIRED_BY_UPDATE(td->tg_event) &&
+			FenceRowId(td->tg_newtuple, desc, attno, &id) && (!has_old || id != old_id))
+			FenceCheck(fn_oid, rel, id);
+	}
+	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+		return PointerGetDatum(td->tg_newtuple);
+	return PointerGetDatum(td->tg_trigtuple);
+}
+
+/* Run one statement with parameters through SPI, or fail. */
+static void
+FenceSpi(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls, int expect)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+
+	if (rc != expect)
+		elog(ERROR, "snowseq: fence update failed: %s", SPI_result_code_string(rc));
+}
+
+/* Qualified name of the fence table, for SPI. */
+static char *
+FenceTableName(Oid fn_oid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_func_namespace(fn_oid)),
+									  "snowseq_fence");
+}
+
+/*
+ * snowseq_fence_open(token, rel, lo, hi, to_server) -> int: an open fence
+ * for a move (the same one again for the same token).
+ */
+Datum
+snowseq_fence_open(PG_FUNCTION_ARGS)
+{
+	Oid			types[5] = {TEXTOID, OIDOID, INT8OID, INT8OID, TEXTOID};
+	Datum		values[5];
+	char		nulls[6] = "     ";
+	char	   *sql;
+	bool		isnull;
+	int32		id;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("token, table and server of a fence must not be NULL")));
+	for (int i = 0; i < 5; i++)
+	{
+		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+		if (PG_ARGISNULL(i))
+			nulls[i] = 'n';
+	}
+	sql = psprintf("INSERT INTO %s AS f (token, relid, lo, hi, state, to_server) "
+				   "VALUES ($1, $2, $3, $4, 'open', $5) "
+				   "ON CONFLICT (token) DO UPDATE SET updated_at = pg_catalog.clock_timestamp() "
+				   "RETURNING f.fence_id",
+				   FenceTableName(fcinfo->flinfo->fn_oid));
+	SPI_connect();
+	FenceSpi(sql, 5, types, values, nulls, SPI_OK_INSERT_RETURNING);
+	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	PG_RETURN_INT32(id);
+}
+
+/* snowseq_fence_state(fence_id, state): change a fence; writers see it at once. */
+Datum
+snowseq_fence_state(PG_FUNCTION_ARGS)
+{
+	int32		id = PG_GETARG_INT32(0);
+	char	   *state = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(id), PG_GETARG_DATUM(1)};
+	char	   *sql;
+
+	if (strcmp(state, "open") != 0 && strcmp(state, "block") != 0 &&
+		strcmp(state, "reject") != 0 && strcmp(state, "moved") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("fence state must be open, block, reject or moved, not \"%s\"", state)));
+	sql = psprintf("UPDATE %s SET state = $2, updated_at = pg_catalog.clock_timestamp() "
+				   "WHERE fence_id OPERATOR(pg_catalog.=) $1",
+				   FenceTableName(fcinfo->flinfo->fn_oid));
+	SPI_connect();
+	FenceSpi(sql, 2, types, values, NULL, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("fence %d does not exist", id)));
+	SPI_finish();
+	/* every backend reloads its fences when this commits */
+	CacheInvalidateRelcacheByRelid(FenceTable(fcinfo->flinfo->fn_oid));
+	PG_RETURN_VOID();
+}
+
+/* snowseq_fence_drop(token) -> bool: remove a move's fence unless it is a tombstone. */
+Datum
+snowseq_fence_drop(PG_FUNCTION_ARGS)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {PG_GETARG_DATUM(0)};
+	char	   *sql;
+	bool		found;
+
+	sql = psprintf("DELETE FROM %s WHERE token OPERATOR(pg_catalog.=) $1 "
+				   "AND state OPERATOR(pg_catalog.<>) 'moved'",
+				   FenceTableName(fcinfo->flinfo->fn_oid));
+	SPI_connect();
+	FenceSpi(sql, 1, types, values, NULL, SPI_OK_DELETE);
+	found = SPI_processed > 0;
+	SPI_finish();
+	CacheInvalidateRelcacheByRelid(FenceTable(fcinfo->flinfo->fn_oid));
+	PG_RETURN_BOOL(found);
+}
+
+/*
+ * snowseq_fence_wait(fence_id, timeout_ms) -> bool: wait until every
+ * transaction that held a write lock on the fence's table when called has
+ * ended, or waits on the fence.  Only writers count (not vacuum or analyze,
+ * which take SHARE UPDATE EXCLUSIVE); a writer held back by the fence
+ * counts as done, since it fails once the fence rejects and nothing it
+ * wrote can commit.  Polls, so it never joins a lock queue; false if some
+ * are still running after timeout_ms.
+ */
+Datum
+snowseq_fence_wait(PG_FUNCTION_ARGS)
+{
+	int32		fence_id = PG_GETARG_INT32(0);
+	int32		timeout_ms = PG_GETARG_INT32(1);
+	TimestampTz start = GetCurrentTimestamp();
+	Oid			types[2] = {INT4OID, TEXTARRAYOID};
+	Datum		values[2] = {Int32GetDatum(fence_id), (Datum) 0};
+	bool		isnull;
+	bool		done = false;
+
+	SPI_connect();
+	/* the writers now: their virtual transaction ids */
+	FenceSpi(psprintf("SELECT pg_catalog.array_agg(l.virtualtransaction) FROM pg_catalog.pg_locks l "
+					  "JOIN %s f ON f.relid OPERATOR(pg_catalog.=) l.relation "
+					  "WHERE f.fence_id OPERATOR(pg_catalog.=) $1 AND l.locktype OPERATOR(pg_catalog.=) 'relation' "
+					  "AND l.database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database "
+					  "WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) "
+					  "AND l.mode OPERATOR(pg_catalog.=) ANY (ARRAY['RowExclusiveLock', 'ShareRowExclusiveLock', "
+					  "'ExclusiveLock', 'AccessExclusiveLock']) AND l.granted "
+					  "AND l.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()",
+					  FenceTableName(fcinfo->flinfo->fn_oid)),
+			 1, types, values, NULL, SPI_OK_SELECT);
+	values[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		done = true;
+	while (!done)
+	{
+		/* a transaction holds the lock on its own virtual id until it ends */
+		FenceSpi(psprintf("SELECT NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks v "
+						  "WHERE v.locktype OPERATOR(pg_catalog.=) 'virtualxid' AND v.granted "
+						  "AND v.virtualxid OPERATOR(pg_catalog.=) ANY ($2) "
+						  "AND v.pid OPERATOR(pg_catalog.<>) ALL (SELECT w.pid FROM pg_catalog.pg_locks w "
+						  "WHERE w.locktype OPERATOR(pg_catalog.=) 'advisory' AND NOT w.granted "
+						  "AND w.classid OPERATOR(pg_catalog.=) %u AND w.objid OPERATOR(pg_catalog.=) $1::pg_catalog.oid "
+						  "AND w.objsubid OPERATOR(pg_catalog.=) 2))",
+						  (uint32) SNOWSEQ_LOCK_BLOCK),
+				 2, types, values, NULL, SPI_OK_SELECT);
+		done = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		SPI_freetuptable(SPI_tuptable);
+		if (done || TimestampDifferenceExceeds(start, GetCurrentTimestamp(), timeout_ms))
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 2L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	SPI_finish();
+	PG_RETURN_BOOL(done);
+}
+
+/*
+ * snowseq_fence_clear(rel) -> int: remove every fence of a table, tombstones
+ * included, when an empty table becomes the destination of a move.
+ */
+Datum
+snowseq_fence_clear(PG_FUNCTION_ARGS)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {PG_GETARG_DATUM(0)};
+	char	   *sql;
+	int32		n;
+
+	sql = psprintf("DELETE FROM %s WHERE relid OPERATOR(pg_catalog.=) $1",
+				   FenceTableName(fcinfo->flinfo->fn_oid));
+	SPI_connect();
+	FenceSpi(sql, 1, types, values, NULL, SPI_OK_DELETE);
+	n = (int32) SPI_processed;
+	SPI_finish();
+	CacheInvalidateRelcacheByRelid(FenceTable(fcinfo->flinfo->fn_oid));
+	PG_RETURN_INT32(n);
+}

@@ -1,0 +1,44 @@
+/*
+ * move.h
+ *		Declarations shared by the files of elastic shards: remote.c (commands
+ *		on other servers over libpq), fence.c (the source side of a move) and
+ *		move.c (the router side).
+ */
+#ifndef SNOWSEQ_MOVE_H
+#define SNOWSEQ_MOVE_H
+
+#include "libpq-fe.h"
+
+/*
+ * Advisory lock classes (the first key of the two-int4 form).  A move holds
+ * SNOWSEQ_LOCK_MOVE on the router for its whole life, so a record whose lock
+ * is free belongs to a move that ended or died.  On the source, the mover's
+ * session holds SNOWSEQ_LOCK_ALIVE from the first block to the end, and
+ * SNOWSEQ_LOCK_BLOCK while writers of the fenced range must wait.
+ */
+#define SNOWSEQ_LOCK_MOVE		0x534E4D31
+#define SNOWSEQ_LOCK_BLOCK		0x534E4D32
+#define SNOWSEQ_LOCK_ALIVE		0x534E4D33
+
+/* a session on another server, opened from a postgres_fdw server */
+typedef struct RemoteConn
+{
+	PGconn	   *conn;
+	char	   *server;			/* foreign server name, for messages */
+	Oid			serverid;
+	char	   *extschema;		/* quoted schema of snowseq there, or NULL */
+	char	   *extversion;		/* its version, or NULL */
+} RemoteConn;
+
+/* remote.c */
+extern RemoteConn *RemoteConnect(Oid serverid);
+extern void RemoteClose(RemoteConn *rc);
+extern bool RemoteUsable(RemoteConn *rc);
+extern PGresult *RemoteExec(RemoteConn *rc, const char *sql, const char *what);
+extern void RemoteCommand(RemoteConn *rc, const char *sql, const char *what);
+extern bool RemoteTry(RemoteConn *rc, const char *sql, const char *what, char *sqlstate);
+extern char *RemoteValue(RemoteConn *rc, const char *sql, const char *what);
+extern char *RemoteConninfo(Oid serverid);
+extern void RemoteCheckUsableAs(RemoteConn *rc);
+
+#endif							/* SNOWSEQ_MOVE_H */
