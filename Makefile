@@ -23,7 +23,8 @@ OBJS = \
 	src/crypt.o \
 	src/remote.o \
 	src/fence.o \
-	src/move.o
+	src/move.o \
+	src/nodes.o
 
 # the full script of every release (so the upgrade test can compare a fresh
 # install with an upgraded one) and the upgrade scripts between them

@@ -636,3 +636,18 @@ CREATE FUNCTION snowseq_shard_stats(parent regclass,
 COMMENT ON FUNCTION snowseq_shard_stats(regclass) IS
 	'one row per routing-map entry and partition of a sharded table: genes, server, rows and row bytes, counted where they live';
 REVOKE ALL ON FUNCTION snowseq_shard_stats(regclass) FROM PUBLIC;
+
+------------------------------------------------------------------------
+-- Node ids across a fleet
+------------------------------------------------------------------------
+
+-- Asks every postgres_fdw server, through the caller's user mappings.
+-- PARALLEL UNSAFE: opens connections and subtransactions.
+CREATE FUNCTION snowseq_check_nodes(OUT server text, OUT node_id integer, OUT layout text,
+	OUT epoch timestamptz, OUT version text, OUT problem text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_check_nodes'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_check_nodes() IS
+	'this server (server NULL) and every postgres_fdw server: node id, layout, epoch, snowseq version, and what is wrong (duplicate node ids, other layouts, unreachable)';
+REVOKE ALL ON FUNCTION snowseq_check_nodes() FROM PUBLIC;

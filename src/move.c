@@ -968,6 +968,8 @@ MovePrepareChecks(Move *m)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("server \"%s\" has node id %s, the same as server \"%s\"", m->dst_name, dst_node, m->src_name),
 				 errhint("Every server needs its own snowseq.node_id, or the gene IDs they issue collide.")));
+	/* nor one whose node id another server of the fleet has */
+	NodesRefuseCollision(m->dst_name, "move genes there");
 	v = RemoteValue(src, "SELECT pg_catalog.current_setting('wal_level')", "read wal_level");
 	if (v == NULL || strcmp(v, "logical") != 0)
 		ereport(ERROR,

@@ -326,6 +326,9 @@ snowseq_create_shards(PG_FUNCTION_ARGS)
 				 errmsg("partition names of table \"%s\" would exceed %d characters", relname, NAMEDATALEN - 1),
 				 errhint("Use a shorter table name; partitions are named table_0 to table_%d.", n - 1)));
 
+	/* no shards for a server whose IDs collide with another's */
+	NodesRefuseCollision(NULL, "create shards");
+
 	genes = (SNOWSEQ_MAX_GENE + 1) / n;
 	SPI_connect();
 	initStringInfo(&q);

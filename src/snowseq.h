@@ -140,6 +140,9 @@ extern bool CounterAdvanceDue(bool in_use);
 /* gene.c */
 extern int	GeneOfBytes(const char *data, size_t len);
 
+/* nodes.c */
+extern void NodesRefuseCollision(const char *server, const char *what);
+
 /* worker.c */
 extern void WorkerRegister(void);
 

@@ -1,0 +1,253 @@
+/*
+ * nodes.c
+ *		Node ids across a fleet: two servers with the same snowseq.node_id
+ *		issue the same IDs, and nothing in either server alone can see it.
+ *		A router asks every postgres_fdw server it has a user mapping for.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/resowner.h"
+
+#include "move.h"
+#include "reserve.h"
+
+/* What one server says about itself. */
+typedef struct NodeInfo
+{
+	char	   *server;			/* NULL: this server */
+	int			node_id;		/* -1: unset */
+	bool		known;			/* node id and layout were read */
+	char	   *layout;			/* "t/n/s@unit ms" */
+	int64		epoch_ms;
+	char	   *version;		/* snowseq's extension version there */
+	char	   *problem;
+	char	   *same_id;		/* the others with its node id, or NULL */
+} NodeInfo;
+
+/* This server, as the others are described. */
+static NodeInfo *
+NodeLocal(void)
+{
+	NodeInfo   *n = palloc0(sizeof(NodeInfo));
+
+	n->node_id = snowseq_node_id;
+	n->known = true;
+	n->layout = psprintf("%d/%d/%d@%dms", snowseq_time_bits, snowseq_node_bits,
+						 snowseq_seq_bits, snowseq_time_unit_ms);
+	n->epoch_ms = SnowseqEpochMs;
+	if (snowseq_node_id < 0)
+		n->problem = pstrdup("snowseq.node_id is not set");
+	return n;
+}
+
+/* Ask one foreign server; what goes wrong becomes its problem, not an ERROR. */
+static NodeInfo *
+NodeRemote(Oid serverid, const char *name)
+{
+	NodeInfo   *n = palloc0(sizeof(NodeInfo));
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	RemoteConn *volatile rc = NULL;
+
+	n->server = pstrdup(name);
+	n->node_id = -1;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		PGresult   *res;
+
+		rc = RemoteConnect(serverid);
+		if (rc->extschema == NULL)
+			n->problem = pstrdup("snowseq is not installed in its database");
+		else
+		{
+			n->version = pstrdup(rc->extversion);
+			res = RemoteExec(rc, psprintf("SELECT node_id, time_bits, node_bits, seq_bits, time_unit_ms, "
+										  "(pg_catalog.date_part('epoch', epoch) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8 "
+										  "FROM %s.snowseq_status", rc->extschema),
+							 "read the node id and layout");
+			if (PQgetisnull(res, 0, 0))
+				n->problem = pstrdup("snowseq.node_id is not set there");
+			else
+				n->node_id = atoi(PQgetvalue(res, 0, 0));
+			n->layout = psprintf("%s/%s/%s@%sms", PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
+								 PQgetvalue(res, 0, 3), PQgetvalue(res, 0, 4));
+			n->epoch_ms = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
+			n->known = true;
+			PQclear(res);
+		}
+		RemoteClose(rc);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		/* a cancelled statement stays cancelled */
+		if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			PG_RE_THROW();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		RemoteClose(rc);
+		n->problem = psprintf("cannot be asked: %s", e->message);
+	}
+	PG_END_TRY();
+	return n;
+}
+
+/* This server and every postgres_fdw server, checked against each other. */
+static List *
+NodesCheck(void)
+{
+	List	   *nodes = list_make1(NodeLocal());
+	List	   *servers = NIL;
+	ListCell   *lc;
+	ListCell   *lc2;
+
+	SPI_connect();
+	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'snowseq'",
+					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		((NodeInfo *) linitial(nodes))->version =
+			MemoryContextStrdup(CurTransactionContext, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	if (SPI_execute("SELECT s.oid, s.srvname FROM pg_catalog.pg_foreign_server s "
+					"JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid OPERATOR(pg_catalog.=) s.srvfdw "
+					"WHERE w.fdwname OPERATOR(pg_catalog.=) 'postgres_fdw' ORDER BY s.srvname",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the foreign servers");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			oid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		MemoryContext old = MemoryContextSwitchTo(CurTransactionContext);
+
+		servers = lappend(servers, list_make2(makeInteger((int) oid), makeString(pstrdup(name))));
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+
+	foreach(lc, servers)
+	{
+		List	   *s = lfirst(lc);
+
+		nodes = lappend(nodes, NodeRemote((Oid) intVal(linitial(s)), strVal(lsecond(s))));
+	}
+
+	/* the same node id twice, or a layout or epoch unlike this server's */
+	foreach(lc, nodes)
+	{
+		NodeInfo   *a = lfirst(lc);
+		NodeInfo   *local = linitial(nodes);
+		StringInfoData others;
+
+		if (!a->known || a->node_id < 0)
+			continue;
+		initStringInfo(&others);
+		foreach(lc2, nodes)
+		{
+			NodeInfo   *b = lfirst(lc2);
+
+			if (b != a && b->known && b->node_id == a->node_id)
+				appendStringInfo(&others, "%s%s", others.len ? ", " : "",
+								 b->server ? quote_identifier(b->server) : "this server");
+		}
+		if (others.len > 0)
+		{
+			a->same_id = others.data;
+			a->problem = psprintf("node id %d is also used by %s: their IDs collide", a->node_id, others.data);
+		}
+		else if (a != local && strcmp(a->layout, local->layout) != 0)
+			a->problem = psprintf("layout %s differs from this server's %s: IDs of different layouts can collide",
+								  a->layout, local->layout);
+		else if (a != local && a->epoch_ms != local->epoch_ms)
+			a->problem = pstrdup("snowseq.epoch differs from this server's: IDs of different epochs can collide");
+	}
+	return nodes;
+}
+
+/*
+ * ERROR when a node id collision involves this server (server == NULL) or
+ * the named server: what would issue colliding IDs does not proceed.
+ * Servers that cannot be asked are left out with a WARNING.
+ */
+void
+NodesRefuseCollision(const char *server, const char *what)
+{
+	List	   *nodes = NodesCheck();
+	ListCell   *lc;
+
+	foreach(lc, nodes)
+	{
+		NodeInfo   *n = lfirst(lc);
+
+		if (!n->known && n->server != NULL && n->problem != NULL)
+			ereport(WARNING,
+					(errmsg("server \"%s\": %s", n->server, n->problem),
+					 errdetail("Its node id was not compared with the others'.")));
+	}
+	foreach(lc, nodes)
+	{
+		NodeInfo   *n = lfirst(lc);
+		bool		concerned = server == NULL ? n->server == NULL :
+			(n->server != NULL && strcmp(n->server, server) == 0);
+
+		if (concerned && n->same_id != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot %s: node id %d of %s is also used by %s", what, n->node_id,
+							n->server ? quote_identifier(n->server) : "this server", n->same_id),
+					 errdetail("Servers with the same node id issue the same IDs."),
+					 errhint("Give every server its own snowseq.node_id; SELECT * FROM snowseq_check_nodes() lists them all.")));
+	}
+}
+
+PG_FUNCTION_INFO_V1(snowseq_check_nodes);
+
+/*
+ * snowseq_check_nodes() -> (server, node_id, layout, epoch, version,
+ * problem): this server (server NULL) and every postgres_fdw server, what
+ * each says of its node id and layout, and what is wrong.
+ */
+Datum
+snowseq_check_nodes(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ListCell   *lc;
+
+	ShmemCheckPreloaded();
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, NodesCheck())
+	{
+		NodeInfo   *n = lfirst(lc);
+		Datum		v[6];
+		bool		isnull[6] = {false};
+
+		isnull[0] = n->server == NULL;
+		v[0] = isnull[0] ? (Datum) 0 : CStringGetTextDatum(n->server);
+		isnull[1] = !n->known || n->node_id < 0;
+		v[1] = Int32GetDatum(n->node_id);
+		isnull[2] = !n->known;
+		v[2] = isnull[2] ? (Datum) 0 : CStringGetTextDatum(n->layout);
+		isnull[3] = !n->known;
+		v[3] = isnull[3] ? (Datum) 0 : TimestampTzGetDatum(SnowseqMsToTimestamptz(n->epoch_ms));
+		isnull[4] = n->version == NULL;
+		v[4] = isnull[4] ? (Datum) 0 : CStringGetTextDatum(n->version);
+		isnull[5] = n->problem == NULL;
+		v[5] = isnull[5] ? (Datum) 0 : CStringGetTextDatum(n->problem);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, isnull);
+	}
+	return (Datum) 0;
+}
