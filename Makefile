@@ -17,7 +17,10 @@ OBJS = \
 	src/status.o \
 	src/gene.o \
 	src/segment.o \
-	src/route.o
+	src/route.o \
+	src/convert.o \
+	src/scatter.o \
+	src/uuid.o
 
 # the full script of every release (so the upgrade test can compare a fresh
 # install with an upgraded one) and the upgrade scripts between them
@@ -27,7 +30,7 @@ DATA = $(wildcard sql/snowseq--*.sql)
 # module bind directly, not through the PLT/GOT (measurable on the hot path)
 SHLIB_LINK += -lxxhash -lmurmurhash -Wl,-Bsymbolic
 
-REGRESS = api errors gene route security
+REGRESS = api errors gene route security convert scatter uuid
 REGRESS_OPTS = --temp-config=$(srcdir)/test/snowseq.conf --temp-instance=./tmp_check_regress
 
 TAP_TESTS = 1
