@@ -93,6 +93,18 @@ SELECT * FROM defaults('c_part', 'id');
 INSERT INTO c_part (v) VALUES ('through the parent');
 INSERT INTO c_part_new (v) VALUES ('into the partition');
 SELECT tableoid::regclass, v, snowseq_node(id) AS node FROM c_part WHERE v <> 'old' ORDER BY id;
+-- an identity column of a partitioned table (from PostgreSQL 17 on its
+-- partitions share the identity)
+CREATE TABLE c_part_ident (id bigint GENERATED ALWAYS AS IDENTITY, v text) PARTITION BY RANGE (id);
+CREATE TABLE c_part_ident_a PARTITION OF c_part_ident FOR VALUES FROM (MINVALUE) TO (1000);
+CREATE TABLE c_part_ident_b PARTITION OF c_part_ident FOR VALUES FROM (1000) TO (MAXVALUE);
+INSERT INTO c_part_ident (v) SELECT 'old' FROM generate_series(1, 10);
+SELECT masked(snowseq_convert('c_part_ident', 'id'));
+SELECT * FROM defaults('c_part_ident', 'id');
+INSERT INTO c_part_ident (v) VALUES ('through the parent');
+INSERT INTO c_part_ident_b (v) VALUES ('into the partition');
+SELECT tableoid::regclass, v, snowseq_node(id) AS node FROM c_part_ident WHERE v <> 'old' ORDER BY id;
+DROP TABLE c_part_ident;
 -- a partition alone is refused
 SELECT snowseq_convert('c_part_mid', 'id');
 
