@@ -105,6 +105,13 @@ INSERT INTO c_part_ident (v) VALUES ('through the parent');
 INSERT INTO c_part_ident_b (v) VALUES ('into the partition');
 SELECT tableoid::regclass, v, snowseq_node(id) AS node FROM c_part_ident WHERE v <> 'old' ORDER BY id;
 DROP TABLE c_part_ident;
+-- names that need quoting
+CREATE SCHEMA "Conv Schema";
+CREATE TABLE "Conv Schema"."Odd Table" ("Odd Id" bigserial PRIMARY KEY);
+INSERT INTO "Conv Schema"."Odd Table" DEFAULT VALUES;
+SELECT masked(snowseq_convert('"Conv Schema"."Odd Table"', 'Odd Id'));
+SELECT * FROM defaults('"Conv Schema"."Odd Table"', 'Odd Id');
+DROP SCHEMA "Conv Schema" CASCADE;
 -- a partition alone is refused
 SELECT snowseq_convert('c_part_mid', 'id');
 

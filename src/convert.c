@@ -381,45 +381,16 @@ SequenceRecreate(const KeptSequence *k, const char *qrel, const char *qcol)
 							   Int64GetDatum(k->last_value), BoolGetDatum(k->is_called));
 }
 
-PG_FUNCTION_INFO_V1(snowseq_convert);
-
 /*
- * snowseq_convert(tab, col, keep_sequence) -> text: the key column of a
- * table the caller owns, and of all its partitions, takes its values from
- * snowseq_next(); the old sequence or identity is dropped, or kept.  Says
- * what it did.
+ * Open the table to convert, locked ACCESS EXCLUSIVE together with all its
+ * partitions or inheritance children (returned in *rels, the table first):
+ * no row may come in through any of them between the check and the switch.
  */
-Datum
-snowseq_convert(PG_FUNCTION_ARGS)
+static Relation
+ConvertOpen(Oid relid, List **rels)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	char	   *col = NameStr(*PG_GETARG_NAME(1));
-	bool		keep = PG_GETARG_BOOL(2);
-	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
-	Oid			next_fn;
 	Relation	rel;
-	char	   *relname;
-	char	   *qrel;
-	char	   *qcol = pstrdup(quote_identifier(col));
-	List	   *rels;
-	ListCell   *lc;
-	AttrNumber	attnum;
-	Form_pg_attribute att;
-	Oid			type;
-	char	   *narrow;
-	Node	   *old_expr;
-	char	   *old_default;
-	char		identity;
-	List	   *default_seqs = NIL;
-	List	   *kept = NIL;
-	bool		has_max;
-	int64		max = 0;
-	int64		next;
-	StringInfoData result;
-
-	SnowseqCheckUsable();
-	next_fn = LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
-										makeString("snowseq_next")), 0, NULL, false);
+	const char *relname;
 
 	/* the owner's right, checked before any lock is taken */
 	ConvertCheckOwner(relid);
@@ -428,8 +399,7 @@ snowseq_convert(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
-	relname = pstrdup(RelationGetRelationName(rel));
-	qrel = QualifiedRelName(relid);
+	relname = RelationGetRelationName(rel);
 	if (rel->rd_rel->relkind != RELKIND_RELATION &&
 		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
@@ -442,11 +412,24 @@ snowseq_convert(PG_FUNCTION_ARGS)
 				 errmsg("table \"%s\" is a partition of \"%s\"", relname,
 						get_rel_name(get_partition_parent(relid, false))),
 				 errhint("Convert the partitioned table: its default then applies to every partition.")));
+	*rels = find_all_inheritors(relid, AccessExclusiveLock, NULL);
+	return rel;
+}
 
-	/* all partitions and children too: no row may come in through them */
-	rels = find_all_inheritors(relid, AccessExclusiveLock, NULL);
+/*
+ * The column to convert: a bigint that is neither generated nor a system
+ * column, and that no column of another table too narrow for snowflake IDs
+ * references.  Too narrow is refused with the statements that widen it.
+ */
+static Form_pg_attribute
+ConvertColumn(Relation rel, List *rels, const char *col, const char *qrel, const char *qcol)
+{
+	const char *relname = RelationGetRelationName(rel);
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), col);
+	Form_pg_attribute att;
+	Oid			type;
+	char	   *narrow;
 
-	attnum = get_attnum(relid, col);
 	if (attnum == InvalidAttrNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
@@ -486,30 +469,149 @@ snowseq_convert(PG_FUNCTION_ARGS)
 						col, relname),
 				 errdetail("snowseq IDs are positive 63-bit numbers."),
 				 errhint("Widen them first (this rewrites those tables):%s", narrow)));
+	return att;
+}
 
-	identity = att->attidentity;
-	old_default = DefaultText(rel, attnum, &old_expr);
-	if (old_expr && IsA(old_expr, FuncExpr) && ((FuncExpr *) old_expr)->funcid == next_fn)
-	{
-		table_close(rel, NoLock);
-		ereport(NOTICE,
-				(errmsg("column \"%s\" of table \"%s\" already takes its values from snowseq_next()",
-						col, relname)));
-		PG_RETURN_TEXT_P(cstring_to_text(psprintf("%s.%s: already DEFAULT snowseq_next()", qrel, qcol)));
-	}
-	table_close(rel, NoLock);
+/* The sequences the column's defaults use, in the table and every partition. */
+static List *
+DefaultSequences(List *rels, const char *col)
+{
+	List	   *seqs = NIL;
+	ListCell   *lc;
 
-	/* the sequences the defaults of the column use, in every partition */
 	foreach(lc, rels)
 	{
 		Oid			r = lfirst_oid(lc);
 		Oid			def = GetAttrDefaultOid(r, get_attnum(r, col));
 
 		if (OidIsValid(def))
-			default_seqs = list_concat_unique_oid(default_seqs,
-												  DependSequences(AttrDefaultRelationId, def, 0,
-																  false, DEPENDENCY_NORMAL));
+			seqs = list_concat_unique_oid(seqs, DependSequences(AttrDefaultRelationId, def, 0,
+																false, DEPENDENCY_NORMAL));
 	}
+	return seqs;
+}
+
+/*
+ * Drop the identity of the column wherever it has one (from 17 on, the
+ * parent's drop recurses to the partitions); its sequence goes with it.
+ * With keep, each sequence is noted first, to be made anew.  Returns the
+ * sequences kept.
+ */
+static List *
+DropIdentities(List *rels, const char *col, const char *qcol, bool keep, StringInfo result)
+{
+	List	   *kept = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Oid			r = lfirst_oid(lc);
+		AttrNumber	a = get_attnum(r, col);
+		HeapTuple	tup = SearchSysCacheAttNum(r, a);
+		char		identity;
+		List	   *seqs;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for attribute %d of relation %u", a, r);
+		identity = ((Form_pg_attribute) GETSTRUCT(tup))->attidentity;
+		ReleaseSysCache(tup);
+		if (!identity)
+			continue;
+		seqs = DependSequences(RelationRelationId, r, a, true, DEPENDENCY_INTERNAL);
+		if (keep && seqs != NIL)
+			kept = lappend(kept, SequenceSnapshot(linitial_oid(seqs)));
+		else if (seqs != NIL)
+			appendStringInfo(result, "; sequence %s dropped", QualifiedRelName(linitial_oid(seqs)));
+		ConvertRunSql(psprintf("ALTER TABLE %s ALTER COLUMN %s DROP IDENTITY",
+							   QualifiedRelName(r), qcol),
+					  SPI_OK_UTILITY);
+	}
+	return kept;
+}
+
+/*
+ * The sequences of the old defaults: dropped, unless kept on request or
+ * still used by something else (then a NOTICE says by what).
+ */
+static void
+DropSequences(List *seqs, bool keep, StringInfo result)
+{
+	ListCell   *lc;
+
+	foreach(lc, seqs)
+	{
+		Oid			seq = lfirst_oid(lc);
+		char	   *qseq = QualifiedRelName(seq);
+		char	   *users;
+
+		if (keep)
+		{
+			appendStringInfo(result, "; sequence %s kept", qseq);
+			continue;
+		}
+		users = SequenceUsers(seq);
+		if (users)
+		{
+			ereport(NOTICE,
+					(errmsg("sequence %s is kept: %s still uses it", qseq, users)));
+			appendStringInfo(result, "; sequence %s kept (still used)", qseq);
+			continue;
+		}
+		ConvertRunSql(psprintf("DROP SEQUENCE %s", qseq), SPI_OK_UTILITY);
+		appendStringInfo(result, "; sequence %s dropped", qseq);
+	}
+}
+
+PG_FUNCTION_INFO_V1(snowseq_convert);
+
+/*
+ * snowseq_convert(tab, col, keep_sequence) -> text: the key column of a
+ * table the caller owns, and of all its partitions, takes its values from
+ * snowseq_next(), above every value it holds; the old sequence or identity
+ * is dropped, or kept.  Says what it did.
+ */
+Datum
+snowseq_convert(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *col = NameStr(*PG_GETARG_NAME(1));
+	bool		keep = PG_GETARG_BOOL(2);
+	char	   *extschema = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
+	char	   *qcol = pstrdup(quote_identifier(col));
+	char	   *qrel;
+	char	   *relname;
+	Relation	rel;
+	List	   *rels;
+	List	   *default_seqs;
+	List	   *kept;
+	ListCell   *lc;
+	Form_pg_attribute att;
+	char		identity;
+	Node	   *old_expr;
+	char	   *old_default;
+	bool		has_max;
+	int64		max = 0;
+	int64		next;
+	StringInfoData result;
+
+	SnowseqCheckUsable();
+	rel = ConvertOpen(relid, &rels);
+	relname = pstrdup(RelationGetRelationName(rel));
+	qrel = QualifiedRelName(relid);
+	att = ConvertColumn(rel, rels, col, qrel, qcol);
+	identity = att->attidentity;
+	old_default = DefaultText(rel, att->attnum, &old_expr);
+	table_close(rel, NoLock);
+	if (old_expr && IsA(old_expr, FuncExpr) &&
+		((FuncExpr *) old_expr)->funcid ==
+		LookupFuncName(list_make2(makeString(extschema), makeString("snowseq_next")), 0, NULL, false))
+	{
+		ereport(NOTICE,
+				(errmsg("column \"%s\" of table \"%s\" already takes its values from snowseq_next()",
+						col, relname)));
+		PG_RETURN_TEXT_P(cstring_to_text(psprintf("%s.%s: already DEFAULT snowseq_next()", qrel, qcol)));
+	}
+	default_seqs = DefaultSequences(rels, col);
 
 	/* every ID issued from now on must lie above every value there */
 	SPI_connect();
@@ -528,39 +630,10 @@ snowseq_convert(PG_FUNCTION_ARGS)
 	else
 		appendStringInfoString(&result, " set (no default before)");
 
-	/*
-	 * Identity columns lose their identity (on 17 and later that recurses to
-	 * the partitions); the sequence goes with it, or is made anew with its
-	 * parameters and value when it is kept.
-	 */
-	foreach(lc, rels)
-	{
-		Oid			r = lfirst_oid(lc);
-		AttrNumber	a = get_attnum(r, col);
-		HeapTuple	tup = SearchSysCacheAttNum(r, a);
-		char		ident;
-		List	   *seqs;
-		char	   *qr = QualifiedRelName(r);
-
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for attribute %d of relation %u", a, r);
-		ident = ((Form_pg_attribute) GETSTRUCT(tup))->attidentity;
-		ReleaseSysCache(tup);
-		if (!ident)
-			continue;
-		seqs = DependSequences(RelationRelationId, r, a, true, DEPENDENCY_INTERNAL);
-		if (keep && seqs != NIL)
-			kept = lappend(kept, SequenceSnapshot(linitial_oid(seqs)));
-		else if (seqs != NIL)
-			appendStringInfo(&result, "; sequence %s dropped", QualifiedRelName(linitial_oid(seqs)));
-		ConvertRunSql(psprintf("ALTER TABLE %s ALTER COLUMN %s DROP IDENTITY", qr, qcol),
-					  SPI_OK_UTILITY);
-	}
-
+	kept = DropIdentities(rels, col, qcol, keep, &result);
 	ConvertRunSql(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s.snowseq_next()",
-						   qrel, qcol, quote_identifier(get_namespace_name(nsp))),
+						   qrel, qcol, quote_identifier(extschema)),
 				  SPI_OK_UTILITY);
-
 	foreach(lc, kept)
 	{
 		KeptSequence *k = lfirst(lc);
@@ -569,30 +642,7 @@ snowseq_convert(PG_FUNCTION_ARGS)
 		appendStringInfo(&result, "; sequence %s kept (now a plain sequence owned by the column)",
 						 k->qname);
 	}
-
-	/* sequences of the old defaults: dropped unless kept or still used */
-	foreach(lc, default_seqs)
-	{
-		Oid			seq = lfirst_oid(lc);
-		char	   *qseq = QualifiedRelName(seq);
-		char	   *users;
-
-		if (keep)
-		{
-			appendStringInfo(&result, "; sequence %s kept", qseq);
-			continue;
-		}
-		users = SequenceUsers(seq);
-		if (users)
-		{
-			ereport(NOTICE,
-					(errmsg("sequence %s is kept: %s still uses it", qseq, users)));
-			appendStringInfo(&result, "; sequence %s kept (still used)", qseq);
-			continue;
-		}
-		ConvertRunSql(psprintf("DROP SEQUENCE %s", qseq), SPI_OK_UTILITY);
-		appendStringInfo(&result, "; sequence %s dropped", qseq);
-	}
+	DropSequences(default_seqs, keep, &result);
 	SPI_finish();
 
 	if (has_max)

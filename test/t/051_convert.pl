@@ -25,13 +25,15 @@ my $timeout = $PostgreSQL::Test::Utils::timeout_default;
 my $tmp = $PostgreSQL::Test::Utils::tmp_check;
 my $node = snowseq_node('convert', node_id => 5);
 
-# A client running a script of statements; its output and errors kept.
-sub script_client
+# A client inserting rows with $sql, one statement at a time, until a row
+# appears in table stop (or $max statements); its output and errors kept.
+sub insert_client
 {
-	my ($tag, $sql, $count) = @_;
+	my ($tag, $sql, $max) = @_;
 	my $script = "$tmp/convert_$tag.sql";
 	open my $fh, '>', $script or die "cannot write $script: $!";
-	print $fh "$sql;\n" for 1 .. $count;
+	print $fh "SELECT NOT EXISTS (SELECT FROM stop) AS go \\gset\n\\if :go\n$sql;\n\\else\n\\q\n\\endif\n"
+	  for 1 .. $max;
 	close $fh;
 	my $file = "$tmp/ids_convert_$tag.txt";
 	my $err = '';
@@ -88,25 +90,30 @@ $node->safe_psql('postgres', q{
 	INSERT INTO orders (region, src) SELECT 1 + g % 2, 'preload' FROM generate_series(1, 10000) g;
 });
 
-my $n = 3000;
+# the clients insert until told to stop: after the conversion, once each
+# has inserted rows on both sides of it
+$node->safe_psql('postgres', 'CREATE TABLE stop ()');
 my $clients = [
-	script_client('parent_1', "INSERT INTO orders (region, src) VALUES (1, 'parent_1') RETURNING id", $n),
-	script_client('parent_2', "INSERT INTO orders (region, src) VALUES (2, 'parent_2') RETURNING id", $n),
-	script_client('partition', "INSERT INTO orders_2 (region, src) VALUES (2, 'partition') RETURNING id", $n),
+	insert_client('parent_1', "INSERT INTO orders (region, src) VALUES (1, 'parent_1') RETURNING id", 30_000),
+	insert_client('parent_2', "INSERT INTO orders (region, src) VALUES (2, 'parent_2') RETURNING id", 30_000),
+	insert_client('partition', "INSERT INTO orders_2 (region, src) VALUES (2, 'partition') RETURNING id", 30_000),
 ];
-# convert once every client has inserted some rows
 my $deadline = time() + $timeout;
-usleep(10_000) until (!grep { !-s $_->[1] } @$clients) || time() > $deadline;
-usleep(200_000);
+usleep(10_000) until (!grep { scalar(read_ids($_->[1])) < 200 } @$clients) || time() > $deadline;
 my $result = $node->safe_psql('postgres', "SELECT snowseq_convert('orders', 'id')");
 note $result;
-is(wait_clients($clients), 0, 'every client inserted all its rows');
+my ($switch) = $result =~ /new IDs above (\d+)$/;
+usleep(10_000)
+  until (!grep { scalar(grep { $_ > $switch } read_ids($_->[1])) < 200 } @$clients) || time() > $deadline;
+$node->safe_psql('postgres', 'INSERT INTO stop DEFAULT VALUES');
+is(wait_clients($clients), 0, 'every client inserted rows until told to stop');
 is(join('', map { ${ $_->[2] } } @$clients), '', 'no client got an error (no duplicate key, no failed insert)');
 
 my ($old_max) = $result =~ /values up to (\d+),/;
 ok(defined $old_max, 'the conversion says the largest key it found');
 my $all = check_ids($clients, 'keys received across the conversion');
-is(scalar(@$all), 3 * $n, 'every insert returned its key');
+is($node->safe_psql('postgres', "SELECT count(*) FROM orders WHERE src <> 'preload'"), scalar(@$all),
+	'every insert returned its key');
 my @old = grep { $_ <= $old_max } @$all;
 my @new = grep { $_ > $old_max } @$all;
 note scalar(@old) . ' keys from the sequence, ' . scalar(@new) . ' from snowseq_next()';
@@ -123,7 +130,7 @@ is($node->safe_psql('postgres', 'SELECT max(id) FROM orders WHERE id < 100000000
 my $bad = $node->safe_psql('postgres', "SELECT count(*) FROM orders WHERE id > $old_max
 	AND (snowseq_node(id) <> 5 OR snowseq_time(id) NOT BETWEEN now() - interval '5 minutes' AND now() + interval '1 minute')");
 is($bad, 0, 'every key after the switch is a snowflake ID of this node, of now');
-is($node->safe_psql('postgres', 'SELECT count(*) = count(DISTINCT id) AND count(*) = 10000 + ' . 3 * $n . ' FROM orders'),
+is($node->safe_psql('postgres', 'SELECT count(*) = count(DISTINCT id) AND count(*) = 10000 + ' . scalar(@$all) . ' FROM orders'),
 	't', 'the table holds every row once');
 
 ###########################################################################
