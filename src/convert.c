@@ -20,7 +20,6 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/dependency.h"
-#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/partition.h"
