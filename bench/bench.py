@@ -618,7 +618,7 @@ def write_report(path, ctx):
              "nanoseconds are the whole difference; `over loop` in section 1 shows them.")
     L.append("* `snowseq_uuid()` against `gen_random_uuid()`: both return a 16-byte uuid; "
              "`snowseq_uuid()` takes one value of the same counter as `snowseq_next()` and 52 random "
-             "bits from a buffer that one `pg_strong_random()` call fills for 64 UUIDs, where "
+             "bits from a buffer that one `pg_strong_random()` call fills for 512 UUIDs, where "
              "`gen_random_uuid()` calls `pg_strong_random()` for every UUID.")
     L.append("* Insert speed and index size: `snowseq_next()` IDs increase, so like bigserial every "
              "insert goes to the right edge of the primary key index (and so do `snowseq_uuid()` "

@@ -32,16 +32,20 @@
 #include "snowseq.h"
 
 #define UUID_MAX_UNIX_MS	((INT64CONST(1) << 48) - 1)
-#define UUID_RANDOM_BYTES	512
+#define UUID_RANDOM_BYTES	4096
 
-/* Random bytes from pg_strong_random(), drawn in blocks, used once each. */
+/*
+ * Random bytes from pg_strong_random(), drawn in blocks, used once each.
+ * Filled only by the backend that uses them (never by the postmaster), so
+ * no two processes ever hold the same bytes.
+ */
 static uint8 random_bytes[UUID_RANDOM_BYTES];
 static int	random_used = UUID_RANDOM_BYTES;
 
 /*
  * 64 random bits from a cryptographically strong source.  One call of
- * pg_strong_random() fills 64 UUIDs' worth, so its cost is shared; every
- * byte is handed out once.
+ * pg_strong_random() fills 512 UUIDs' worth, so its cost per call (about
+ * a microsecond) is shared; every byte is handed out once.
  */
 static uint64
 UuidRandomBits(void)
