@@ -24,7 +24,10 @@ OBJS = \
 	src/remote.o \
 	src/fence.o \
 	src/move.o \
-	src/nodes.o
+	src/nodes.o \
+	src/convert.o \
+	src/scatter.o \
+	src/uuid.o
 
 # the full script of every release (so the upgrade test can compare a fresh
 # install with an upgraded one) and the upgrade scripts between them
@@ -38,7 +41,7 @@ SHLIB_LINK += -lcrypto
 # moves run commands on other servers with libpq, as dblink and postgres_fdw do
 SHLIB_LINK_INTERNAL = $(libpq)
 
-REGRESS = api errors gene route security counter crypt
+REGRESS = api errors gene route security counter crypt convert scatter uuid
 REGRESS_OPTS = --temp-config=$(srcdir)/test/snowseq.conf --temp-instance=./tmp_check_regress
 
 TAP_TESTS = 1

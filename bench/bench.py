@@ -81,6 +81,8 @@ CALL_GENERATORS = [
     ("clock_timestamp", "clock_timestamp() (floor)", "clock_timestamp()"),
     ("random", "random() (floor)", "random()"),
     ("snowseq_next", "snowseq_next()", "snowseq_next()"),
+    ("snowseq_uuid", "snowseq_uuid()", "snowseq_uuid()"),
+    ("snowseq_scatter", "snowseq_scatter(snowseq_next(), 2)", "snowseq_scatter(snowseq_next(), 2)"),
     ("snowseq_next_n_from", "snowseq_next_n(N), FROM clause", None),
     ("snowseq_next_n_select", "snowseq_next_n(N), SELECT list", None),
     ("gene_int8", "snowseq_gene_next(bigint)", "snowseq_gene_next(4242424242::bigint)"),
@@ -105,8 +107,11 @@ CALL_GENERATORS = [
      "'INV-' || to_char(clock_timestamp(), 'YYYYMMDD') || '-' || lpad(nextval('bench_seq_cache1')::text, 6, '0')"),
     ("gen_random_uuid", "gen_random_uuid()", "gen_random_uuid()"),
     ("uuidv7", "UUIDv7 (PL/pgSQL)", "bench_uuidv7()"),
+    ("uuidv7_builtin", "uuidv7() (PostgreSQL 18)", "uuidv7()"),
     ("instagram", "Instagram-style (PL/pgSQL)", "bench_instagram_id()"),
 ]
+# measured only where the server has them: key -> function signature
+CALL_OPTIONAL = {"uuidv7_builtin": "pg_catalog.uuidv7()"}
 
 # many clients: (key, label, expression)
 CLIENT_GENERATORS = [
@@ -126,6 +131,8 @@ INSERT_VARIANTS = [
     ("identity", "identity", "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "", INS_PLAIN),
     ("gen_random_uuid", "DEFAULT gen_random_uuid()",
      "id uuid PRIMARY KEY DEFAULT gen_random_uuid()", "", INS_PLAIN),
+    ("snowseq_uuid", "DEFAULT snowseq_uuid()", "id uuid PRIMARY KEY DEFAULT snowseq_uuid()", "",
+     INS_PLAIN),
     ("uuidv7", "DEFAULT UUIDv7 (PL/pgSQL)", "id uuid PRIMARY KEY DEFAULT bench_uuidv7()", "",
      INS_PLAIN),
     ("gene_trigger", "gene ID, trigger", "id bigint PRIMARY KEY",
@@ -241,14 +248,22 @@ def call_query(key, expr, n):
     return "SELECT count(%s) FROM generate_series(1, %d)" % (expr, n), n
 
 
+def call_generators():
+    """The call-cost generators this server has."""
+    have = {k for k, sig in CALL_OPTIONAL.items()
+            if query_value("SELECT to_regprocedure('%s') IS NOT NULL" % sig) == "t"}
+    return [g for g in CALL_GENERATORS if g[0] not in CALL_OPTIONAL or g[0] in have]
+
+
 def bench_calls(cfg):
     n = cfg["call_n"]
-    samples = {k: [] for k, _, _ in CALL_GENERATORS}
+    generators = call_generators()
+    samples = {k: [] for k, _, _ in generators}
     issued = {}
     log("== 1. call cost in one backend: %d IDs per query, %d repetitions" % (n, cfg["reps"]))
     for rep in range(cfg["reps"]):
         line = []
-        for key, label, expr in alternate(CALL_GENERATORS, rep):
+        for key, label, expr in alternate(generators, rep):
             q, real_n = call_query(key, expr, n)
             warm, _ = call_query(key, expr, 1000)
             ms, _ = timed(warm + ";", q)
@@ -259,7 +274,7 @@ def bench_calls(cfg):
     res = []
     floor = median(samples["clock_timestamp"])
     loop = median(samples["loop"])
-    for key, label, expr in CALL_GENERATORS:
+    for key, label, expr in generators:
         ns = median(samples[key])
         res.append({
             "key": key, "label": label,
@@ -490,6 +505,11 @@ def targets(calls, clients, client_res, inserts, wal, shmem):
     nv = c["nextval_c1"]["ns"]
     t.append(("snowseq_next() >= 2x faster than nextval() (CACHE 1)",
               "%.1f ns vs %.1f ns = %s faster" % (snow, nv, fmt_x(nv / snow)), nv / snow >= 2.0))
+    gu = c["gen_random_uuid"]["ns"]
+    if "snowseq_uuid" in c:
+        su = c["snowseq_uuid"]["ns"]
+        t.append(("snowseq_uuid() call cost <= gen_random_uuid()'s",
+                  "%.1f ns vs %.1f ns = %s" % (su, gu, fmt_x(su / gu)), su <= gu))
     big = inserts[-1]
     v = {r["key"]: r for r in big["variants"]}
     s = v["snowseq_next"]
@@ -608,7 +628,7 @@ def write_report(path, ctx):
              "the snowseq worker writes in the background are counted; scaled to 1M IDs.")
     L.append("* Generators compared: `bench/setup.sql` (sequences, a PL/pgSQL UUIDv7 and an "
              "Instagram-style PL/pgSQL function: 41 bits of ms since 2025-01-01, 13 bits of shard id, "
-             "`nextval() % 1024`).")
+             "`nextval() % 1024`), and PostgreSQL 18's built-in `uuidv7()` on servers that have it.")
 
     # summary
     L.append("\n## Summary: targets\n")
@@ -621,9 +641,13 @@ def write_report(path, ctx):
              "compare-and-swap in shared memory (what makes IDs unique and increasing across "
              "backends), converts the clock to time units and splices in the node id. Those few "
              "nanoseconds are the whole difference; `over loop` in section 1 shows them.")
+    L.append("* `snowseq_uuid()` against `gen_random_uuid()`: both return a 16-byte uuid; "
+             "`snowseq_uuid()` takes one value of the same counter as `snowseq_next()` and 52 random "
+             "bits from a buffer that one `pg_strong_random()` call fills for 512 UUIDs, where "
+             "`gen_random_uuid()` calls `pg_strong_random()` for every UUID.")
     L.append("* Insert speed and index size: `snowseq_next()` IDs increase, so like bigserial every "
-             "insert goes to the right edge of the primary key index; random UUIDs scatter over the "
-             "whole index.")
+             "insert goes to the right edge of the primary key index (and so do `snowseq_uuid()` "
+             "UUIDs); random UUIDs scatter over the whole index.")
     L.append("* WAL: `nextval()` logs the sequence every 32 values; snowseq logs a reservation only when "
              "the counter nears its durable bound (see section 4).")
     L.append("* Scaling: a single counter that every backend updates is one cache line moving between "
@@ -768,9 +792,9 @@ def write_plots(ctx, outdir, datadir):
     d = os.path.join(datadir, "inserts.dat")
     with open(d, "w") as f:
         f.write("label\t" + "\t".join("%s rows" % fmt_int(b["rows"]) for b in ctx["inserts"]) + "\n")
-        for i, v in enumerate(INSERT_VARIANTS):
-            f.write("%s\t%s\n" % (v[1], "\t".join("%.1f" % b["variants"][i]["rows_per_s"]
-                                                    for b in ctx["inserts"])))
+        for i, v in enumerate(ctx["inserts"][0]["variants"]):
+            f.write("%s\t%s\n" % (v["label"], "\t".join("%.1f" % b["variants"][i]["rows_per_s"]
+                                                         for b in ctx["inserts"])))
     plot("inserts.gp", d, os.path.join(outdir, ctx["png"]["inserts"]), term,
          "nsizes=%d; subtitle='%s'" % (len(ctx["inserts"]), ctx["subtitle"]))
 

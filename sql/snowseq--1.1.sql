@@ -651,3 +651,46 @@ CREATE FUNCTION snowseq_check_nodes(OUT server text, OUT node_id integer, OUT la
 COMMENT ON FUNCTION snowseq_check_nodes() IS
 	'this server (server NULL) and every postgres_fdw server: node id, layout, epoch, snowseq version, and what is wrong (duplicate node ids, other layouts, unreachable)';
 REVOKE ALL ON FUNCTION snowseq_check_nodes() FROM PUBLIC;
+
+-- Converting tables, scattered writes, UUIDv7
+------------------------------------------------------------------------
+
+-- Changes a table's default, drops sequences: not for PUBLIC.  A caller
+-- granted EXECUTE must own the table (checked before any lock is taken).
+-- PARALLEL UNSAFE: DDL.
+CREATE FUNCTION snowseq_convert(tab regclass, col name, keep_sequence boolean DEFAULT false)
+	RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_convert'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_convert(regclass, name, boolean) IS
+	'switch a serial, identity or bigint key column (and its partitions) to DEFAULT snowseq_next(), above every value it holds (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_convert(regclass, name, boolean) FROM PUBLIC;
+
+-- IMMUTABLE: a fixed bijection of [0, 2^63), whatever the configuration,
+-- so it can be used in defaults, generated columns and partition keys.
+CREATE FUNCTION snowseq_scatter(id bigint, bits integer) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_scatter'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_scatter(bigint, integer) IS
+	'the low bits of an ID, XORed with a hash of the rest, moved to the top: spreads new rows over range partitions';
+
+CREATE FUNCTION snowseq_unscatter(value bigint, bits integer) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_unscatter'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_unscatter(bigint, integer) IS
+	'the ID a value of snowseq_scatter(id, bits) was made from';
+
+-- VOLATILE PARALLEL SAFE, as snowseq_next(): one value of the same
+-- cluster-wide clock per call.
+CREATE FUNCTION snowseq_uuid() RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid() IS
+	'RFC 9562 version 7 UUID from the snowseq clock: greater than every UUID and ID issued before, carries the node id';
+
+-- IMMUTABLE: reads the 48-bit Unix time in ms of any version 7 UUID.
+CREATE FUNCTION snowseq_uuid_time(id uuid) RETURNS timestamptz
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_time'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_time(uuid) IS
+	'instant (unix_ts_ms) of a version 7 UUID';

@@ -105,7 +105,7 @@ SnowseqTimestamptzToMs(TimestampTz ts)
  * Time units since the epoch as ms since 1970, or false when that is
  * beyond int64 (wide time fields with long units).
  */
-static bool
+bool
 ClockUnitsToMs(uint64 units, int64 *ms)
 {
 	int64		span;

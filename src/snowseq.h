@@ -125,6 +125,7 @@ extern int64 ClockComposeId(uint64 counter);
 extern TimestampTz ClockCounterInstant(uint64 counter);
 extern TimestampTz ClockEndOfTime(void);
 extern uint64 ClockCounterLimit(void);
+extern bool ClockUnitsToMs(uint64 units, int64 *ms);
 extern bool ClockAdvanceDue(bool in_use);
 extern uint64 ClockFloorAfterReset(const struct SavedConfig *old, uint64 old_bound);
 extern void ClockRaiseForReset(uint64 floor, bool check_lead, struct SavedSlot *slot);

@@ -1,0 +1,153 @@
+/*
+ * uuid.c
+ *		RFC 9562 version 7 UUIDs drawn from the snowflake clock: each UUID
+ *		takes one value of the same cluster-wide counter as snowseq_next(),
+ *		so UUIDs increase across every backend of the server and, through
+ *		the clock's durable reservation, never repeat after a restart, a
+ *		crash or a clock step.
+ *
+ * A clock value (time << seq_bits) | seq becomes, from the most significant
+ * bit on:
+ *
+ *	 unix_ts_ms  48 bits	epoch + time * time_unit_ms (the start of its time unit)
+ *	 ver		  4 bits	0111
+ *	 counter	 C bits		seq, C = max(12, seq_bits): rand_a, then the
+ *							leftmost C - 12 bits of rand_b (RFC 9562 section
+ *							6.2, Method 1, a fixed bit-length dedicated counter)
+ *	 var		  2 bits	10, between rand_a and rand_b
+ *	 node		node_bits	snowseq.node_id
+ *	 random		the rest	pg_strong_random()
+ *
+ * Within a time unit the counter orders the UUIDs; the next time unit has a
+ * larger unix_ts_ms.  So UUIDs compare (as uuid, bytewise) exactly as the
+ * clock values they were made from.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#include "snowseq.h"
+
+#define UUID_MAX_UNIX_MS	((INT64CONST(1) << 48) - 1)
+#define UUID_RANDOM_BYTES	4096
+
+/*
+ * Random bytes from pg_strong_random(), drawn in blocks, used once each.
+ * Filled only by the backend that uses them (never by the postmaster), so
+ * no two processes ever hold the same bytes.
+ */
+static uint8 random_bytes[UUID_RANDOM_BYTES];
+static int	random_used = UUID_RANDOM_BYTES;
+
+/*
+ * 64 random bits from a cryptographically strong source.  One call of
+ * pg_strong_random() fills 512 UUIDs' worth, so its cost per call (about
+ * a microsecond) is shared; every byte is handed out once.
+ */
+static uint64
+UuidRandomBits(void)
+{
+	uint64		r;
+
+	if (random_used > UUID_RANDOM_BYTES - (int) sizeof(r))
+	{
+		if (!pg_strong_random(random_bytes, sizeof(random_bytes)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not generate random values")));
+		random_used = 0;
+	}
+	memcpy(&r, random_bytes + random_used, sizeof(r));
+	random_used += sizeof(r);
+	return r;
+}
+
+/* The low n bits set, 0 <= n < 64. */
+static inline uint64
+LowBits(int n)
+{
+	return ((uint64) 1 << n) - 1;
+}
+
+/* Store v big-endian in 8 bytes. */
+static void
+PutBigEndian(unsigned char *p, uint64 v)
+{
+	for (int i = 7; i >= 0; i--)
+	{
+		p[i] = (unsigned char) v;
+		v >>= 8;
+	}
+}
+
+/* The version 7 UUID of a clock value (see the top of this file). */
+static void
+UuidCompose(uint64 counter, pg_uuid_t *uuid)
+{
+	int			seq_bits = snowseq_seq_bits;
+	int			extra = Max(seq_bits, 12) - 12; /* counter bits in rand_b */
+	int			random_bits = 62 - extra - snowseq_node_bits;
+	uint64		seq = counter & LowBits(seq_bits);
+	uint64		units = counter >> seq_bits;
+	int64		ms;
+	uint64		hi;
+	uint64		lo;
+
+	if (!ClockUnitsToMs(units, &ms) || ms < 0 || ms > UUID_MAX_UNIX_MS)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("snowseq time field value %llu is outside the range of UUIDv7 timestamps",
+						(unsigned long long) units),
+				 errdetail("A version 7 UUID holds milliseconds since 1970-01-01 in 48 bits, up to the year 10889.")));
+
+	hi = ((uint64) ms << 16) | (UINT64CONST(7) << 12) | (seq >> extra);
+	lo = (UINT64CONST(2) << 62) |
+		((seq & LowBits(extra)) << (62 - extra)) |
+		((uint64) snowseq_node_id << random_bits) |
+		(UuidRandomBits() & LowBits(random_bits));
+	PutBigEndian(uuid->data, hi);
+	PutBigEndian(uuid->data + 8, lo);
+}
+
+PG_FUNCTION_INFO_V1(snowseq_uuid);
+PG_FUNCTION_INFO_V1(snowseq_uuid_time);
+
+/* snowseq_uuid() -> uuid: a version 7 UUID from the cluster-wide clock. */
+Datum
+snowseq_uuid(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+
+	SnowseqCheckUsable();
+	UuidCompose(ClockNext(1), uuid);
+	PG_RETURN_UUID_P(uuid);
+}
+
+/*
+ * snowseq_uuid_time(uuid) -> timestamptz: the unix_ts_ms of any version 7
+ * UUID (snowseq's or another generator's); an ERROR for other UUIDs.
+ */
+Datum
+snowseq_uuid_time(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t  *uuid = PG_GETARG_UUID_P(0);
+	int			version = uuid->data[6] >> 4;
+	bool		rfc_variant = (uuid->data[8] & 0xC0) == 0x80;
+	int64		ms = 0;
+
+	if (!rfc_variant || version != 7)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" is not a version 7 UUID",
+						DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(uuid)))),
+				 rfc_variant ?
+				 errdetail("Its version is %d.", version) :
+				 errdetail("Its variant is not the one RFC 9562 defines (the first hex digit of its fourth group is not 8, 9, a or b)."),
+				 errhint("Only version 7 UUIDs carry a Unix time in milliseconds.")));
+	for (int i = 0; i < 6; i++)
+		ms = (ms << 8) | uuid->data[i];
+	PG_RETURN_TIMESTAMPTZ(SnowseqMsToTimestamptz(ms));
+}
