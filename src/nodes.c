@@ -7,6 +7,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -26,6 +27,7 @@ typedef struct NodeInfo
 	char	   *layout;			/* "t/n/s@unit ms" */
 	int64		epoch_ms;
 	char	   *version;		/* snowseq's extension version there */
+	char	   *cluster;		/* system identifier: the same for one cluster */
 	char	   *problem;
 	char	   *same_id;		/* the others with its node id, or NULL */
 } NodeInfo;
@@ -41,6 +43,7 @@ NodeLocal(void)
 	n->layout = psprintf("%d/%d/%d@%dms", snowseq_time_bits, snowseq_node_bits,
 						 snowseq_seq_bits, snowseq_time_unit_ms);
 	n->epoch_ms = SnowseqEpochMs;
+	n->cluster = psprintf(UINT64_FORMAT, GetSystemIdentifier());
 	if (snowseq_node_id < 0)
 		n->problem = pstrdup("snowseq.node_id is not set");
 	return n;
@@ -70,7 +73,8 @@ NodeRemote(Oid serverid, const char *name)
 		{
 			n->version = pstrdup(rc->extversion);
 			res = RemoteExec(rc, psprintf("SELECT node_id, time_bits, node_bits, seq_bits, time_unit_ms, "
-										  "(pg_catalog.date_part('epoch', epoch) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8 "
+										  "(pg_catalog.date_part('epoch', epoch) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8, "
+										  "(SELECT system_identifier FROM pg_catalog.pg_control_system()) "
 										  "FROM %s.snowseq_status", rc->extschema),
 							 "read the node id and layout");
 			if (PQgetisnull(res, 0, 0))
@@ -80,6 +84,7 @@ NodeRemote(Oid serverid, const char *name)
 			n->layout = psprintf("%s/%s/%s@%sms", PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
 								 PQgetvalue(res, 0, 3), PQgetvalue(res, 0, 4));
 			n->epoch_ms = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
+			n->cluster = pstrdup(PQgetvalue(res, 0, 6));
 			n->known = true;
 			PQclear(res);
 		}
@@ -146,7 +151,11 @@ NodesCheck(void)
 		nodes = lappend(nodes, NodeRemote((Oid) intVal(linitial(s)), strVal(lsecond(s))));
 	}
 
-	/* the same node id twice, or a layout or epoch unlike this server's */
+	/*
+	 * the same node id in two clusters (two databases, or two server
+	 * objects, of one cluster share its clock), or a layout or epoch unlike
+	 * this server's
+	 */
 	foreach(lc, nodes)
 	{
 		NodeInfo   *a = lfirst(lc);
@@ -160,7 +169,7 @@ NodesCheck(void)
 		{
 			NodeInfo   *b = lfirst(lc2);
 
-			if (b != a && b->known && b->node_id == a->node_id)
+			if (b != a && b->known && b->node_id == a->node_id && strcmp(b->cluster, a->cluster) != 0)
 				appendStringInfo(&others, "%s%s", others.len ? ", " : "",
 								 b->server ? quote_identifier(b->server) : "this server");
 		}
@@ -218,8 +227,8 @@ PG_FUNCTION_INFO_V1(snowseq_check_nodes);
 
 /*
  * snowseq_check_nodes() -> (server, node_id, layout, epoch, version,
- * problem): this server (server NULL) and every postgres_fdw server, what
- * each says of its node id and layout, and what is wrong.
+ * cluster, problem): this server (server NULL) and every postgres_fdw
+ * server, what each says of its node id and layout, and what is wrong.
  */
 Datum
 snowseq_check_nodes(PG_FUNCTION_ARGS)
@@ -232,8 +241,8 @@ snowseq_check_nodes(PG_FUNCTION_ARGS)
 	foreach(lc, NodesCheck())
 	{
 		NodeInfo   *n = lfirst(lc);
-		Datum		v[6];
-		bool		isnull[6] = {false};
+		Datum		v[7];
+		bool		isnull[7] = {false};
 
 		isnull[0] = n->server == NULL;
 		v[0] = isnull[0] ? (Datum) 0 : CStringGetTextDatum(n->server);
@@ -245,8 +254,10 @@ snowseq_check_nodes(PG_FUNCTION_ARGS)
 		v[3] = isnull[3] ? (Datum) 0 : TimestampTzGetDatum(SnowseqMsToTimestamptz(n->epoch_ms));
 		isnull[4] = n->version == NULL;
 		v[4] = isnull[4] ? (Datum) 0 : CStringGetTextDatum(n->version);
-		isnull[5] = n->problem == NULL;
-		v[5] = isnull[5] ? (Datum) 0 : CStringGetTextDatum(n->problem);
+		isnull[5] = n->cluster == NULL;
+		v[5] = isnull[5] ? (Datum) 0 : CStringGetTextDatum(n->cluster);
+		isnull[6] = n->problem == NULL;
+		v[6] = isnull[6] ? (Datum) 0 : CStringGetTextDatum(n->problem);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, isnull);
 	}
 	return (Datum) 0;

@@ -19,9 +19,13 @@ my $c = snowseq_node('node_c', node_id => 3,                  # another layout
 	conf => [ 'snowseq.time_bits = 42', 'snowseq.node_bits = 9', 'snowseq.seq_bits = 12' ]);
 my $d = snowseq_node('node_d', node_id => 4);                 # will be down
 my $e = snowseq_node('node_e', node_id => 5, extension => 0); # no snowseq in its database
+my $f = snowseq_node('node_f', node_id => 1);                 # the router's node id
 
 $router->safe_psql('postgres', 'CREATE EXTENSION postgres_fdw');
-for my $s ([ 'a', $a ], [ 'b', $b ], [ 'c', $c ], [ 'd', $d ], [ 'e', $e ], [ 'self', $router ])
+# a2 is a second server object for a's cluster, self one for the router's
+# own: one cluster has one clock, so they share its node id rightly
+for my $s ([ 'a', $a ], [ 'a2', $a ], [ 'b', $b ], [ 'c', $c ], [ 'd', $d ], [ 'e', $e ], [ 'f', $f ],
+	[ 'self', $router ])
 {
 	my ($name, $n) = @$s;
 	$router->safe_psql('postgres', sprintf(
@@ -32,16 +36,21 @@ $d->stop;
 
 my $rows = $router->safe_psql('postgres',
 	"SELECT coalesce(server, '(here)'), coalesce(node_id::text, '-'), coalesce(layout, '-'),
-	        coalesce(version, '-'), coalesce(problem, 'ok')
+	        coalesce(version, '-'), coalesce(problem, 'ok'), coalesce(cluster, '-')
 	 FROM snowseq_check_nodes() ORDER BY server NULLS FIRST");
 note "snowseq_check_nodes():\n$rows";
 my %r = map { my @f = split /\|/; ($f[0] => \@f) } split /\n/, $rows;
-is(scalar(keys %r), 7, 'this server and the six foreign servers are listed');
-like($r{'(here)'}[4], qr/^node id 1 is also used by self: their IDs collide$/,
-	'this server: its node id is also used by "self" (the router itself, through a server)');
+is(scalar(keys %r), 9, 'this server and the eight foreign servers are listed');
+like($r{'(here)'}[4], qr/^node id 1 is also used by f: their IDs collide$/,
+	'this server: its node id is also used by f, another cluster');
+is($r{self}[4], 'node id 1 is also used by f: their IDs collide',
+	'"self" is this server\'s cluster: no collision with it, only with f');
+is($r{self}[5], $r{'(here)'}[5], '"self" shows the cluster of this server');
+isnt($r{f}[5], $r{'(here)'}[5], 'f is another cluster');
 is($r{'(here)'}[2], '41/10/12@1ms', 'this server: its layout');
-like($r{a}[4], qr/^node id 2 is also used by b: their IDs collide$/, 'a: the duplicate node id of b');
-like($r{b}[4], qr/^node id 2 is also used by a: their IDs collide$/, 'b: the duplicate node id of a');
+like($r{a}[4], qr/^node id 2 is also used by b: their IDs collide$/, 'a: the duplicate node id of b (not of a2, its own cluster)');
+like($r{b}[4], qr/^node id 2 is also used by a, a2: their IDs collide$/, 'b: the duplicate node id of a, by both its names');
+is($r{a2}[5], $r{a}[5], 'a2 shows the cluster of a');
 like($r{c}[4], qr/^layout 42\/9\/12\@1ms differs from this server's 41\/10\/12\@1ms/, 'c: another layout');
 is($r{c}[1], '3', 'c: its node id');
 like($r{d}[4], qr/^cannot be asked: could not connect to server "d"/, 'd: down, cannot be asked');
@@ -51,12 +60,12 @@ like($r{a}[3], qr/^1\.\d+$/, 'a: its snowseq version');
 # snowseq_create_shards refuses while this server's node id is another's
 $router->safe_psql('postgres', 'CREATE TABLE local_orders (id bigint NOT NULL) PARTITION BY RANGE (id)');
 my ($rc, $out, $err) = $router->psql('postgres', "SELECT snowseq_create_shards('local_orders', 4)");
-like($err, qr/ERROR:  cannot create shards: node id 1 of this server is also used by self/,
+like($err, qr/ERROR:  cannot create shards: node id 1 of this server is also used by f/,
 	'create_shards refuses while this server\'s node id is used by another');
 like($err, qr/WARNING:  server "d": cannot be asked/, 'and warns of the server it could not ask');
 is($router->safe_psql('postgres', "SELECT count(*) FROM pg_inherits WHERE inhparent = 'local_orders'::regclass"), '0',
 	'no partition was created');
-$router->safe_psql('postgres', 'DROP SERVER self CASCADE');
+$router->safe_psql('postgres', 'DROP SERVER f CASCADE');
 ($rc, $out, $err) = $router->psql('postgres', "SELECT snowseq_create_shards('local_orders', 4)");
 is($rc, 0, 'without the duplicate, create_shards proceeds (a duplicate elsewhere does not concern it)');
 
@@ -73,7 +82,7 @@ $router->safe_psql('postgres', q{
 	INSERT INTO snowseq_shard_map VALUES (16383, 'c'), (32767, 'a');
 });
 ($rc, $out, $err) = $router->psql('postgres', "CALL snowseq_move_genes('orders', 0, 16383, 'b')");
-like($err, qr/ERROR:  cannot move genes there: node id 2 of b is also used by a/,
+like($err, qr/ERROR:  cannot move genes there: node id 2 of b is also used by a, a2/,
 	'a move to a server that shares its node id with another is refused');
 is($router->safe_psql('postgres', "SELECT string_agg(upper_gene || '=' || shard, ',' ORDER BY upper_gene) FROM snowseq_shard_map"),
 	'16383=c,32767=a', 'the map is unchanged');
@@ -83,5 +92,5 @@ $router->safe_psql('postgres', 'CREATE ROLE regress_plain LOGIN');
 ($rc, $out, $err) = $router->psql('postgres', 'SELECT * FROM snowseq_check_nodes()', extra_params => [ '-U', 'regress_plain' ]);
 like($err, qr/permission denied for function snowseq_check_nodes/, 'snowseq_check_nodes is not for PUBLIC');
 
-$_->stop for ($router, $a, $b, $c, $e);
+$_->stop for ($router, $a, $b, $c, $e, $f);
 done_testing();

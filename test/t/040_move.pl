@@ -732,8 +732,16 @@ close $hsfh;
 $upd->finish;
 note "split under updates:\n$bg_err";
 unlike($bg_err, qr/ERROR/, '(8) the split succeeds while a writer updates the moved rows');
-like($bg_err, qr/writes to moved rows waited on their delete: deleting under the router's lock/,
-	'(8) an update waiting on the source delete made the switch delete under the router\'s lock instead');
+SKIP:
+{
+	# which path the switch takes depends on an update arriving in the
+	# delete's window; on a loaded machine it may miss it: the checks
+	# below hold on either path
+	skip('(8) no update arrived while the source delete ran this time', 1)
+	  unless $bg_err =~ /writes to moved rows waited on their delete/;
+	like($bg_err, qr/writes to moved rows waited on their delete: deleting under the router's lock/,
+		'(8) an update waiting on the source delete made the switch delete under the router\'s lock instead');
+}
 like(bulk_layout(), qr/20479=bulk_b,24575=bulk_c,32767=bulk_b /, '(8) genes 20480..24575 are on bulk_c');
 # every update the writer saw applied is there: per row, the last payload it saw
 my %last;
