@@ -114,16 +114,11 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 		for (int i = 0; i < old.nslots; i++)
 		{
 			SavedSlot  *slot = &old.slots[i];
-			ReserveId	id;
 			Reservation *r;
 
 			if (slot->tag != RESERVE_TAG_COUNTER)
 				continue;
-			memset(&id, 0, sizeof(id));
-			id.tag = slot->tag;
-			id.dboid = slot->dboid;
-			id.name = slot->name;
-			r = ReservationFind(&id, true);
+			r = ReservationOfSlot(slot, true);
 			if (r == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),

@@ -181,6 +181,7 @@ extern SavedSlot *StateFindSlot(const SavedState *s, const ReserveId *id);
 
 /* shmem.c: the reservations in shared memory, saved and restored */
 extern Reservation *ReservationFind(const ReserveId *id, bool create);
+extern Reservation *ReservationOfSlot(const SavedSlot *slot, bool create);
 extern void ReservationRaise(Reservation *r, uint64 counter, const SavedSlot *saved);
 extern void ReservationSave(Reservation *r, const SavedSlot *update);
 extern void ReservationSlot(Reservation *r, SavedSlot *slot);

@@ -66,7 +66,6 @@ static void
 RmgrApply(const SavedConfig *config, const SavedSlot *slot, uint64 floor)
 {
 	char		msg[sizeof(Snowseq->state_message)];
-	ReserveId	id;
 	Reservation *r;
 	SavedSlot	raised;
 
@@ -83,12 +82,8 @@ RmgrApply(const SavedConfig *config, const SavedSlot *slot, uint64 floor)
 	if (Snowseq->state_error != STATE_OK)
 		return;
 
-	memset(&id, 0, sizeof(id));
-	id.tag = slot->tag;
-	id.dboid = slot->dboid;
-	id.name = slot->name;
 	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
-	r = ReservationFind(&id, true);
+	r = ReservationOfSlot(slot, true);
 	if (r == NULL)
 	{
 		LWLockRelease(Snowseq->lock);

@@ -111,6 +111,19 @@ ReservationFind(const ReserveId *id, bool create)
 	return free_slot;
 }
 
+/* The reservation a saved slot belongs to; with create, taken if new. */
+Reservation *
+ReservationOfSlot(const SavedSlot *slot, bool create)
+{
+	ReserveId	id;
+
+	memset(&id, 0, sizeof(id));
+	id.tag = slot->tag;
+	id.dboid = slot->dboid;
+	id.name = slot->name;
+	return ReservationFind(&id, create);
+}
+
 /*
  * Raise a reservation to what was saved or replayed: its counter to at
  * least counter, its bound to at least the saved bound.  Never lowers
@@ -228,14 +241,8 @@ ShmemLoadState(void)
 	for (int i = 0; i < s.nslots; i++)
 	{
 		SavedSlot  *slot = &s.slots[i];
-		ReserveId	id;
-		Reservation *r;
+		Reservation *r = ReservationOfSlot(slot, true);
 
-		memset(&id, 0, sizeof(id));
-		id.tag = slot->tag;
-		id.dboid = slot->dboid;
-		id.name = slot->name;
-		r = ReservationFind(&id, true);
 		if (r == NULL)
 		{
 			snprintf(msg, sizeof(msg),

@@ -16,7 +16,8 @@ use Test::More;
 
 our @EXPORT = qw(snowseq_node start_faketime set_fake_offset id_clients
   wait_clients check_ids read_ids all_unique strictly_increasing max_of
-  min_of segment_of server_log_since read_state_file);
+  min_of segment_of server_log_since read_state_file script_clients
+  read_lines);
 
 my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -87,6 +88,49 @@ sub id_clients
 	return \@c;
 }
 
+# Start one client per script (a string of statements), each run by psql
+# from a file, what it printed written to a file of its own.  Options:
+# on_error_stop => 0 to go on after a failed statement.  Returns
+# [ [harness, file, \$stderr], ... ], like id_clients.
+sub script_clients
+{
+	my ($node, $tag, $scripts, %o) = @_;
+	my $stop = defined $o{on_error_stop} ? $o{on_error_stop} : 1;
+	my @c;
+	for my $i (0 .. $#$scripts)
+	{
+		my $script = sprintf('%s/%s_%d.sql', $PostgreSQL::Test::Utils::tmp_check, $tag, $i);
+		open my $fh, '>', $script or die "cannot write $script: $!";
+		print $fh $scripts->[$i];
+		close $fh;
+		my $file = sprintf('%s/%s_%d.out', $PostgreSQL::Test::Utils::tmp_check, $tag, $i);
+		my $err = '';
+		my $h = IPC::Run::start(
+			[ 'psql', '-X', '-At', '-q', '-v', "ON_ERROR_STOP=$stop", '-d', $node->connstr('postgres'),
+			  '-f', $script ],
+			'>', $file, '2>', \$err);
+		push @c, [ $h, $file, \$err ];
+	}
+	return \@c;
+}
+
+# The complete lines of a file that match $re (every non-empty line without
+# one): a client killed while printing leaves a torn last line, which it
+# never received whole.
+sub read_lines
+{
+	my ($file, $re) = @_;
+	open my $fh, '<', $file or return ();
+	my @l;
+	while (my $l = <$fh>)
+	{
+		last unless $l =~ /\n\z/;
+		chomp $l;
+		push @l, $l if length($l) && (!defined $re || $l =~ $re);
+	}
+	return @l;
+}
+
 # Wait for clients; returns the number that failed (expected after a crash).
 sub wait_clients
 {
@@ -104,16 +148,7 @@ sub wait_clients
 # printing may leave a torn last line, which it never received whole).
 sub read_ids
 {
-	my ($file) = @_;
-	open my $fh, '<', $file or return ();
-	my @ids;
-	while (my $l = <$fh>)
-	{
-		last unless $l =~ /\n\z/;
-		chomp $l;
-		push @ids, $l if $l =~ /^\d+$/;
-	}
-	return @ids;
+	return read_lines($_[0], qr/^\d+$/);
 }
 
 sub strictly_increasing

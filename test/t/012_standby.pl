@@ -45,7 +45,7 @@ sub read_state { return read_state_file($_[0]); }
 # Clients that read a script of statements from a file, one result printed
 # per statement as it arrives: what a client printed, it received.  Same
 # shape as id_clients, so wait_clients and check_ids apply.
-sub script_clients
+sub standby_clients
 {
 	my ($node, $n, $lines, $tag, $make) = @_;
 	my @c;
@@ -69,14 +69,14 @@ sub snow_clients
 {
 	my ($node, $n, $lines, $tag, $pace) = @_;
 	my $from = $pace ? " FROM pg_sleep($pace)" : '';
-	return script_clients($node, $n, $lines, $tag, sub { "SELECT snowseq_next()$from;\n" });
+	return standby_clients($node, $n, $lines, $tag, sub { "SELECT snowseq_next()$from;\n" });
 }
 
 sub gene_clients
 {
 	my ($node, $n, $lines, $tag, $pace) = @_;
 	my $from = $pace ? " FROM pg_sleep($pace)" : '';
-	return script_clients($node, $n, $lines, $tag,
+	return standby_clients($node, $n, $lines, $tag,
 		sub { my ($i, $l) = @_; "SELECT snowseq_gene_next('$KEYS[($i + $l) % @KEYS]')$from;\n" });
 }
 
@@ -224,7 +224,7 @@ sub scenario
 	# standby above it
 	my $snow  = snow_clients($primary, 2, 30000, "${mode}_primary_snow", 0.002);
 	my $gene  = gene_clients($primary, 2, 30000, "${mode}_primary_gene", 0.002);
-	my $burst = script_clients($primary, 1, 20, "${mode}_primary_burst",
+	my $burst = standby_clients($primary, 1, 20, "${mode}_primary_burst",
 		sub { "SELECT max(x) FROM (SELECT snowseq_next_n(4194304) x) s;\n" });
 	is(wait_clients($burst), 0, "$mode: a burst of 20 batches of 4194304 IDs completed");
 	my $pb_ids = check_ids($burst, "$mode, primary burst (last ID of each batch)");

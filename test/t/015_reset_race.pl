@@ -5,7 +5,6 @@
 use strict;
 use warnings;
 use lib 'test';
-use IPC::Run ();
 use Time::HiRes qw(time usleep);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -29,22 +28,8 @@ my %scripts = (
 	gene => join('', map { "COPY (SELECT snowseq_gene_next('race-key') FROM generate_series(1, $per) g) TO STDOUT;\n" } 1 .. $rounds),
 	snowflake => join('', map { "COPY (SELECT snowseq_next() FROM generate_series(1, $per) g) TO STDOUT;\n" } 1 .. $rounds),
 );
-my @clients;
-for my $kind ('gene', 'gene', 'snowflake', 'snowflake')
-{
-	my $i = @clients + 1;
-	my $script = "$PostgreSQL::Test::Utils::tmp_check/race_$kind.sql";
-	open my $fh, '>', $script or die "cannot write $script: $!";
-	print $fh $scripts{$kind};
-	close $fh;
-	my $file = "$PostgreSQL::Test::Utils::tmp_check/ids_race_$i.txt";
-	my $err = '';
-	my $h = IPC::Run::start([ 'psql', '-X', '-At', '-q', '-v', 'ON_ERROR_STOP=0',
-							  '-d', $node->connstr('postgres'), '-f', $script ],
-		'>', $file, '2>', \$err);
-	push @clients, [ $h, $file, \$err ];
-}
-my $clients = \@clients;
+my $clients = script_clients($node, 'race', [ @scripts{qw(gene gene snowflake snowflake)} ],
+	on_error_stop => 0);
 
 # meanwhile, from one session: delete the state files and reset, again and
 # again, until the clients are done

@@ -6,7 +6,6 @@
 use strict;
 use warnings;
 use lib 'test';
-use IPC::Run ();
 use POSIX qw(strftime);
 use Time::HiRes qw(time usleep);
 use PostgreSQL::Test::Cluster;
@@ -15,43 +14,6 @@ use SnowseqTest;
 use Test::More;
 
 my $tmp = $PostgreSQL::Test::Utils::tmp_check;
-
-# Clients running a script of statements, each printing what it received
-# to a file of its own.
-sub script_clients
-{
-	my ($node, $tag, @scripts) = @_;
-	my @c;
-	for my $i (0 .. $#scripts)
-	{
-		my $script = "$tmp/$tag-$i.sql";
-		open my $fh, '>', $script or die "cannot write $script: $!";
-		print $fh $scripts[$i];
-		close $fh;
-		my $file = "$tmp/$tag-$i.out";
-		my $err = '';
-		my $h = IPC::Run::start([ 'psql', '-X', '-At', '-q', '-v', 'ON_ERROR_STOP=1',
-								  '-d', $node->connstr('postgres'), '-f', $script ],
-			'>', $file, '2>', \$err);
-		push @c, [ $h, $file, \$err ];
-	}
-	return \@c;
-}
-
-# The complete lines a client printed (a torn last line was never received).
-sub lines_of
-{
-	my ($file) = @_;
-	open my $fh, '<', $file or return ();
-	my @l;
-	while (my $l = <$fh>)
-	{
-		last unless $l =~ /\n\z/;
-		chomp $l;
-		push @l, $l if length $l;
-	}
-	return @l;
-}
 
 sub unique { my %s; $s{$_}++ for @_; return !grep { $_ > 1 } values %s; }
 
@@ -81,10 +43,10 @@ $node->safe_psql('postgres', q{
 });
 
 my $c = script_clients($node, 'four',
-	(sprintf($COUNTER_SQL, 50000)) x 2, (sprintf($SERIAL_SQL, 50000)) x 2);
+	[ (sprintf($COUNTER_SQL, 50000)) x 2, (sprintf($SERIAL_SQL, 50000)) x 2 ]);
 is(wait_clients($c), 0, 'four clients: every one finished');
-my @counter = map { [ lines_of($_->[1]) ] } @$c[ 0, 1 ];
-my @serial = map { [ lines_of($_->[1]) ] } @$c[ 2, 3 ];
+my @counter = map { [ read_lines($_->[1]) ] } @$c[ 0, 1 ];
+my @serial = map { [ read_lines($_->[1]) ] } @$c[ 2, 3 ];
 my @all_counter = map { @$_ } @counter;
 my @all_serial = map { @$_ } @serial;
 is(scalar(@all_counter), 100000, 'four clients: 100,000 counter values received');
@@ -98,14 +60,14 @@ ok(!(grep { !/^INV-\d{8}-\d{10}$/ } @all_serial), 'four clients: every serial ha
 
 # an immediate stop while clients take values: after the restart nothing
 # received before is issued again
-$c = script_clients($node, 'crash', sprintf($COUNTER_SQL, 3000000), sprintf($SERIAL_SQL, 3000000));
+$c = script_clients($node, 'crash', [ sprintf($COUNTER_SQL, 3000000), sprintf($SERIAL_SQL, 3000000) ]);
 my $deadline = time() + 30;
 usleep(50_000) until (-s $c->[0][1] && -s $c->[1][1]) || time() > $deadline;
 usleep(300_000);
 $node->stop('immediate');
 wait_clients($c);
-my @crash_counter = lines_of($c->[0][1]);
-my @crash_serial = lines_of($c->[1][1]);
+my @crash_counter = read_lines($c->[0][1]);
+my @crash_serial = read_lines($c->[1][1]);
 cmp_ok(scalar(@crash_counter), '>', 0, 'crash: the clients had received values (' . scalar(@crash_counter) . ' and ' . scalar(@crash_serial) . ')');
 $node->start;
 my @after_counter = split /\n/, $node->safe_psql('postgres', sprintf("SELECT snowseq_counter_next('orders') FROM generate_series(1, %d)", 1000));
@@ -128,14 +90,14 @@ $node->backup('counters_backup');
 my $standby = PostgreSQL::Test::Cluster->new('counters_standby');
 $standby->init_from_backup($node, 'counters_backup', has_streaming => 1);
 $standby->start;
-$c = script_clients($node, 'failover', sprintf($COUNTER_SQL, 3000000), sprintf($SERIAL_SQL, 3000000));
+$c = script_clients($node, 'failover', [ sprintf($COUNTER_SQL, 3000000), sprintf($SERIAL_SQL, 3000000) ]);
 $deadline = time() + 30;
 usleep(50_000) until (-s $c->[0][1] && -s $c->[1][1]) || time() > $deadline;
 usleep(500_000);
 $node->stop('immediate');
 wait_clients($c);
-push @all_counter, lines_of($c->[0][1]);
-push @all_serial, lines_of($c->[1][1]);
+push @all_counter, read_lines($c->[0][1]);
+push @all_serial, read_lines($c->[1][1]);
 $standby->promote;
 $standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()') or die 'standby not promoted';
 my @promoted_counter = split /\n/, $standby->safe_psql('postgres', "SELECT snowseq_counter_next('orders') FROM generate_series(1, 1000)");

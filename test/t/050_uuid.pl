@@ -28,19 +28,7 @@ my $UUID_RE = qr/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 my $EPOCH_MS = 1735689600000;    # 2025-01-01 00:00:00 UTC
 
 # The UUIDs of a client's file (complete lines only).
-sub read_uuids
-{
-	my ($file) = @_;
-	open my $fh, '<', $file or return ();
-	my @u;
-	while (my $l = <$fh>)
-	{
-		last unless $l =~ /\n\z/;
-		chomp $l;
-		push @u, $l if $l =~ $UUID_RE;
-	}
-	return @u;
-}
+sub read_uuids { return read_lines($_[0], $UUID_RE); }
 
 # The fields of a UUID under a layout (seq_bits, node_bits): unix_ts_ms,
 # version, variant, the counter (rand_a, then the top of rand_b when the
