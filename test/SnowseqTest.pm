@@ -27,12 +27,15 @@ my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 #   streaming => 1 for a primary that takes standbys ('logical' for a
 #   publisher of logical replication),
 #   faketime => file (start the postmaster under libfaketime),
-#   start => 0 to leave it stopped, extension => 0 to skip CREATE EXTENSION.
+#   start => 0 to leave it stopped, extension => 0 to skip CREATE EXTENSION,
+#   install_path => another PostgreSQL installation (its bin/ and libraries),
+#   initdb => [more initdb options].
 sub snowseq_node
 {
 	my ($name, %o) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(allows_streaming => $o{streaming} // 0);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		$o{install_path} ? (install_path => $o{install_path}) : ());
+	$node->init(allows_streaming => $o{streaming} // 0, extra => $o{initdb} || []);
 	my $conf = '';
 	$conf .= "shared_preload_libraries = 'snowseq'\n" unless defined $o{preload} && !$o{preload};
 	my $id = exists $o{node_id} ? $o{node_id} : 1;
