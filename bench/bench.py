@@ -971,6 +971,17 @@ def write_report(path, ctx):
              "the counter nears its durable bound (see section 4).")
     L.append("* Scaling: a single counter that every backend updates is one cache line moving between "
              "cores; the 1,000-IDs-per-transaction script keeps both cores busy generating IDs.")
+    keys = {o["key"] for o in ctx.get("optional", [])}
+    if "snowflake" in keys:
+        L.append("* pgEdge `snowflake.nextval()` keeps its state in a sequence relation: every call "
+                 "opens the sequence, locks its buffer, reads the clock and writes the new value into the "
+                 "page (WAL-logged from time to time), so it is serialised on that buffer and refused "
+                 "wherever a sequence cannot be written (read-only transactions, standbys).")
+    if keys & {"pg_uuidv7", "uuidv7_builtin", "snowseq_uuid"}:
+        L.append("* UUIDv7 generators return 16-byte keys: a 48-bit millisecond time followed by random "
+                 "bits (`pg_uuidv7` draws 74 of them from `pg_strong_random()` per call; PostgreSQL 18's "
+                 "`uuidv7()` uses 12 of them for sub-millisecond time, monotonic within a backend), so "
+                 "they cost a random draw per ID and make a larger index than a bigint.")
 
     # 0
     obs = ctx.get("observations")

@@ -206,6 +206,10 @@ prepare_base() {
 	chmod 755 "$new/usr/sbin/policy-rc.d"
 	mkdir -p "$new/etc/postgresql-common"
 	echo "create_main_cluster = false" >"$new/etc/postgresql-common/createcluster.conf"
+	# a mirror may be a snapshot whose Release files have passed their
+	# Valid-Until date (sid's are valid for a week): apt would refuse to
+	# update from it
+	echo 'Acquire::Check-Valid-Until "false";' >"$new/etc/apt/apt.conf.d/80snowseq-snapshot"
 	echo "$stamp" >"$new/.snowseq-matrix"
 	[ -e "$root" ] && remove_tree "$root"
 	mv "$new" "$root"

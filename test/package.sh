@@ -51,14 +51,14 @@ build() {
 		tar --exclude=snowseq-$upstream/debian -czf snowseq_$upstream.orig.tar.gz snowseq-$upstream
 		cd snowseq-$upstream
 		pg_buildext updatecontrol
-		echo \"building for PostgreSQL \$(pg_buildext supported-versions)\"
-		dpkg-buildpackage -us -uc
-		ls -l /tmp/pkg" || { unmount_all; return 1; }
+		echo \"dpkg-buildpackage for PostgreSQL \$(pg_buildext supported-versions) (log: $ROOT/tmp/pkg/build.log)\"
+		dpkg-buildpackage -us -uc >/tmp/pkg/build.log 2>&1 || { tail -n 40 /tmp/pkg/build.log; exit 1; }
+		grep -E '^dpkg-deb: building' /tmp/pkg/build.log" || { unmount_all; return 1; }
 	OUT="$CACHE/packages/$suite"
 	rm -rf "$OUT"
 	mkdir -p "$OUT"
 	cp "$ROOT"/tmp/pkg/*.deb "$ROOT"/tmp/pkg/*.dsc "$ROOT"/tmp/pkg/*.tar.* "$OUT/"
-	in_chroot "$ROOT" dpkg-deb --contents /tmp/pkg/postgresql-"$v"-snowseq_"$debversion"_*.deb |
+	dpkg-deb --contents "$OUT"/postgresql-"$v"-snowseq_"$debversion"_*.deb |
 		awk '{ print "  " $NF }' | grep -E 'snowseq(\.so|\.control|--)' || true
 	unmount_all
 }
@@ -86,6 +86,8 @@ install_and_test() {
 	if [ -n "$present" ]; then
 		echo "test/package.sh: the clean chroot has build dependencies:$present" >&2
 		rc=1
+	else
+		echo "no compiler, no headers, no debhelper in the clean chroot: only what the package depends on"
 	fi
 	[ "$rc" = 0 ] && { in_chroot "$ROOT" bash -c "cd /snowseq && debian/tests/installcheck" || rc=$?; }
 	unmount_all
