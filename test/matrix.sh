@@ -8,7 +8,7 @@
 #
 # Usage, as root (debootstrap, chroot and mount need it):
 #   bash test/matrix.sh 17 18
-#   T=test/t/010_crash.pl bash test/matrix.sh 18      one TAP file
+#   T=test/t/010_crash.pl bash test/matrix.sh 18      one TAP file (PROVE_FLAGS too)
 #   bash test/matrix.sh --bench 17 18                 the full benchmark run
 #       (bench/run.sh) instead of the tests; the report of version NN goes
 #       to docs/pgNN/, its raw results to bench/out/pgNN/
@@ -82,7 +82,8 @@ run_version() {
 	else
 		in_chroot "$root" env PG_CONFIG="/usr/lib/postgresql/$v/bin/pg_config" \
 			${old:+SNOWSEQ_OLD_PG_CONFIG="/usr/lib/postgresql/$old/bin/pg_config"} \
-			SKIP_BENCH="${SKIP_BENCH-1}" ${T:+T="$T"} BENCH_PEERS="${peers:-/nonexistent}" \
+			SKIP_BENCH="${SKIP_BENCH-1}" ${T:+T="$T"} ${PROVE_FLAGS:+PROVE_FLAGS="$PROVE_FLAGS"} \
+			BENCH_PEERS="${peers:-/nonexistent}" \
 			bash /snowseq/test/check.sh 2>&1 | tee "$log" || rc=$?
 	fi
 	[ "$rc" = 0 ] || echo "(paths above are inside the chroot $root; output in $log)"
