@@ -11,7 +11,8 @@
 #   T=test/t/010_crash.pl bash test/matrix.sh 18      one TAP file (PROVE_FLAGS too)
 #   bash test/matrix.sh --bench 17 18                 the full benchmark run
 #       (bench/run.sh) instead of the tests; the report of version NN goes
-#       to docs/pgNN/, its raw results to bench/out/pgNN/
+#       to docs/pgNN/, its raw results to bench/out/pgNN/ (BENCH_* sizes are
+#       passed on)
 #
 # Chroots are made once and kept under SNOWSEQ_MATRIX_DIR (default
 # /var/cache/snowseq-matrix); see test/chroot.sh.  The benchmark smoke run is
@@ -69,7 +70,9 @@ run_version() {
 	echo "PostgreSQL $v: $(in_chroot "$root" /usr/lib/postgresql/"$v"/bin/postgres --version)${old:+ (and $old, for pg_upgrade)}"
 	if [ "$mode" = bench ]; then
 		rm -rf "$root/snowseq-bench"
-		in_chroot "$root" env PG_CONFIG="/usr/lib/postgresql/$v/bin/pg_config" \
+		# the sizes (BENCH_REPS, BENCH_CALL_N, ...) given to this run
+		mapfile -t sizes < <(env | grep -E '^BENCH_[A-Z_]+=' | grep -vE '^BENCH_(OUT|DATA|PEERS)=' || true)
+		in_chroot "$root" env PG_CONFIG="/usr/lib/postgresql/$v/bin/pg_config" "${sizes[@]}" \
 			BENCH_OUT=/snowseq-bench/docs BENCH_DATA=/snowseq-bench/out \
 			BENCH_PEERS="${peers:-/nonexistent}" \
 			bash /snowseq/bench/run.sh 2>&1 | tee "$log" || rc=$?
