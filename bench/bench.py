@@ -898,6 +898,9 @@ def write_report(path, ctx):
     ], ["---", "---"]))
     L.append("\nThe machine was not otherwise idle: treat differences of a few percent as noise "
              "(the *spread* columns show the range over the repetitions).")
+    if ctx.get("load"):
+        L.append("Its load average (1, 5 and 15 minutes; %d cores) as each section began: %s."
+                 % (m["nproc"], "; ".join("%s %s" % (sec, la) for sec, la in ctx["load"])))
     L.append("\n## Server settings\n")
     L.append("A throwaway cluster made by `initdb` for the run (`-E UTF8 --locale=C`). The settings "
              "are initdb's (it writes `max_connections` and `shared_buffers` into postgresql.conf, hence "
@@ -1252,6 +1255,14 @@ def main():
         log("  %-28s %-24s (%s)" % (name, value, source))
     log("sizes: " + ", ".join("%s=%s" % (ENV[k], cfg[k]) for k in ENV))
 
+    ctx["load"] = []
+
+    def load(section):
+        """The machine's load average when a section starts (the run shares it)."""
+        with open("/proc/loadavg") as f:
+            ctx["load"].append((section, " ".join(f.read().split()[:3])))
+
+    load("start")
     shmem = {"before": shmem_reading()}
     have, ctx["skipped"] = add_optional_generators()
     ctx["optional"] = [{"key": k, "label": l, "expr": e,
@@ -1264,11 +1275,16 @@ def main():
         log("skipped: %s: %s" % (label, why))
     peers = [n for k, _, _, _, (kind, n) in OPTIONAL_GENERATORS if k in have and kind == "extension"]
     ctx["observations"] = observe(args.mode, args.tmp, peers)
+    load("1. call cost")
     ctx["calls"] = bench_calls(cfg)
+    load("2. clients")
     ctx["clients"], ctx["client_res"] = bench_clients(cfg, args.tmp)
+    load("3. inserts")
     ctx["inserts"] = bench_inserts(cfg)
+    load("4. WAL")
     ctx["wal"] = bench_wal(cfg)
     bench_shmem_burst(cfg)
+    load("end")
     shmem["after"] = shmem_reading()
     ctx["shmem"] = shmem
     ctx["targets"] = targets(ctx["calls"], ctx["clients"], ctx["client_res"], ctx["inserts"],

@@ -19,13 +19,13 @@ set ylabel "IDs/s (median)"
 set format y "%.1s%c"
 set yrange [0:*]
 set grid
-set bmargin 6
+set bmargin 8
 set multiplot layout 1,2 title "IDs per second with many clients (pgbench -M prepared)\n".subtitle
 unset key
 set title "1 ID per transaction: SELECT f();"
 plot for [i=2:ncols+1] datafile using 1:i:xtic(1) with linespoints lw 2 pt 7 lc rgb word(colours, i - 1) title columnheader(i)
 # one legend for both panels (the right one has every generator), centred under them
-set key at screen 0.5, screen 0.02 center bottom horizontal maxrows 2 reverse Left width -2 samplen 2
+set key at screen 0.5, screen 0.01 center bottom horizontal maxcols 4 reverse Left width -2 samplen 2
 set title "1,000 IDs per transaction: SELECT count(f()) FROM generate_series(1, 1000);"
 plot for [i=2:ncols2+1] datafile2 using 1:i:xtic(1) with linespoints lw 2 pt 7 lc rgb word(colours, i - 1) title columnheader(i)
 unset multiplot
