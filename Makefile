@@ -62,10 +62,19 @@ include $(PGXS)
 tapcheck:
 	$(prove_installcheck)
 
-.PHONY: demo test bench
+# the PGXN distribution: the committed tree as a zip named by META.json's
+# version (git archive: nothing that is not committed)
+DISTVERSION = $(shell sed -n 's/^   "version": "\(.*\)",$$/\1/p' META.json)
+.PHONY: dist
+dist:
+	git archive --format zip --prefix=$(EXTENSION)-$(DISTVERSION)/ -o $(EXTENSION)-$(DISTVERSION).zip HEAD
+
+.PHONY: demo test bench package
 demo:
 	bash test/demo.sh
 test:
 	bash test/check.sh
 bench:
 	bash bench/run.sh
+package:
+	bash test/package.sh 17 18

@@ -13,6 +13,7 @@ run.
 
 import argparse
 import datetime
+import glob
 import json
 import math
 import os
@@ -81,7 +82,6 @@ CALL_GENERATORS = [
     ("clock_timestamp", "clock_timestamp() (floor)", "clock_timestamp()"),
     ("random", "random() (floor)", "random()"),
     ("snowseq_next", "snowseq_next()", "snowseq_next()"),
-    ("snowseq_uuid", "snowseq_uuid()", "snowseq_uuid()"),
     ("snowseq_scatter", "snowseq_scatter(snowseq_next(), 2)", "snowseq_scatter(snowseq_next(), 2)"),
     ("snowseq_next_n_from", "snowseq_next_n(N), FROM clause", None),
     ("snowseq_next_n_select", "snowseq_next_n(N), SELECT list", None),
@@ -107,11 +107,8 @@ CALL_GENERATORS = [
      "'INV-' || to_char(clock_timestamp(), 'YYYYMMDD') || '-' || lpad(nextval('bench_seq_cache1')::text, 6, '0')"),
     ("gen_random_uuid", "gen_random_uuid()", "gen_random_uuid()"),
     ("uuidv7", "UUIDv7 (PL/pgSQL)", "bench_uuidv7()"),
-    ("uuidv7_builtin", "uuidv7() (PostgreSQL 18)", "uuidv7()"),
     ("instagram", "Instagram-style (PL/pgSQL)", "bench_instagram_id()"),
 ]
-# measured only where the server has them: key -> function signature
-CALL_OPTIONAL = {"uuidv7_builtin": "pg_catalog.uuidv7()"}
 
 # many clients: (key, label, expression)
 CLIENT_GENERATORS = [
@@ -121,6 +118,12 @@ CLIENT_GENERATORS = [
 ]
 CLIENT_SCRIPTS = [(1, "SELECT {e};\n"),
                   (1000, "SELECT count({e}) FROM generate_series(1, 1000);\n")]
+# the 1-ID script mostly measures round trips: only these run it
+CLIENT_ONE_ID = ("snowseq_next", "nextval", "gen_random_uuid")
+
+
+def client_scripts(key):
+    return [(p, t) for p, t in CLIENT_SCRIPTS if p != 1 or key in CLIENT_ONE_ID]
 
 # inserts: (key, label, id column DDL, extra DDL, INSERT statement)
 INS_PLAIN = "INSERT INTO bench_t (buyer, amount) SELECT buyer, n FROM bench_src LIMIT {n}"
@@ -131,8 +134,6 @@ INSERT_VARIANTS = [
     ("identity", "identity", "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "", INS_PLAIN),
     ("gen_random_uuid", "DEFAULT gen_random_uuid()",
      "id uuid PRIMARY KEY DEFAULT gen_random_uuid()", "", INS_PLAIN),
-    ("snowseq_uuid", "DEFAULT snowseq_uuid()", "id uuid PRIMARY KEY DEFAULT snowseq_uuid()", "",
-     INS_PLAIN),
     ("uuidv7", "DEFAULT UUIDv7 (PL/pgSQL)", "id uuid PRIMARY KEY DEFAULT bench_uuidv7()", "",
      INS_PLAIN),
     ("gene_trigger", "gene ID, trigger", "id bigint PRIMARY KEY",
@@ -150,6 +151,62 @@ WAL_GENERATORS = [
     ("counter", "snowseq_counter_next(name)", "snowseq_counter_next('bench_counter')"),
     ("nextval_c1", "nextval() CACHE 1", "nextval('bench_seq_cache1')"),
 ]
+
+# Generators that exist only on some servers: the peer extensions (built by
+# bench/run.sh when their sources are found), PostgreSQL 18's built-in
+# uuidv7(), and snowseq's own UUIDv7 when this build has it.  (key, label,
+# expression, SQL type, what it needs: ("extension", name) or ("function",
+# signature)).  Each joins the call cost, inserts, clients (1,000 IDs per
+# transaction) and WAL measurements and the correctness observations.
+OPTIONAL_GENERATORS = [
+    ("snowflake", "pgEdge snowflake.nextval()", "snowflake.nextval()", "bigint",
+     ("extension", "snowflake")),
+    ("pg_uuidv7", "pg_uuidv7 uuid_generate_v7()", "uuid_generate_v7()", "uuid",
+     ("extension", "pg_uuidv7")),
+    ("uuidv7_builtin", "uuidv7() (built-in)", "uuidv7()", "uuid",
+     ("function", "pg_catalog.uuidv7()")),
+    ("snowseq_uuid", "snowseq_uuid()", "snowseq_uuid()", "uuid", ("function", "snowseq_uuid()")),
+]
+PEER_LABELS = {"snowflake": "pgEdge snowflake", "pg_uuidv7": "pg_uuidv7"}
+
+# the generators whose behaviour the correctness observations record:
+# (key, label, expression, SQL type)
+OBSERVED_GENERATORS = [
+    ("snowseq_next", "snowseq_next()", "snowseq_next()", "bigint"),
+    ("gene_int8", "snowseq_gene_next(bigint), one key", "snowseq_gene_next(4242424242::bigint)", "bigint"),
+    ("nextval_c1", "nextval() CACHE 1", "nextval('bench_seq_cache1')", "bigint"),
+    ("nextval_c100", "nextval() CACHE 100", "nextval('bench_seq_cache100')", "bigint"),
+    ("gen_random_uuid", "gen_random_uuid()", "gen_random_uuid()", "uuid"),
+    ("uuidv7", "UUIDv7 (PL/pgSQL)", "bench_uuidv7()", "uuid"),
+    ("instagram", "Instagram-style (PL/pgSQL)", "bench_instagram_id()", "bigint"),
+]
+
+
+def add_optional_generators():
+    """Create what the optional generators need and add those available to
+    the measurement lists.  Returns (available keys, [(label, why skipped)])."""
+    built = os.environ.get("BENCH_PEERS_BUILT", "").split()
+    skipped = [tuple(x.split(": ", 1)) for x in os.environ.get("BENCH_PEERS_SKIPPED", "").split(";") if x]
+    have = []
+    for key, label, expr, typ, (kind, name) in OPTIONAL_GENERATORS:
+        if kind == "extension":
+            if name not in built:
+                if not any(l == PEER_LABELS[name] for l, _ in skipped):
+                    skipped.append((PEER_LABELS[name], "not built (BENCH_PEERS)"))
+                continue
+            psql("CREATE EXTENSION IF NOT EXISTS %s;\n" % name)
+        elif query_value("SELECT to_regprocedure('%s') IS NOT NULL" % name) != "t":
+            skipped.append((label, "no %s on this server" % name))
+            continue
+        have.append(key)
+        CALL_GENERATORS.append((key, label, expr))
+        CLIENT_GENERATORS.append((key, label, expr))
+        INSERT_VARIANTS.append((key, "DEFAULT " + label,
+                                "id %s PRIMARY KEY DEFAULT %s" % (typ, expr), "", INS_PLAIN))
+        WAL_GENERATORS.append((key, label, expr))
+        OBSERVED_GENERATORS.append((key, label, expr, typ))
+    return have, skipped
+
 
 SETTINGS = [
     "shared_buffers", "work_mem", "maintenance_work_mem", "wal_buffers", "fsync",
@@ -249,10 +306,9 @@ def call_query(key, expr, n):
 
 
 def call_generators():
-    """The call-cost generators this server has."""
-    have = {k for k, sig in CALL_OPTIONAL.items()
-            if query_value("SELECT to_regprocedure('%s') IS NOT NULL" % sig) == "t"}
-    return [g for g in CALL_GENERATORS if g[0] not in CALL_OPTIONAL or g[0] in have]
+    """The call-cost generators this server has (add_optional_generators()
+    has appended the optional ones it found)."""
+    return list(CALL_GENERATORS)
 
 
 def bench_calls(cfg):
@@ -294,13 +350,13 @@ def bench_clients(cfg, tmp):
     nproc = os.cpu_count() or 1
     scripts = {}
     for key, label, expr in CLIENT_GENERATORS:
-        for per_tx, tmpl in CLIENT_SCRIPTS:
+        for per_tx, tmpl in client_scripts(key):
             path = os.path.join(tmp, "pgbench_%s_%d.sql" % (key, per_tx))
             with open(path, "w") as f:
                 f.write(tmpl.format(e=expr))
             scripts[(key, per_tx)] = path
     runs = [(key, per_tx, c) for key, _, _ in CLIENT_GENERATORS
-            for per_tx, _ in CLIENT_SCRIPTS for c in clients]
+            for per_tx, _ in client_scripts(key) for c in clients]
     samples = {r: [] for r in runs}
     log("== 2. many clients: pgbench -n -M prepared -T %d, clients %s, %d repetitions"
         % (cfg["seconds"], cfg["clients"], cfg["client_reps"]))
@@ -316,7 +372,7 @@ def bench_clients(cfg, tmp):
             "%s/%d/%dc %.0f" % (k, p, c, samples[(k, p, c)][-1]) for k, p, c in runs)))
     res = []
     for key, label, expr in CLIENT_GENERATORS:
-        for per_tx, tmpl in CLIENT_SCRIPTS:
+        for per_tx, tmpl in client_scripts(key):
             ids = {c: median(samples[(key, per_tx, c)]) for c in clients}
             base = ids[clients[0]]
             res.append({
@@ -450,6 +506,265 @@ def bench_shmem_burst(cfg):
 
 
 # --------------------------------------------------------------------------
+# 0. correctness observations: what a user sees, measured on this server
+#    (and on a standby and a second cluster under libfaketime)
+
+OBS_SIZES = {"full": {"series": 2000, "interleaved": 1000, "clock": 200},
+             "smoke": {"series": 200, "interleaved": 100, "clock": 20}}
+
+INTERLEAVED_FN = r"""
+CREATE OR REPLACE FUNCTION pg_temp.bench_interleaved(expr text, typ text, n integer, conn text,
+	OUT out_of_order integer, OUT repeated integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+	cur text;
+	prev text;
+	back boolean;
+	seen text[] := '{}';
+BEGIN
+	PERFORM dblink_connect('bench_a', conn);
+	PERFORM dblink_connect('bench_b', conn);
+	out_of_order := 0;
+	FOR i IN 1 .. n LOOP
+		SELECT t.v INTO cur FROM dblink(CASE WHEN i % 2 = 1 THEN 'bench_a' ELSE 'bench_b' END,
+			'SELECT (' || expr || ')::text') AS t(v text);
+		IF prev IS NOT NULL THEN
+			EXECUTE format('SELECT $1::%s <= $2::%s', typ, typ) INTO back USING cur, prev;
+			IF back THEN out_of_order := out_of_order + 1; END IF;
+		END IF;
+		seen := seen || cur;
+		prev := cur;
+	END LOOP;
+	SELECT count(*) - count(DISTINCT v) INTO repeated FROM unnest(seen) v;
+	PERFORM dblink_disconnect('bench_a');
+	PERFORM dblink_disconnect('bench_b');
+END
+$$;
+"""
+
+
+def as_server(cmd, env=()):
+    """A command run as the server's user (PostgreSQL refuses root)."""
+    pre = ["env", "PATH=" + os.environ["PATH"]] + list(env)
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--"] + pre + cmd
+    return pre + cmd
+
+
+def psql_at(port, script, db="postgres"):
+    """A psql script on the server at port; returns (ok, output, first error)."""
+    p = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-p", str(port),
+                        "-d", db, "-f", "-"], input=script, capture_output=True, text=True)
+    err = ""
+    for line in p.stderr.splitlines():
+        m = re.search(r"(ERROR|FATAL):\s+(.*)", line)
+        if m:
+            err = "%s: %s" % (m.group(1), m.group(2))
+            break
+    return p.returncode == 0, p.stdout, err
+
+
+def short_error(err, n=70):
+    return err if len(err) <= n else err[:n - 1] + "…"
+
+
+def ordered(values, typ):
+    """Values as received, comparable in their SQL type's order (uuid text
+    is fixed-width lower-case hex, so its string order is the uuid order)."""
+    return [int(v) for v in values] if typ == "bigint" else list(values)
+
+
+def order_cell(out_of_order, repeated, steps):
+    if out_of_order == 0 and repeated == 0:
+        return "yes"
+    cell = "no: %s of %s steps go back" % (fmt_int(out_of_order), fmt_int(steps))
+    if repeated:
+        cell += ", %s repeated" % fmt_int(repeated)
+    return cell
+
+
+def clock_cell(before, phase, typ):
+    """What the IDs taken after the clock stepped back did, against those
+    taken before it."""
+    if phase.get("error"):
+        return short_error(phase["error"])
+    after = ordered(phase["ids"], typ)
+    prev = ordered(before, typ)
+    if not after:
+        return "no IDs"
+    cells = []
+    if phase["seconds"] > 2:
+        cells.append("wait %.1f s" % phase["seconds"])
+    repeated = len(set(after) & set(prev))
+    if min(after) <= max(prev):
+        cells.append("go back" + (", %s repeated" % fmt_int(repeated) if repeated else ""))
+    else:
+        cells.append("increase")
+    return "; ".join(cells)
+
+
+def faketime_library():
+    for pattern in ("/usr/lib/*/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1"):
+        found = sorted(glob.glob(pattern))
+        if found:
+            return found[0]
+    return None
+
+
+def observe(mode, tmp, peers):
+    """The correctness observations table: for every generator, measured
+    here.  Returns {"rows": [...], "notes": [...]}."""
+    sizes = OBS_SIZES[mode]
+    gens = OBSERVED_GENERATORS
+    host, port = os.environ["PGHOST"], int(os.environ["PGPORT"])
+    res = {key: {"label": label} for key, label, _, _ in gens}
+    notes = []
+    log("== 0. correctness observations (%d generators)" % len(gens))
+
+    # within one session, and two sessions taking turns (dblink)
+    for key, label, expr, typ in gens:
+        n = sizes["series"]
+        row = query_rows("SELECT count(*) FILTER (WHERE x <= p), count(p), count(*) - count(DISTINCT x) FROM "
+                         "(SELECT x, lag(x) OVER (ORDER BY i) p FROM "
+                         "(SELECT i, %s AS x FROM generate_series(1, %d) i) s) t" % (expr, n))[0]
+        res[key]["session"] = order_cell(int(row[0]), int(row[2]), int(row[1]))
+    ok, _, err = psql_at(port, "CREATE EXTENSION IF NOT EXISTS dblink;")
+    if ok:
+        conn = "host=%s port=%d dbname=%s user=%s" % (host, port, os.environ["PGDATABASE"],
+                                                     os.environ["PGUSER"])
+        for key, label, expr, typ in gens:
+            n = sizes["interleaved"]
+            ok, out, err = psql_at(port, INTERLEAVED_FN + "SELECT out_of_order || '|' || repeated FROM "
+                                   "pg_temp.bench_interleaved(%s, '%s', %d, %s);"
+                                   % (sql_literal(expr), typ, n, sql_literal(conn)))
+            if ok:
+                back, rep = [int(x) for x in out.strip().split("|")]
+                res[key]["sessions"] = order_cell(back, rep, n - 1)
+            else:
+                res[key]["sessions"] = short_error(err)
+    else:
+        notes.append("Two sessions: not measured, dblink is not available (%s)." % err)
+
+    # a read-only transaction
+    for key, label, expr, typ in gens:
+        ok, _, err = psql_at(port, "BEGIN READ ONLY;\nSELECT %s;\nCOMMIT;" % expr)
+        res[key]["read_only"] = "works" if ok else short_error(err)
+
+    # a hot standby of this server
+    standby = os.path.join(tmp, "standby")
+    sport = port + 1
+    try:
+        run(as_server(["pg_basebackup", "-D", standby, "-X", "stream", "-R", "-c", "fast",
+                       "-h", host, "-p", str(port)]))
+        with open(os.path.join(standby, "postgresql.auto.conf"), "a") as f:
+            f.write("port = %d\n" % sport)
+        run(as_server(["pg_ctl", "-D", standby, "-l", standby + ".log", "-w", "-t", "60", "start"]))
+        try:
+            for key, label, expr, typ in gens:
+                ok, _, err = psql_at(sport, "SELECT %s;" % expr)
+                res[key]["standby"] = "works" if ok else short_error(err)
+        finally:
+            run(as_server(["pg_ctl", "-D", standby, "-m", "fast", "-w", "stop"]))
+    except HarnessError as e:
+        notes.append("Hot standby: not measured, the standby did not start (%s)." % str(e).splitlines()[0])
+    shutil.rmtree(standby, ignore_errors=True)
+
+    # the clock stepped back 10 s: a second cluster under libfaketime
+    lib = faketime_library()
+    if lib:
+        clock_step(gens, res, sizes["clock"], tmp, host, port + 2, lib, peers, notes)
+    else:
+        notes.append("Clock step: not measured, libfaketime is not installed (Debian package faketime).")
+
+    rows = []
+    for key, label, expr, typ in gens:
+        r = res[key]
+        rows.append({"key": key, "label": label, "expr": expr,
+                     "session": r.get("session", "—"), "sessions": r.get("sessions", "—"),
+                     "read_only": r.get("read_only", "—"), "standby": r.get("standby", "—"),
+                     "clock_same": r.get("clock_same", "—"), "clock_new": r.get("clock_new", "—"),
+                     "clock_restart": r.get("clock_restart", "—")})
+        log("  %-36s %s" % (label, " | ".join(rows[-1][k] for k in OBS_COLUMNS)))
+    return {"rows": rows, "notes": notes, "sizes": sizes}
+
+
+OBS_COLUMNS = ["session", "sessions", "read_only", "standby", "clock_same", "clock_new", "clock_restart"]
+OBS_HEADERS = ["increasing within a session", "increasing across 2 sessions taking turns",
+               "in a READ ONLY transaction", "on a hot standby", "clock 10 s back: same session",
+               "clock 10 s back: new session", "clock 10 s back: after a restart"]
+
+
+def sql_literal(s):
+    return "'" + s.replace("'", "''") + "'"
+
+
+def clock_step(gens, res, n, tmp, host, port, lib, peers, notes):
+    data = os.path.join(tmp, "faketime")
+    offset = os.path.join(tmp, "faketime.offset")
+
+    def set_offset(o):
+        with open(offset + ".tmp", "w") as f:
+            f.write(o + "\n")
+        os.chmod(offset + ".tmp", 0o644)
+        os.rename(offset + ".tmp", offset)
+
+    env = ["LD_PRELOAD=" + lib, "FAKETIME_TIMESTAMP_FILE=" + offset, "FAKETIME_NO_CACHE=1",
+           "FAKETIME_DONT_FAKE_MONOTONIC=1"]
+    set_offset("+0")
+    run(as_server(["initdb", "-D", data, "-U", "postgres", "-E", "UTF8", "--locale=C", "-A", "trust",
+                   "--no-sync"]))
+    with open(os.path.join(data, "postgresql.conf"), "a") as f:
+        f.write("listen_addresses = ''\nunix_socket_directories = '%s'\nport = %d\n"
+                "shared_preload_libraries = 'snowseq'\nsnowseq.node_id = 1\nsnowflake.node = 2\n"
+                "jit = off\n" % (host, port))
+    pg_ctl = lambda *a: run(as_server(["pg_ctl", "-D", data, "-l", data + ".log", "-w", "-t", "60"] + list(a),
+                                      env))
+    pg_ctl("start")
+    try:
+        ok, _, err = psql_at(port, "\\i %s\n" % os.path.join(BENCH_DIR, "setup.sql") +
+                             "".join("CREATE EXTENSION %s;\n" % p for p in peers))
+        if not ok:
+            raise HarnessError("setup of the libfaketime cluster: " + err)
+        series = "SELECT %s FROM generate_series(1, " + str(n) + ");"
+        before = {}
+        # the same session: IDs, the step back (psql's \! runs a shell command), IDs
+        for key, label, expr, typ in gens:
+            ok, out, err = psql_at(port, "%s\n\\echo STEP\n\\! echo -10 > %s\n%s\n\\! echo +0 > %s\n"
+                                   % (series % expr, offset, series % expr, offset))
+            set_offset("+0")
+            ids = out.split()
+            if "STEP" not in ids:
+                res[key]["clock_same"] = short_error(err)
+                continue
+            cut = ids.index("STEP")
+            before[key] = ids[:cut]
+            res[key]["clock_same"] = clock_cell(before[key], {"ids": ids[cut + 1:], "seconds": 0,
+                                                              "error": err}, typ)
+
+        def phase(column):
+            for key, label, expr, typ in gens:
+                if key not in before:
+                    continue
+                t0 = time.time()
+                ok, out, err = psql_at(port, series % expr)
+                res[key][column] = clock_cell(before[key], {"ids": out.split(), "seconds": time.time() - t0,
+                                                            "error": "" if ok else err}, typ)
+        set_offset("-10")
+        phase("clock_new")
+        pg_ctl("restart")
+        phase("clock_restart")
+    except HarnessError as e:
+        notes.append("Clock step: not measured (%s)." % str(e).splitlines()[0])
+    finally:
+        set_offset("+0")
+        try:
+            pg_ctl("-m", "fast", "stop")
+        except HarnessError:
+            pass
+        shutil.rmtree(data, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
 # report
 
 def fmt_int(x):
@@ -496,7 +811,7 @@ def machine_info():
             "os": os_name, "kernel": os.uname().release}
 
 
-def targets(calls, clients, client_res, inserts, wal, shmem):
+def targets(calls, clients, client_res, inserts, wal, shmem, skipped=None):
     c = {r["key"]: r for r in calls}
     t = []
     snow, floor = c["snowseq_next"]["ns"], c["clock_timestamp"]["ns"]
@@ -544,6 +859,39 @@ def targets(calls, clients, client_res, inserts, wal, shmem):
         ns = c[key]["ns"]
         t.append(("%s under 1 us per call" % c[key]["label"],
                   "%.1f ns (%.1f ns over the loop)" % (ns, c[key]["over_loop"]), ns < 1000.0))
+    # the peers and PostgreSQL 18's uuidv7(): measured side by side, or SKIP
+    # naming what was missing
+    why = dict(skipped or [])
+
+    def skip(target, label):
+        t.append((target, "not measured: %s (%s)" % (label, why.get(label, "not available")), None))
+
+    if "snowflake" in c:
+        sf = c["snowflake"]["ns"]
+        t.append(("snowseq_next() >= 2.5x faster than pgEdge snowflake.nextval()",
+                  "%.1f ns vs %.1f ns = %s faster" % (snow, sf, fmt_x(sf / snow)), sf / snow >= 2.5))
+    else:
+        skip("snowseq_next() >= 2.5x faster than pgEdge snowflake.nextval()", "pgEdge snowflake")
+    for key, label, want in (("snowflake", "pgEdge snowflake", 1.05), ("pg_uuidv7", "pg_uuidv7", 1.8)):
+        target = "inserts >= %.2fx %s's rows/s at %s rows" % (want, label, fmt_int(big["rows"]))
+        if key in v:
+            x = s["rows_per_s"] / v[key]["rows_per_s"]
+            t.append((target, "%s vs %s rows/s = %s" % (fmt_int(s["rows_per_s"]),
+                                                       fmt_int(v[key]["rows_per_s"]), fmt_x(x)), x >= want))
+        else:
+            skip(target, label)
+    if "uuidv7_builtin" in c:
+        u7 = c["uuidv7_builtin"]["ns"]
+        t.append(("snowseq_next() faster than the built-in uuidv7()",
+                  "%.1f ns vs %.1f ns = %s faster" % (snow, u7, fmt_x(u7 / snow)), snow < u7))
+        if "snowseq_uuid" in c:
+            su = c["snowseq_uuid"]["ns"]
+            t.append(("snowseq_uuid() call cost <= 1.2x the built-in uuidv7()'s",
+                      "%.1f ns vs %.1f ns = %s" % (su, u7, fmt_x(su / u7)), su / u7 <= 1.2))
+        else:
+            skip("snowseq_uuid() call cost <= 1.2x the built-in uuidv7()'s", "snowseq_uuid()")
+    else:
+        skip("snowseq_next() faster than the built-in uuidv7()", "uuidv7() (built-in)")
     t.append(("snowseq shared memory does not grow",
               "%s bytes before, %s bytes after %s IDs" % (
                   fmt_int(shmem["before"]["shmem_bytes"]), fmt_int(shmem["after"]["shmem_bytes"]),
@@ -551,6 +899,10 @@ def targets(calls, clients, client_res, inserts, wal, shmem):
               shmem["after"]["shmem_bytes"] == shmem["before"]["shmem_bytes"]
               and shmem["after"]["allocation"] == shmem["before"]["allocation"]))
     return t
+
+
+def verdict(ok):
+    return "SKIP" if ok is None else "PASS" if ok else "MISS"
 
 
 def md_table(header, rows, align=None):
@@ -581,6 +933,9 @@ def write_report(path, ctx):
     ], ["---", "---"]))
     L.append("\nThe machine was not otherwise idle: treat differences of a few percent as noise "
              "(the *spread* columns show the range over the repetitions).")
+    if ctx.get("load"):
+        L.append("Its load average (1, 5 and 15 minutes; %d cores) as each section began: %s."
+                 % (m["nproc"], "; ".join("%s %s" % (sec, la) for sec, la in ctx["load"])))
     L.append("\n## Server settings\n")
     L.append("A throwaway cluster made by `initdb` for the run (`-E UTF8 --locale=C`). The settings "
              "are initdb's (it writes `max_connections` and `shared_buffers` into postgresql.conf, hence "
@@ -629,11 +984,20 @@ def write_report(path, ctx):
     L.append("* Generators compared: `bench/setup.sql` (sequences, a PL/pgSQL UUIDv7 and an "
              "Instagram-style PL/pgSQL function: 41 bits of ms since 2025-01-01, 13 bits of shard id, "
              "`nextval() % 1024`), and PostgreSQL 18's built-in `uuidv7()` on servers that have it.")
+    opt = ctx.get("optional", [])
+    if opt:
+        L.append("* Also compared, in every section (clients: the 1,000-IDs-per-transaction script): " +
+                 "; ".join("%s%s" % (o["label"], ", extension version %s built from its sources by "
+                                     "`bench/run.sh`" % o["version"] if o["version"] else "") for o in opt) +
+                 ". pgEdge snowflake runs with `snowflake.node = 2` and its default sequence "
+                 "(`snowflake.nextval()`).")
+    for label, why in ctx.get("skipped", []):
+        L.append("* Not compared: %s (%s)." % (label, why))
 
     # summary
     L.append("\n## Summary: targets\n")
     L.append(md_table(["target", "measured", "result"],
-                      [(t, m_, "PASS" if ok else "MISS") for t, m_, ok in ctx["targets"]],
+                      [(t, m_, verdict(ok)) for t, m_, ok in ctx["targets"]],
                       ["---", "---", ":---:"]))
     L.append("\nA MISS is reported, never hidden; what each target compares:\n")
     L.append("* `snowseq_next()` against `clock_timestamp()`: both read the wall clock once per call; "
@@ -652,6 +1016,40 @@ def write_report(path, ctx):
              "the counter nears its durable bound (see section 4).")
     L.append("* Scaling: a single counter that every backend updates is one cache line moving between "
              "cores; the 1,000-IDs-per-transaction script keeps both cores busy generating IDs.")
+    keys = {o["key"] for o in ctx.get("optional", [])}
+    if "snowflake" in keys:
+        L.append("* pgEdge `snowflake.nextval()` keeps its state in a sequence relation: every call "
+                 "opens the sequence, locks its buffer, reads the clock and writes the new value into the "
+                 "page (WAL-logged from time to time), so it is serialised on that buffer and refused "
+                 "wherever a sequence cannot be written (read-only transactions, standbys).")
+    if keys & {"pg_uuidv7", "uuidv7_builtin", "snowseq_uuid"}:
+        L.append("* UUIDv7 generators return 16-byte keys: a 48-bit millisecond time followed by random "
+                 "bits (`pg_uuidv7` draws 74 of them from `pg_strong_random()` per call; PostgreSQL 18's "
+                 "`uuidv7()` uses 12 of them for sub-millisecond time, monotonic within a backend), so "
+                 "they cost a random draw per ID and make a larger index than a bigint.")
+
+    # 0
+    obs = ctx.get("observations")
+    if obs:
+        L.append("\n## Correctness observations\n")
+        L.append("Measured in this run, not taken from documentation: each generator called %s times in "
+                 "one session and %s times by two sessions taking turns (dblink, one call each in turn); "
+                 "`BEGIN READ ONLY; SELECT f(); COMMIT;`; `SELECT f()` on a hot standby of the benchmark "
+                 "server (pg_basebackup, streaming); and on a second cluster whose postmaster runs under "
+                 "libfaketime, %s IDs before the clock steps back 10 s and %s after it: in the same "
+                 "session, in a new session, and after a restart with the clock still behind. *go back*: "
+                 "an ID after the step is smaller than one before it; *repeated*: the same ID issued "
+                 "again; *wait*: the %s IDs took more than 2 s.\n"
+                 % (fmt_int(obs["sizes"]["series"]), fmt_int(obs["sizes"]["interleaved"]),
+                    obs["sizes"]["clock"], obs["sizes"]["clock"], obs["sizes"]["clock"]))
+        L.append(md_table(["generator"] + OBS_HEADERS,
+                          [[r["label"]] + [r[k] for k in OBS_COLUMNS] for r in obs["rows"]],
+                          ["---"] * (1 + len(OBS_COLUMNS))))
+        for n in obs["notes"]:
+            L.append("\n" + n)
+        L.append("\n`gen_random_uuid()` is random by design; `nextval()` with a cache hands each session "
+                 "its own block; on a standby snowseq refuses on purpose (the standby has its "
+                 "primary's node id; a promoted standby starts above its primary's reservation).")
 
     # 1
     L.append("\n## 1. Call cost in one backend\n")
@@ -785,9 +1183,10 @@ def write_plots(ctx, outdir, datadir):
             for c in ctx["clients"]:
                 f.write("%d\t%s\n" % (c, "\t".join("%.1f" % r["ids_per_s"][c] for r in rs)))
         files.append(d)
+    ncols = [len([r for r in ctx["client_res"] if r["per_tx"] == p]) for p in (1, 1000)]
     plot("clients.gp", files[0], os.path.join(outdir, ctx["png"]["clients"]), term,
-         "datafile2='%s'; ncols=%d; maxclients=%d; subtitle='%s'" % (
-             files[1], len(CLIENT_GENERATORS), max(ctx["clients"]), ctx["subtitle"]))
+         "datafile2='%s'; ncols=%d; ncols2=%d; maxclients=%d; subtitle='%s'" % (
+             files[1], ncols[0], ncols[1], max(ctx["clients"]), ctx["subtitle"]))
     # inserts: rows/s per primary key, one cluster per size
     d = os.path.join(datadir, "inserts.dat")
     with open(d, "w") as f:
@@ -821,10 +1220,10 @@ def print_summary(ctx):
             + " " + " ".join("%8s" % fmt_x(r["scaling"][c]) for c in cl[1:]))
     for b in ctx["inserts"]:
         log("\n-- 3. inserts, %s rows" % fmt_int(b["rows"]))
-        log("%-30s %12s %8s %8s %9s %9s %9s %9s" % ("primary key", "rows/s", "x bigser", "x uuid",
+        log("%-38s %12s %8s %8s %9s %9s %9s %9s" % ("primary key", "rows/s", "x bigser", "x uuid",
                                                     "table MB", "index MB", "idx x big", "WAL MB"))
         for r in b["variants"]:
-            log("%-30s %12s %8s %8s %9s %9s %9s %9s" % (
+            log("%-38s %12s %8s %8s %9s %9s %9s %9s" % (
                 r["label"], fmt_int(r["rows_per_s"]), fmt_x(r["x_bigserial"]), fmt_x(r["x_uuid"]),
                 fmt_mb(r["table_bytes"]), fmt_mb(r["index_bytes"]), fmt_x(r["index_x_bigserial"]),
                 fmt_mb(r["wal_bytes"])))
@@ -836,9 +1235,17 @@ def print_summary(ctx):
     log("\n-- 5. shared memory: %d bytes before, %d bytes after; %s IDs issued in between" % (
         sh["before"]["shmem_bytes"], sh["after"]["shmem_bytes"],
         fmt_int(sh["after"]["ids_issued"] - sh["before"]["ids_issued"])))
+    obs = ctx.get("observations")
+    if obs:
+        log("\n-- 0. correctness observations")
+        log(" | ".join(["generator"] + OBS_HEADERS))
+        for r in obs["rows"]:
+            log(" | ".join([r["label"]] + [r[k] for k in OBS_COLUMNS]))
+        for n in obs["notes"]:
+            log(n)
     log("\n-- targets")
     for t, m_, ok in ctx["targets"]:
-        log("%-4s %s: %s" % ("PASS" if ok else "MISS", t, m_))
+        log("%-4s %s: %s" % (verdict(ok), t, m_))
 
 
 def ratios(ctx):
@@ -904,20 +1311,45 @@ def main():
     log("sizes: " + ", ".join("%s=%s" % (ENV[k], cfg[k]) for k in ENV))
 
     if args.only == "calls":
+        add_optional_generators()
         ctx["calls"] = bench_calls(cfg)
         print_calls(ctx)
         return 0 if all(finite(r["ns"]) and r["ns"] > 0 for r in ctx["calls"]) else 1
 
+    ctx["load"] = []
+
+    def load(section):
+        """The machine's load average when a section starts (the run shares it)."""
+        with open("/proc/loadavg") as f:
+            ctx["load"].append((section, " ".join(f.read().split()[:3])))
+
+    load("start")
     shmem = {"before": shmem_reading()}
+    have, ctx["skipped"] = add_optional_generators()
+    ctx["optional"] = [{"key": k, "label": l, "expr": e,
+                        "version": (query_value("SELECT extversion FROM pg_extension WHERE extname = '%s'" % n)
+                                    if kind == "extension" else "")}
+                       for k, l, e, _, (kind, n) in OPTIONAL_GENERATORS if k in have]
+    for o in ctx["optional"]:
+        log("compared: %s%s" % (o["label"], " (extension version %s)" % o["version"] if o["version"] else ""))
+    for label, why in ctx["skipped"]:
+        log("skipped: %s: %s" % (label, why))
+    peers = [n for k, _, _, _, (kind, n) in OPTIONAL_GENERATORS if k in have and kind == "extension"]
+    ctx["observations"] = observe(args.mode, args.tmp, peers)
+    load("1. call cost")
     ctx["calls"] = bench_calls(cfg)
+    load("2. clients")
     ctx["clients"], ctx["client_res"] = bench_clients(cfg, args.tmp)
+    load("3. inserts")
     ctx["inserts"] = bench_inserts(cfg)
+    load("4. WAL")
     ctx["wal"] = bench_wal(cfg)
     bench_shmem_burst(cfg)
+    load("end")
     shmem["after"] = shmem_reading()
     ctx["shmem"] = shmem
     ctx["targets"] = targets(ctx["calls"], ctx["clients"], ctx["client_res"], ctx["inserts"],
-                             ctx["wal"], shmem)
+                             ctx["wal"], shmem, ctx["skipped"])
     ctx["elapsed"] = time.time() - start
 
     with open(os.path.join(args.data, "results.json"), "w") as f:
@@ -934,7 +1366,7 @@ def rerender(args):
             r[k] = {int(c): v for c, v in r[k].items()}
     ctx["settings"] = [tuple(x) for x in ctx["settings"]]
     ctx["targets"] = targets(ctx["calls"], ctx["clients"], ctx["client_res"], ctx["inserts"],
-                             ctx["wal"], ctx["shmem"])
+                             ctx["wal"], ctx["shmem"], ctx.get("skipped"))
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.data, exist_ok=True)
     return finish(ctx, args, time.time())

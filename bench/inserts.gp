@@ -19,6 +19,7 @@ set format y "%.1s%c"
 set yrange [0:*]
 set grid ytics
 set key top right
-set bmargin 7
+set bmargin 8
+set lmargin 16
 colours = "#8fb0de #4c72b0 #2a4a7f #1b2f52"
 plot for [i=2:nsizes+1] datafile using i:xtic(1) lc rgb word(colours, i - 1) title columnheader(i)

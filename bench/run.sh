@@ -15,6 +15,13 @@
 # older than the sources), starts a throwaway cluster with snowseq preloaded,
 # runs bench/bench.py against it, and removes the cluster again.
 #
+# The extensions users would pick instead are compared too when their
+# sources are found in BENCH_PEERS (default ../shared/peers, relative to the
+# top of the tree): pgEdge's snowflake (pgedge-snowflake*.tar.gz) and
+# pg_uuidv7 (pg_uuidv7*.tar.gz), built and installed into the same
+# PostgreSQL; without them the run says what it skipped.  On PostgreSQL 18
+# the built-in uuidv7() is compared as well.
+#
 # Sizes can be overridden: BENCH_REPS, BENCH_CALL_N, BENCH_CLIENTS ("1 2 4 8"),
 # BENCH_SECONDS, BENCH_CLIENT_REPS, BENCH_INSERT_ROWS ("1000000 5000000"),
 # BENCH_INSERT_REPS, BENCH_BUYERS, BENCH_WAL_N, BENCH_SHMEM_N; BENCH_OUT (the
@@ -60,7 +67,8 @@ fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/snowseq-bench.XXXXXX")
 chmod 755 "$tmp"
-[ "$(id -u)" = 0 ] && chown postgres:postgres "$tmp"
+mkdir -p "$tmp/scratch"
+[ "$(id -u)" = 0 ] && chown postgres:postgres "$tmp" "$tmp/scratch"
 data="$tmp/data"
 started=""
 
@@ -80,6 +88,44 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The peers: extension name, tarball, label.  Each is built from its
+# sources in a scratch directory and installed next to snowseq; one that is
+# missing or does not build is skipped, and the report says why.
+PEERS_DIR=${BENCH_PEERS:-../shared/peers}
+PEERS="snowflake:pgedge-snowflake*.tar.gz:pgEdge snowflake
+pg_uuidv7:pg_uuidv7*.tar.gz:pg_uuidv7"
+BENCH_PEERS_BUILT=""
+BENCH_PEERS_SKIPPED=""
+while IFS=: read -r ext pattern label; do
+	tarball=""
+	[ -d "$PEERS_DIR" ] && tarball=$(find "$PEERS_DIR" -maxdepth 1 -name "$pattern" | sort | tail -n 1)
+	if [ -z "$tarball" ]; then
+		BENCH_PEERS_SKIPPED="$BENCH_PEERS_SKIPPED$label: no $pattern in $PEERS_DIR;"
+		echo "peer $label: skipped, no $pattern in $PEERS_DIR"
+		continue
+	fi
+	control="$("$PG_CONFIG" --sharedir)/extension/$ext.control"
+	if [ "$mode" = smoke ] && [ "$control" -nt "$tarball" ]; then
+		echo "peer $label: installed from $(basename "$tarball")"
+		BENCH_PEERS_BUILT="$BENCH_PEERS_BUILT $ext"
+		continue
+	fi
+	src="$tmp/peers/$ext"
+	mkdir -p "$src"
+	tar -xzf "$tarball" -C "$src"
+	dir=$(dirname "$(find "$src" -name "$ext.control" | head -n 1)")
+	echo "peer $label: building $(basename "$tarball")"
+	if (cd "$dir" && make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" >"$tmp/peer-$ext.log" 2>&1 &&
+		$SUDO make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" install >>"$tmp/peer-$ext.log" 2>&1); then
+		BENCH_PEERS_BUILT="$BENCH_PEERS_BUILT $ext"
+	else
+		tail -n 5 "$tmp/peer-$ext.log"
+		BENCH_PEERS_SKIPPED="$BENCH_PEERS_SKIPPED$label: does not build against $("$PG_CONFIG" --version);"
+		echo "peer $label: skipped, it does not build"
+	fi
+done <<<"$PEERS"
+export BENCH_PEERS_BUILT BENCH_PEERS_SKIPPED
+
 echo "initdb in $data"
 as_server_user initdb -D "$data" -U postgres -E UTF8 --locale=C -A trust --no-sync >"$tmp/initdb.log" 2>&1 ||
 	{ cat "$tmp/initdb.log"; exit 1; }
@@ -96,6 +142,8 @@ autovacuum = off
 max_wal_size = '8GB'
 checkpoint_timeout = '1h'
 EOF
+# pgEdge snowflake's node (its library is loaded on first use, not preloaded)
+case " $BENCH_PEERS_BUILT " in *" snowflake "*) echo "snowflake.node = 2" >>"$data/postgresql.conf" ;; esac
 as_server_user pg_ctl -D "$data" -l "$tmp/server.log" -w -t 60 start >/dev/null
 started=1
 
@@ -109,7 +157,6 @@ else
 	out="${BENCH_OUT:-docs}"
 	datadir="${BENCH_DATA:-bench/out}"
 fi
-mkdir -p "$tmp/scratch"
 if [ "$mode" = calls ]; then
 	python3 -B bench/bench.py --mode full --only calls --out "$tmp/report" --data "$tmp/report/data" \
 		--tmp "$tmp/scratch"

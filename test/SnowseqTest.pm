@@ -17,7 +17,7 @@ use Test::More;
 our @EXPORT = qw(snowseq_node start_faketime set_fake_offset id_clients
   wait_clients check_ids read_ids all_unique strictly_increasing max_of
   min_of segment_of server_log_since read_state_file script_clients
-  read_lines);
+  read_lines extension_fingerprint compare_fingerprints);
 
 my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -27,12 +27,15 @@ my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 #   streaming => 1 for a primary that takes standbys ('logical' for a
 #   publisher of logical replication),
 #   faketime => file (start the postmaster under libfaketime),
-#   start => 0 to leave it stopped, extension => 0 to skip CREATE EXTENSION.
+#   start => 0 to leave it stopped, extension => 0 to skip CREATE EXTENSION,
+#   install_path => another PostgreSQL installation (its bin/ and libraries),
+#   initdb => [more initdb options].
 sub snowseq_node
 {
 	my ($name, %o) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(allows_streaming => $o{streaming} // 0);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		$o{install_path} ? (install_path => $o{install_path}) : ());
+	$node->init(allows_streaming => $o{streaming} // 0, extra => $o{initdb} || []);
 	my $conf = '';
 	$conf .= "shared_preload_libraries = 'snowseq'\n" unless defined $o{preload} && !$o{preload};
 	my $id = exists $o{node_id} ? $o{node_id} : 1;
@@ -245,6 +248,208 @@ sub server_log_since
 {
 	my ($node, $from) = @_;
 	return substr(slurp_file($node->logfile), $from // 0);
+}
+
+# The catalog of an extension as sorted lines, one fact a line, for
+# comparing an upgraded installation with a fresh one (or one cluster before
+# and after pg_upgrade).  Every member object of the extension, whatever
+# its kind, by its identity; and in detail: functions (signature, result,
+# language, markings, C library and symbol or normalized body, settings),
+# operators, types, relations (kind, columns, defaults, constraints,
+# indexes, triggers with their enabled state, policies, view definitions),
+# privileges (ACLs and initial privileges, the owner written OWNER),
+# comments (of members, their columns, constraints and triggers), and the
+# extension's own row (version, configuration tables and their filters).
+# Nothing depends on OIDs or on the order in which objects were created.
+my $FINGERPRINT_SQL = <<'EOS';
+SET search_path = pg_catalog;
+WITH ext AS (
+	SELECT * FROM pg_extension WHERE extname = :'ext'
+), mem AS (
+	SELECT d.classid, d.objid, d.objsubid
+	FROM pg_depend d JOIN ext ON d.refobjid = ext.oid
+	WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+), fn AS (
+	SELECT p.* FROM pg_proc p JOIN mem ON mem.classid = 'pg_proc'::regclass AND mem.objid = p.oid
+), rel AS (
+	SELECT c.* FROM pg_class c JOIN mem ON mem.classid = 'pg_class'::regclass AND mem.objid = c.oid
+), typ AS (
+	SELECT t.* FROM pg_type t JOIN mem ON mem.classid = 'pg_type'::regclass AND mem.objid = t.oid
+), ws(re) AS (
+	VALUES ('[[:space:]]+')
+), acl(what, owner, kind, acl) AS (
+	SELECT 'function ' || oid::regprocedure, proowner, 'f', proacl FROM fn
+	UNION ALL
+	SELECT 'relation ' || oid::regclass, relowner, CASE relkind WHEN 'S' THEN 's' ELSE 'r' END, relacl FROM rel
+	UNION ALL
+	SELECT 'type ' || oid::regtype, typowner, 'T', typacl FROM typ
+	UNION ALL
+	SELECT 'schema ' || n.nspname, n.nspowner, 'n', n.nspacl
+	FROM pg_namespace n JOIN mem ON mem.classid = 'pg_namespace'::regclass AND mem.objid = n.oid
+)
+SELECT line FROM (
+	SELECT 'extension version=' || extversion || ' relocatable=' || extrelocatable
+		|| ' schema=' || extnamespace::regnamespace FROM ext
+	UNION ALL
+	SELECT 'extension config ' || c::regclass || ' filter=' || coalesce(ext.extcondition[i], '')
+	FROM ext, unnest(ext.extconfig) WITH ORDINALITY AS u(c, i)
+	UNION ALL
+	SELECT 'member ' || o.type || ' ' || o.identity
+	FROM mem, pg_identify_object(mem.classid, mem.objid, mem.objsubid) o
+	UNION ALL
+	-- functions: one line per property, so a difference names it
+	SELECT 'function ' || p.oid::regprocedure || ' ' || a
+	FROM fn p JOIN pg_language l ON l.oid = p.prolang, ws,
+	LATERAL unnest(ARRAY[
+		'kind=' || p.prokind::text,
+		'arguments=' || pg_get_function_arguments(p.oid),
+		'result=' || coalesce(pg_get_function_result(p.oid), ''),
+		'language=' || l.lanname,
+		'volatility=' || p.provolatile::text,
+		'strict=' || p.proisstrict,
+		'parallel=' || p.proparallel::text,
+		'security_definer=' || p.prosecdef,
+		'leakproof=' || p.proleakproof,
+		'cost=' || p.procost,
+		'rows=' || p.prorows,
+		'support=' || p.prosupport::regproc,
+		'config=' || coalesce(array_to_string(p.proconfig, ','), ''),
+		'library=' || coalesce(p.probin, ''),
+		-- the C symbol, or the body of any other language
+		'source=' || regexp_replace(btrim(p.prosrc), ws.re, ' ', 'g'),
+		'sql_body=' || coalesce(regexp_replace(pg_get_function_sqlbody(p.oid), ws.re, ' ', 'g'), '')
+	]) a
+	UNION ALL
+	SELECT 'aggregate ' || a.aggfnoid::regprocedure || ' transition=' || a.aggtransfn::regproc
+		|| ' final=' || a.aggfinalfn::regproc || ' combine=' || a.aggcombinefn::regproc
+		|| ' state=' || format_type(a.aggtranstype, NULL) || ' initial=' || coalesce(a.agginitval, '')
+	FROM pg_aggregate a JOIN fn ON fn.oid = a.aggfnoid
+	UNION ALL
+	SELECT 'operator ' || o.oid::regoperator || ' function=' || o.oprcode::regprocedure
+		|| ' result=' || o.oprresult::regtype
+		|| ' commutator=' || CASE WHEN o.oprcom = 0 THEN '-' ELSE o.oprcom::regoperator::text END
+		|| ' negator=' || CASE WHEN o.oprnegate = 0 THEN '-' ELSE o.oprnegate::regoperator::text END
+		|| ' restrict=' || o.oprrest::regproc || ' join=' || o.oprjoin::regproc
+		|| ' merges=' || o.oprcanmerge || ' hashes=' || o.oprcanhash
+	FROM pg_operator o JOIN mem ON mem.classid = 'pg_operator'::regclass AND mem.objid = o.oid
+	UNION ALL
+	SELECT 'type ' || t.oid::regtype || ' type=' || t.typtype::text || ' category=' || t.typcategory::text
+		|| ' base=' || CASE WHEN t.typbasetype = 0 THEN '-' ELSE format_type(t.typbasetype, t.typtypmod) END
+		|| ' notnull=' || t.typnotnull || ' default=' || coalesce(t.typdefault, '')
+		|| ' input=' || t.typinput::regproc || ' output=' || t.typoutput::regproc
+		|| ' length=' || t.typlen || ' align=' || t.typalign::text || ' storage=' || t.typstorage::text
+	FROM typ t
+	UNION ALL
+	SELECT 'type ' || e.enumtypid::regtype || ' label ' || row_number() OVER w || '=' || e.enumlabel
+	FROM pg_enum e JOIN typ ON typ.oid = e.enumtypid
+	WINDOW w AS (PARTITION BY e.enumtypid ORDER BY e.enumsortorder)
+	UNION ALL
+	-- relations: tables, views, sequences, and the composite types' columns
+	SELECT 'relation ' || c.oid::regclass || ' kind=' || c.relkind::text || ' persistence=' || c.relpersistence::text
+		|| ' options=' || coalesce(array_to_string(c.reloptions, ','), '')
+		|| ' row_security=' || c.relrowsecurity || '/' || c.relforcerowsecurity
+		|| ' replica_identity=' || c.relreplident::text
+	FROM rel c
+	UNION ALL
+	SELECT 'relation ' || c.oid::regclass || ' view=' || regexp_replace(pg_get_viewdef(c.oid), ws.re, ' ', 'g')
+	FROM rel c, ws WHERE c.relkind IN ('v', 'm')
+	UNION ALL
+	SELECT 'relation ' || s.seqrelid::regclass || ' sequence=' || format_type(s.seqtypid, NULL)
+		|| ' ' || s.seqstart || ' ' || s.seqincrement || ' ' || s.seqmin || ' ' || s.seqmax
+		|| ' cache=' || s.seqcache || ' cycle=' || s.seqcycle
+	FROM pg_sequence s JOIN rel ON rel.oid = s.seqrelid
+	UNION ALL
+	SELECT 'column ' || a.attrelid::regclass || '.' || a.attname
+		|| ' position=' || row_number() OVER (PARTITION BY a.attrelid ORDER BY a.attnum)
+		|| ' type=' || format_type(a.atttypid, a.atttypmod) || ' notnull=' || a.attnotnull
+		|| ' default=' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+		|| ' identity=' || a.attidentity::text || ' generated=' || a.attgenerated::text
+		|| ' collation=' || CASE WHEN a.attcollation = 0 THEN '-' ELSE a.attcollation::regcollation::text END
+	FROM pg_attribute a
+	JOIN pg_class c ON c.oid = a.attrelid
+	LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+	WHERE a.attnum > 0 AND NOT a.attisdropped
+	  AND (c.oid IN (SELECT oid FROM rel) OR c.reltype IN (SELECT oid FROM typ))
+	UNION ALL
+	SELECT 'constraint ' || coalesce(co.conrelid::regclass::text, co.contypid::regtype::text)
+		|| ' ' || co.conname || ' ' || pg_get_constraintdef(co.oid)
+		|| ' deferrable=' || co.condeferrable || '/' || co.condeferred || ' valid=' || co.convalidated
+	FROM pg_constraint co
+	WHERE co.conrelid IN (SELECT oid FROM rel) OR co.contypid IN (SELECT oid FROM typ)
+	UNION ALL
+	SELECT 'index ' || i.indrelid::regclass || ' ' || pg_get_indexdef(i.indexrelid)
+	FROM pg_index i WHERE i.indrelid IN (SELECT oid FROM rel)
+	UNION ALL
+	SELECT 'trigger ' || t.tgrelid::regclass || ' ' || t.tgname || ' enabled=' || t.tgenabled::text
+		|| ' ' || pg_get_triggerdef(t.oid)
+	FROM pg_trigger t WHERE t.tgrelid IN (SELECT oid FROM rel) AND NOT t.tgisinternal
+	UNION ALL
+	SELECT 'rule ' || r.ev_class::regclass || ' ' || r.rulename || ' ' || pg_get_ruledef(r.oid)
+	FROM pg_rewrite r WHERE r.ev_class IN (SELECT oid FROM rel) AND r.rulename <> '_RETURN'
+	UNION ALL
+	SELECT 'policy ' || p.polrelid::regclass || ' ' || p.polname || ' command=' || p.polcmd::text
+		|| ' permissive=' || p.polpermissive
+		|| ' roles=' || (SELECT string_agg(CASE WHEN r = 0 THEN 'PUBLIC' ELSE r::regrole::text END, ',' ORDER BY 1) FROM unnest(p.polroles) r)
+		|| ' using=' || coalesce(pg_get_expr(p.polqual, p.polrelid), '')
+		|| ' check=' || coalesce(pg_get_expr(p.polwithcheck, p.polrelid), '')
+	FROM pg_policy p WHERE p.polrelid IN (SELECT oid FROM rel)
+	UNION ALL
+	-- privileges: NULL is the default for the kind, the owner is OWNER
+	SELECT 'privilege ' || acl.what || ' '
+		|| CASE WHEN x.grantee = 0 THEN 'PUBLIC' WHEN x.grantee = acl.owner THEN 'OWNER' ELSE x.grantee::regrole::text END
+		|| ' ' || x.privilege_type || CASE WHEN x.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END
+		|| ' by ' || CASE WHEN x.grantor = acl.owner THEN 'OWNER' ELSE x.grantor::regrole::text END
+	FROM acl, aclexplode(coalesce(acl.acl, acldefault(acl.kind::"char", acl.owner))) x
+	UNION ALL
+	SELECT 'privilege column ' || c.oid::regclass || '.' || a.attname || ' '
+		|| CASE WHEN x.grantee = 0 THEN 'PUBLIC' WHEN x.grantee = c.relowner THEN 'OWNER' ELSE x.grantee::regrole::text END
+		|| ' ' || x.privilege_type
+	FROM rel c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attacl IS NOT NULL, aclexplode(a.attacl) x
+	UNION ALL
+	-- what pg_dump takes as the extension's own privileges
+	SELECT 'initial privilege ' || o.type || ' ' || o.identity || ' ' || ip.privtype::text || ' '
+		|| CASE WHEN x.grantee = 0 THEN 'PUBLIC' WHEN x.grantee = x.grantor THEN 'OWNER' ELSE x.grantee::regrole::text END
+		|| ' ' || x.privilege_type
+	FROM pg_init_privs ip
+	JOIN mem ON mem.classid = ip.classoid AND mem.objid = ip.objoid,
+	pg_identify_object(ip.classoid, ip.objoid, ip.objsubid) o, aclexplode(ip.initprivs) x
+	UNION ALL
+	-- comments of the members and of their parts
+	SELECT 'comment ' || o.type || ' ' || o.identity || ' = ' || d.description
+	FROM pg_description d, pg_identify_object(d.classoid, d.objoid, d.objsubid) o
+	WHERE (d.classoid, d.objoid) IN (SELECT classid, objid FROM mem)
+	   OR (d.classoid = 'pg_trigger'::regclass
+		   AND d.objoid IN (SELECT oid FROM pg_trigger WHERE tgrelid IN (SELECT oid FROM rel)))
+	   OR (d.classoid = 'pg_constraint'::regclass
+		   AND d.objoid IN (SELECT oid FROM pg_constraint WHERE conrelid IN (SELECT oid FROM rel)))
+) lines(line)
+ORDER BY line COLLATE "C";
+EOS
+
+sub extension_fingerprint
+{
+	my ($node, $db, $ext) = @_;
+	my $out = $node->safe_psql($db, $FINGERPRINT_SQL, extra_params => [ '-v', 'ext=' . ($ext // 'snowseq') ]);
+	return [ split /\n/, $out ];
+}
+
+# Compare two fingerprints; on a difference, print the lines only one of
+# them has.  Returns true when they are equal.
+sub compare_fingerprints
+{
+	my ($have, $want, $what, $have_name, $want_name) = @_;
+	my %count;
+	$count{$_}++ for @$have;
+	$count{$_}-- for @$want;
+	my @only_have = grep { $count{$_} > 0 } sort keys %count;
+	my @only_want = grep { $count{$_} < 0 } sort keys %count;
+	my $ok = ok(!@only_have && !@only_want, "$what (" . scalar(@$want) . " catalog lines)");
+	unless ($ok)
+	{
+		diag("only in $have_name: $_") for @only_have;
+		diag("only in $want_name: $_") for @only_want;
+	}
+	return $ok;
 }
 
 1;

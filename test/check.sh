@@ -8,12 +8,21 @@
 #        SKIP_BENCH=1 bash test/check.sh            (no benchmark smoke run)
 #        PG_CONFIG=/usr/lib/postgresql/17/bin/pg_config bash test/check.sh
 #                                      (another PostgreSQL; test/matrix.sh)
+#        SNOWSEQ_OLD_PG_CONFIG=/usr/lib/postgresql/17/bin/pg_config ...
+#                                      (snowseq built for that older version
+#                                      too: test/t/061_pg_upgrade.pl upgrades
+#                                      from it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/lib.sh
 
 ensure_packages
 [ -n "${SKIP_BUILD:-}" ] || build_and_install
+if [ -n "${SNOWSEQ_OLD_PG_CONFIG:-}" ]; then
+	[ -n "${SKIP_BUILD:-}" ] || build_and_install_elsewhere "$SNOWSEQ_OLD_PG_CONFIG"
+	SNOWSEQ_OLD_INSTALL=$(dirname "$("$SNOWSEQ_OLD_PG_CONFIG" --bindir)")
+	export SNOWSEQ_OLD_INSTALL
+fi
 
 dir=$(work_tree)
 status=0

@@ -45,6 +45,19 @@ build_and_install() {
 	$SUDO make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
 }
 
+# Build and install into the PostgreSQL that pg_config $1 names, in a copy
+# of the tree (the tree's own build, for PG_CONFIG, stays as it is).
+build_and_install_elsewhere() {
+	local pgc=$1 dir
+
+	dir=$(mktemp -d /tmp/snowseq-build.XXXXXX)
+	rsync -a --exclude=.git --filter=':- .gitignore' ./ "$dir/"
+	echo "building snowseq for $("$pgc" --version)"
+	(cd "$dir" && make -s PG_CONFIG="$pgc" PG_CFLAGS=-Werror &&
+		$SUDO make -s PG_CONFIG="$pgc" install >/dev/null)
+	rm -rf "$dir"
+}
+
 # A copy of the tree the server user can write to, when started as root.
 # Prints the directory to work in.
 work_tree() {
