@@ -413,6 +413,15 @@ SELECT line FROM (
 	FROM pg_init_privs ip
 	JOIN mem ON mem.classid = ip.classoid AND mem.objid = ip.objoid,
 	pg_identify_object(ip.classoid, ip.objoid, ip.objsubid) o, aclexplode(ip.initprivs) x
+	-- initial privileges equal to the built-in default mean the same as
+	-- none (REVOKE ALL ON a table FROM PUBLIC records them; pg_upgrade,
+	-- through pg_dump, has nothing to restore and records none)
+	WHERE NOT EXISTS (SELECT 1 FROM pg_class c
+					  WHERE ip.classoid = 'pg_class'::regclass AND ip.objsubid = 0 AND c.oid = ip.objoid
+						AND ip.initprivs = acldefault(CASE c.relkind WHEN 'S' THEN 's' ELSE 'r' END::"char", c.relowner))
+	  AND NOT EXISTS (SELECT 1 FROM pg_proc p
+					  WHERE ip.classoid = 'pg_proc'::regclass AND p.oid = ip.objoid
+						AND ip.initprivs = acldefault('f'::"char", p.proowner))
 	UNION ALL
 	-- comments of the members and of their parts
 	SELECT 'comment ' || o.type || ' ' || o.identity || ' = ' || d.description

@@ -161,9 +161,12 @@ sub check_library
 	for my $sql ((map { "SELECT * FROM $_" } map { s/\(\)$/()/r } @calls), map { "SELECT * FROM $_" } @views)
 	{
 		my ($rc, $out, $err) = $node->psql($db, $sql);
-		push @failed, "$sql: $err" if $rc != 0 || $out eq '';
+		# status and reservations have rows on every installation; the
+		# others (moves, counters, keys, servers) may have none here
+		push @failed, "$sql: $err" if $rc != 0;
+		push @failed, "$sql: no rows" if $rc == 0 && $out eq '' && $sql =~ /snowseq_(status|reservations)\b/;
 	}
-	is(join("\n", @failed), '', "$what: each returns rows with the current library");
+	is(join("\n", @failed), '', "$what: each runs with the current library (status and reservations have rows)");
 	return \%shape;
 }
 
