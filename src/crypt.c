@@ -684,6 +684,28 @@ KeyVersionArg(FunctionCallInfo fcinfo)
 }
 
 /*
+ * The start of snowseq_use_key and snowseq_retire_key: the version argument
+ * checked, the key table locked (KeyAdminBegin), and the version's state;
+ * an ERROR with missing_hint when the version does not exist.
+ */
+static int
+KeyAdminOpen(FunctionCallInfo fcinfo, KeyAdmin *admin, int32 *version, const char *missing_hint)
+{
+	int			state;
+
+	ShmemCheckPreloaded();
+	*version = KeyVersionArg(fcinfo);
+	KeyAdminBegin(fcinfo, admin);
+	state = KeyAdminState(admin, *version);
+	if (state < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key version %d does not exist", *version),
+				 errhint("%s", missing_hint)));
+	return state;
+}
+
+/*
  * snowseq_new_key(check_bits int) -> int: a new key, made inside the server;
  * returns its version.  The key decrypts at once; snowseq_use_key makes it
  * the one new public IDs use.  The INSERT leaves the key out: the table's
@@ -742,16 +764,9 @@ snowseq_use_key(PG_FUNCTION_ARGS)
 	Datum		arg;
 	int			state;
 
-	ShmemCheckPreloaded();
-	version = KeyVersionArg(fcinfo);
+	state = KeyAdminOpen(fcinfo, &admin, &version,
+						 "Make a key with snowseq_new_key(); snowseq_keys lists the key versions.");
 	arg = Int32GetDatum(version);
-	KeyAdminBegin(fcinfo, &admin);
-	state = KeyAdminState(&admin, version);
-	if (state < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("key version %d does not exist", version),
-				 errhint("Make a key with snowseq_new_key(); snowseq_keys lists the key versions.")));
 	if (state == KEY_RETIRED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -782,16 +797,8 @@ snowseq_retire_key(PG_FUNCTION_ARGS)
 	Datum		arg;
 	int			state;
 
-	ShmemCheckPreloaded();
-	version = KeyVersionArg(fcinfo);
+	state = KeyAdminOpen(fcinfo, &admin, &version, "snowseq_keys lists the key versions.");
 	arg = Int32GetDatum(version);
-	KeyAdminBegin(fcinfo, &admin);
-	state = KeyAdminState(&admin, version);
-	if (state < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("key version %d does not exist", version),
-				 errhint("snowseq_keys lists the key versions.")));
 	if (state == KEY_CURRENT)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
