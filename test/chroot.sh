@@ -112,9 +112,18 @@ chroot_cleanup() {
 	fi
 }
 
-# Root, the cache, its lock (one run at a time per cache: chroots are
-# shared), and every mount undone at exit, even when interrupted.
+# The versions asked for ($@) exist in Debian; root, the cache, its lock
+# (one run at a time per cache: chroots are shared), and every mount undone
+# at exit, even when interrupted.
 chroot_begin() {
+	local v
+
+	for v in "$@"; do
+		if ! suite_of "$v" >/dev/null; then
+			echo "$0: no Debian release ships PostgreSQL $v; this runs 15, 17 and 18" >&2
+			exit 2
+		fi
+	done
 	if [ "$(id -u)" != 0 ]; then
 		echo "$0: must run as root (debootstrap, chroot and mount need it)" >&2
 		echo "run: sudo bash $0 ${*:-}" >&2
