@@ -11,7 +11,7 @@ CREATE SEQUENCE bench_seq_cache100 CACHE 100;
 -- a named counter and a daily serial, next to nextval() and the usual glue
 -- of to_char() and lpad(nextval())
 SELECT snowseq_create_counter('bench_counter');
-SELECT snowseq_create_serial('bench_serial', 'INV-YYYYMMDD-######');
+SELECT snowseq_create_serial('bench_serial', 'INV-YYYYMMDD-##########');
 
 -- UUIDv7 (RFC 9562) in PL/pgSQL, the usual recipe: 48 bits of Unix time in
 -- ms over a random version-4 UUID, version nibble set to 7.
