@@ -345,6 +345,24 @@ def bench_calls(cfg):
 # --------------------------------------------------------------------------
 # 2. many clients
 
+# generators that take the cluster's logical clock: at most 2^seq_bits IDs
+# per time unit in the long run (4,096,000 IDs/s with the default layout),
+# more only by borrowing time ahead, up to snowseq.max_lead_ms
+CLOCK_GENERATORS = ("snowseq_next", "snowseq_uuid")
+
+
+def clock_caught_up(limit_s=30.0):
+    """Wait until the logical clock no longer leads the wall clock, so that
+    every many-client run of a clock generator starts alike (with the whole
+    of snowseq.max_lead_ms to borrow) whatever ran before it."""
+    deadline = time.time() + limit_s
+    while time.time() < deadline:
+        if query_value("SELECT drift <= interval '0' FROM snowseq_status") == "t":
+            return
+        time.sleep(0.2)
+    raise HarnessError("the snowseq clock still leads the wall clock after %.0f s" % limit_s)
+
+
 def bench_clients(cfg, tmp):
     clients = [int(c) for c in cfg["clients"].split()]
     nproc = os.cpu_count() or 1
@@ -362,6 +380,8 @@ def bench_clients(cfg, tmp):
         % (cfg["seconds"], cfg["clients"], cfg["client_reps"]))
     for rep in range(cfg["client_reps"]):
         for key, per_tx, c in alternate(runs, rep):
+            if key in CLOCK_GENERATORS:
+                clock_caught_up()
             out = run(["pgbench", "-n", "-M", "prepared", "-T", str(cfg["seconds"]),
                        "-c", str(c), "-j", str(min(c, nproc)), "-f", scripts[(key, per_tx)]])
             m = re.search(r"^tps = ([0-9.]+) \(without initial connection time\)", out, re.M)
@@ -1090,6 +1110,17 @@ def write_report(path, ctx):
              "can jump between two levels from one repetition to the next (*spread*) and scaling "
              "ratios above the number of cores appear. The 1,000-IDs-per-transaction script is the one "
              "that measures the generators." % (m["nproc"], m["nproc"]))
+    L.append("\n`snowseq_next()` and `snowseq_uuid()` take values of the cluster's logical clock, which "
+             "holds 2^seq_bits IDs per time unit: 4,096,000 IDs/s with the default layout (41/10/12, 1 ms) "
+             "in the long run. Beyond that rate the clock borrows time ahead of the wall clock, up to "
+             "`snowseq.max_lead_ms` (10 s by default, that is 41 million IDs), and then callers wait for "
+             "the wall clock (`lead_waits` in `snowseq_status`). So a run of T seconds can reach at most "
+             "4.1M x (T + 10) / T IDs/s, and only if it starts with the clock caught up: the harness waits "
+             "for that before each of their runs%s. IDs/s near 4.1M, or near that ceiling, are the layout's "
+             "limit, not the generator's: a node that needs more uses more sequence bits "
+             "(`snowseq.seq_bits`)." % ("" if ctx.get("clock_caught_up") else
+                                        " (this run's harness did not yet: their figures depend on "
+                                        "whether the run before them had used up the lead)"))
 
     # 3
     L.append("\n## 3. Inserts\n")
@@ -1340,6 +1371,7 @@ def main():
     ctx["calls"] = bench_calls(cfg)
     load("2. clients")
     ctx["clients"], ctx["client_res"] = bench_clients(cfg, args.tmp)
+    ctx["clock_caught_up"] = True
     load("3. inserts")
     ctx["inserts"] = bench_inserts(cfg)
     load("4. WAL")
