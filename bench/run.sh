@@ -1,7 +1,7 @@
 #!/bin/bash
 # snowseq benchmark suite.
 #
-#   bash bench/run.sh            full run (about 22 minutes on 2 cores): writes
+#   bash bench/run.sh            full run (about 30 minutes on 2 cores): writes
 #                                docs/benchmarks.md and docs/bench-*.png, raw
 #                                results in bench/out/
 #   bash bench/run.sh --smoke    the same code paths with tiny sizes (< 1 minute),
