@@ -295,3 +295,22 @@ clean_chroot() {
 	mount --make-private "$root/var/cache/apt/archives"
 	ROOT=$root
 }
+
+# Run "$1 VERSION" for each VERSION that follows, recording PASS or FAIL in
+# result[VERSION] and its seconds in took[VERSION] (associative arrays the
+# caller declares); status becomes 1 when one fails.
+chroot_for_each() {
+	local fn=$1 v start
+
+	shift
+	for v in "$@"; do
+		start=$SECONDS
+		if "$fn" "$v"; then
+			result[$v]=PASS
+		else
+			result[$v]=FAIL
+			status=1
+		fi
+		took[$v]=$((SECONDS - start))
+	done
+}

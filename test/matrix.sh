@@ -44,6 +44,7 @@ PEERS=${BENCH_PEERS:-../shared/peers}
 run_version() {
 	local v=$1 root log rc=0 old="" peers=""
 
+	echo "=== PostgreSQL $v"
 	log="$CACHE/pg$v.log"
 	rm -f "$log"
 	prepare_chroot "$v" || return 1
@@ -90,17 +91,7 @@ run_version() {
 
 declare -A result took
 status=0
-for v in "$@"; do
-	start=$SECONDS
-	echo "=== PostgreSQL $v"
-	if run_version "$v"; then
-		result[$v]=PASS
-	else
-		result[$v]=FAIL
-		status=1
-	fi
-	took[$v]=$((SECONDS - start))
-done
+chroot_for_each run_version "$@"
 
 # What pg_regress and prove said at the end, from a version's output.
 counts() {

@@ -89,20 +89,17 @@ install_and_test() {
 	return "$rc"
 }
 
+# Build the packages of PostgreSQL $1, install and test them.
+package_version() {
+	echo "=== PostgreSQL $1: build"
+	build "$1" || return 1
+	echo "=== PostgreSQL $1: install into a clean $(suite_of "$1") and test"
+	install_and_test "$1"
+}
+
 declare -A result took
 status=0
-for v in "$@"; do
-	start=$SECONDS
-	echo "=== PostgreSQL $v: build"
-	if build "$v" && echo "=== PostgreSQL $v: install into a clean $(suite_of "$v") and test" &&
-		install_and_test "$v"; then
-		result[$v]=PASS
-	else
-		result[$v]=FAIL
-		status=1
-	fi
-	took[$v]=$((SECONDS - start))
-done
+chroot_for_each package_version "$@"
 
 echo "=== snowseq Debian package $debversion"
 for v in "$@"; do
