@@ -27,7 +27,8 @@ OBJS = \
 	src/nodes.o \
 	src/convert.o \
 	src/scatter.o \
-	src/uuid.o
+	src/uuid.o \
+	src/testpoint.o
 
 # the full script of every release (so the upgrade test can compare a fresh
 # install with an upgraded one) and the upgrade scripts between them
@@ -41,8 +42,17 @@ SHLIB_LINK += -lcrypto
 # moves run commands on other servers with libpq, as dblink and postgres_fdw do
 SHLIB_LINK_INTERNAL = $(libpq)
 
+# SQL behaviour (test/sql, test/expected), on a temporary instance with
+# snowseq preloaded
 REGRESS = api errors gene route security counter crypt convert scatter uuid
-REGRESS_OPTS = --temp-config=$(srcdir)/test/snowseq.conf --temp-instance=./tmp_check_regress
+REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/snowseq.conf \
+	--temp-instance=./tmp_check_regress
+
+# races between sessions, step by step (test/specs, test/expected): each
+# spec's expected output shows its interleaving
+ISOLATION = $(patsubst $(srcdir)/test/specs/%.spec,%,$(sort $(wildcard $(srcdir)/test/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/snowseq.conf \
+	--temp-instance=./tmp_check_isolation
 
 TAP_TESTS = 1
 PROVE_TESTS = $(or $(T),test/t/*.pl)
@@ -51,7 +61,7 @@ PROVE_FLAGS = -I ./test
 PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir) -DSNOWSEQ_VERSION=\"$(EXTVERSION)\"
 override PG_CFLAGS += -fno-semantic-interposition -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
 
-EXTRA_CLEAN = tmp_check_regress results regression.diffs regression.out
+EXTRA_CLEAN = tmp_check_regress tmp_check_isolation results output_iso regression.diffs regression.out
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -10,6 +10,7 @@
 #include "compat.h"
 #include "crypt.h"
 #include "reserve.h"
+#include "testpoint.h"
 
 SNOWSEQ_MODULE_MAGIC;
 
@@ -29,6 +30,7 @@ _PG_init(void)
 
 	GucInit();
 	CryptInit();
+	TestPointInit();
 	GucReservePrefix();
 	GucValidate();
 	ClockInit();

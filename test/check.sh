@@ -32,7 +32,9 @@ target=installcheck
 (cd "$dir" && as_server_user make -s PG_CONFIG="$PG_CONFIG" $target ${T:+T="$T"} \
 	${PROVE_FLAGS:+PROVE_FLAGS="$PROVE_FLAGS"}) || status=$?
 if [ $status -ne 0 ]; then
-	[ -f "$dir/regression.diffs" ] && cat "$dir/regression.diffs"
+	for f in "$dir/regression.diffs" "$dir/output_iso/regression.diffs"; do
+		[ -f "$f" ] && cat "$f"
+	done
 	for f in "$dir"/tmp_check/log/*.log; do
 		[ -f "$f" ] || continue
 		case "$f" in *regress_log*) echo "=== $f (tail)"; tail -n 60 "$f";; esac
