@@ -6,6 +6,7 @@
 #        T=test/t/010_crash.pl bash test/check.sh   (one TAP file)
 #        PROVE_FLAGS='-I ./test -v' ...             (verbose TAP output)
 #        SKIP_BENCH=1 bash test/check.sh            (no benchmark smoke run)
+#        SKIP_TAP=1 bash test/check.sh              (pg_regress and isolation specs only)
 #        PG_CONFIG=/usr/lib/postgresql/17/bin/pg_config bash test/check.sh
 #                                      (another PostgreSQL; test/matrix.sh)
 #        SNOWSEQ_OLD_PG_CONFIG=/usr/lib/postgresql/17/bin/pg_config ...
@@ -30,7 +31,7 @@ status=0
 target=installcheck
 [ -n "${T:-}" ] && target=tapcheck
 (cd "$dir" && as_server_user make -s PG_CONFIG="$PG_CONFIG" $target ${T:+T="$T"} \
-	${PROVE_FLAGS:+PROVE_FLAGS="$PROVE_FLAGS"}) || status=$?
+	${SKIP_TAP:+TAP_TESTS=} ${PROVE_FLAGS:+PROVE_FLAGS="$PROVE_FLAGS"}) || status=$?
 if [ $status -ne 0 ]; then
 	for f in "$dir/regression.diffs" "$dir/output_iso/regression.diffs"; do
 		[ -f "$f" ] && cat "$f"
@@ -42,10 +43,10 @@ if [ $status -ne 0 ]; then
 	echo "snowseq tests FAILED (logs in $dir)"
 	exit $status
 fi
-if [ -z "${T:-}" ] && [ -z "${SKIP_BENCH:-}" ] && [ -f bench/run.sh ]; then
+if [ -z "${T:-}${SKIP_TAP:-}" ] && [ -z "${SKIP_BENCH:-}" ] && [ -f bench/run.sh ]; then
 	bash bench/run.sh --smoke
 fi
-if [ -z "${T:-}" ] && [ -f bench/move.sh ]; then
+if [ -z "${T:-}${SKIP_TAP:-}${SKIP_BENCH:-}" ] && [ -f bench/move.sh ]; then
 	SKIP_BUILD=1 bash bench/move.sh --smoke
 fi
 [ "$dir" != "$(pwd)" ] && rm -rf "$dir"
