@@ -28,7 +28,8 @@ OBJS = \
 	src/convert.o \
 	src/scatter.o \
 	src/uuid.o \
-	src/testpoint.o
+	src/testpoint.o \
+	src/catcache.o
 
 # the full script of every release (so the upgrade test can compare a fresh
 # install with an upgraded one) and the upgrade scripts between them

@@ -17,7 +17,8 @@
  * clock: no number repeats across a period switch.
  *
  * The definitions live in the table snowseq_counters (pg_dump keeps them);
- * each backend caches them, and triggers on the table invalidate the cache.
+ * each backend caches them under catcache.c's rule, and triggers on the
+ * table invalidate the cache.
  */
 #include "postgres.h"
 
@@ -39,7 +40,9 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "catcache.h"
 #include "reserve.h"
+#include "testpoint.h"
 
 #define SERIAL_PERIOD_SHIFT		40
 #define SERIAL_K_MASK			(((uint64) 1 << SERIAL_PERIOD_SHIFT) - 1)
@@ -78,7 +81,7 @@ typedef struct CounterEntry
 {
 	NameData	name;			/* hash key */
 	bool		valid;
-	uint64		version;		/* counter_defs_version when loaded */
+	uint64		version;		/* catalog cache generation it was loaded in */
 	bool		serial;
 	int64		start;
 	int32		nodes;
@@ -101,18 +104,9 @@ typedef struct CounterCallCache
 	CounterEntry *entry;
 } CounterCallCache;
 
+static CatCache counter_defs = CATCACHE_INIT("snowseq_counters");
 static HTAB *counter_cache = NULL;
 static MemoryContext counter_cxt = NULL;
-static uint64 counter_defs_version = 1;
-static Oid	counter_defs_relid = InvalidOid;
-
-/* Relcache invalidation: the definitions changed (or everything did). */
-static void
-CounterInvalidate(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == counter_defs_relid)
-		counter_defs_version++;
-}
 
 /* Schema-qualified name of the definitions table, in the extension's schema. */
 static char *
@@ -120,7 +114,6 @@ CounterTableName(Oid fn_oid)
 {
 	Oid			nsp = get_func_namespace(fn_oid);
 
-	counter_defs_relid = get_relname_relid("snowseq_counters", nsp);
 	return quote_qualified_identifier(get_namespace_name(nsp), "snowseq_counters");
 }
 
@@ -316,11 +309,17 @@ CounterHasRoom(const NameData *name)
 	return room;
 }
 
-/* Load a definition into the cache; ERROR if there is none. */
+/*
+ * Load a definition into the cache; ERROR if there is none.  catcache.c's
+ * rule: the generation is read before the definition, with the newest
+ * snapshot, so a drop committed meanwhile leaves the entry stale.
+ */
 static CounterEntry *
 CounterLoad(Oid fn_oid, const NameData *name)
 {
 	char	   *table = CounterTableName(fn_oid);
+	uint64		stamp = CatCacheBeginLoad(&counter_defs, fn_oid);
+	Snapshot	snapshot;
 	CounterEntry *e;
 	bool		found;
 	Datum		arg = CStringGetTextDatum(NameStr(*name));
@@ -343,9 +342,10 @@ CounterLoad(Oid fn_oid, const NameData *name)
 		ctl.hcxt = counter_cxt;
 		counter_cache = hash_create("snowseq counters", 64, &ctl,
 									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		CacheRegisterRelcacheCallback(CounterInvalidate, (Datum) 0);
 	}
 
+	SNOWSEQ_TESTPOINT("counter_cache_load");
+	snapshot = CatCacheSnapshot();
 	SPI_connect();
 	if (SPI_execute_with_args(psprintf("SELECT kind, start, nodes, restart_base, format, time_zone, dropped "
 									   "FROM %s WHERE name OPERATOR(pg_catalog.=) $1", table),
@@ -394,8 +394,9 @@ CounterLoad(Oid fn_oid, const NameData *name)
 		e->tz = CounterTimeZone(tzname);
 	}
 	SPI_finish();
+	CatCacheSnapshotDone(snapshot);
 	e->r = CounterReservation(name);
-	e->version = counter_defs_version;
+	e->version = stamp;
 	e->valid = true;
 	return e;
 }
@@ -409,6 +410,7 @@ CounterLookup(FunctionCallInfo fcinfo, bool serial)
 	int			len;
 	CounterEntry *e = NULL;
 	NameData	name;
+	uint64		generation;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -418,13 +420,14 @@ CounterLookup(FunctionCallInfo fcinfo, bool serial)
 	len = VARSIZE_ANY_EXHDR(t);
 	if (cc != NULL && cc->len == len && memcmp(cc->name, VARDATA_ANY(t), len) == 0)
 		e = cc->entry;
-	if (likely(e != NULL && e->valid && e->version == counter_defs_version))
+	generation = CatCacheGeneration(&counter_defs);
+	if (likely(e != NULL && e->valid && e->version == generation))
 		return e;
 
 	CounterName(t, &name);
 	if (counter_cache != NULL)
 		e = hash_search(counter_cache, NameStr(name), HASH_FIND, NULL);
-	if (e == NULL || !e->valid || e->version != counter_defs_version)
+	if (e == NULL || !e->valid || e->version != generation)
 		e = CounterLoad(fcinfo->flinfo->fn_oid, &name);
 	if (e->serial != serial)
 		ereport(ERROR,

@@ -19,10 +19,10 @@
  * parameter or a plan, which log settings could print.  Each backend reads
  * the table with a plain heap scan (the caller needs EXECUTE on the
  * function, not SELECT on the table), keeps the expanded AES keys, and
- * drops them when a relcache invalidation for the table arrives: the
- * table's ALWAYS trigger sends one for every change, whether made by SQL or
- * applied by logical replication, and a physical standby replays it from
- * the commit record.
+ * drops them when a relcache invalidation for the table arrives (catcache.c:
+ * the table's ALWAYS trigger sends one for every change, whether made by
+ * SQL or applied by logical replication, and a physical standby replays it
+ * from the commit record).
  */
 #include "postgres.h"
 
@@ -46,6 +46,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "catcache.h"
 #include "crypt.h"
 #include "ff1.h"
 #include "snowseq.h"
@@ -82,10 +83,7 @@ typedef struct CryptKey
 
 static CryptKey *crypt_keys[1 << CRYPT_VERSION_BITS_MAX];
 static CryptKey *crypt_current = NULL;
-static bool crypt_valid = false;
-static uint64 crypt_invalidations = 0;
-static Oid	crypt_relid = InvalidOid;
-static bool crypt_callback_registered = false;
+static CatCache crypt_cache = CATCACHE_INIT(CRYPT_KEY_TABLE);
 
 /* One row of the key table, read and checked. */
 typedef struct KeyRow
@@ -205,17 +203,6 @@ KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row)
 
 /* ---- the per-backend key cache ---- */
 
-/* Relcache invalidation: the key table changed (or every relation did). */
-static void
-CryptInvalidate(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == crypt_relid)
-	{
-		crypt_valid = false;
-		crypt_invalidations++;
-	}
-}
-
 /* Drop the cached keys; OpenSSL wipes the expanded keys it frees. */
 static void
 CryptFreeKeys(void)
@@ -279,14 +266,13 @@ CryptCacheRow(const KeyRow *row)
 }
 
 /*
- * Load every key of the key table into this backend.  Read with the newest
- * snapshot (the statement's inside a parallel query), as catalogs are:
- * a key committed a moment ago decrypts at once.
+ * Load every key of the key table into this backend, under catcache.c's
+ * rule: a key committed a moment ago decrypts at once, and a key retired a
+ * moment ago no longer encrypts or decrypts, in any open transaction too.
  */
 static void
-CryptLoad(Oid fn_oid)
+CryptLoad(CatCache *cache)
 {
-	uint64		seen;
 	Relation	rel;
 	Snapshot	snapshot;
 	TableScanDesc scan;
@@ -294,19 +280,11 @@ CryptLoad(Oid fn_oid)
 	int			cols[NCOLS];
 
 	ShmemCheckPreloaded();
-	if (!crypt_callback_registered)
-	{
-		CacheRegisterRelcacheCallback(CryptInvalidate, (Datum) 0);
-		crypt_callback_registered = true;
-	}
-	crypt_valid = false;
 	CryptFreeKeys();
-	crypt_relid = CryptKeyTable(fn_oid);
-	seen = crypt_invalidations;
 
-	rel = table_open(crypt_relid, AccessShareLock);
+	rel = table_open(cache->relid, AccessShareLock);
 	KeyColumns(RelationGetDescr(rel), cols);
-	snapshot = RegisterSnapshot(IsInParallelMode() ? GetActiveSnapshot() : GetLatestSnapshot());
+	snapshot = CatCacheSnapshot();
 	slot = table_slot_create(rel, NULL);
 	scan = table_beginscan(rel, snapshot, 0, NULL);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
@@ -319,35 +297,22 @@ CryptLoad(Oid fn_oid)
 	}
 	table_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
-	UnregisterSnapshot(snapshot);
+	CatCacheSnapshotDone(snapshot);
 	table_close(rel, AccessShareLock);
-
-	/* an invalidation that arrived while loading makes the next call reload */
-	crypt_valid = (crypt_invalidations == seen);
 }
 
 /* The cache, loaded if stale. */
 static inline void
 CryptEnsureLoaded(FunctionCallInfo fcinfo)
 {
-	if (unlikely(!crypt_valid))
-		CryptLoad(fcinfo->flinfo->fn_oid);
+	CatCacheEnsure(&crypt_cache, fcinfo->flinfo->fn_oid, CryptLoad);
 }
 
-/*
- * The key of a version, or NULL.  A version this backend has not seen may
- * have been committed since the cache was filled: take in pending
- * invalidations and look again.
- */
+/* The key of a version, or NULL. */
 static CryptKey *
 CryptKeyOf(FunctionCallInfo fcinfo, int version)
 {
 	CryptEnsureLoaded(fcinfo);
-	if (crypt_keys[version] == NULL)
-	{
-		AcceptInvalidationMessages();
-		CryptEnsureLoaded(fcinfo);
-	}
 	return crypt_keys[version];
 }
 
@@ -622,7 +587,7 @@ KeyAdminEnd(KeyAdmin *admin)
 {
 	SPI_finish();
 	SetUserIdAndSecContext(admin->saved_user, admin->saved_context);
-	crypt_valid = false;
+	CatCacheInvalidate(&crypt_cache);
 }
 
 /*

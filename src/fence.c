@@ -5,8 +5,8 @@
  *
  * A move holds back the writes to the range it moves, and only those: the
  * snowseq_fence row trigger looks the written ID up in the fences of its
- * table (snowseq_fence, cached per backend and reloaded on invalidation,
- * read with a fresh snapshot whatever the writer's isolation level).  A
+ * table (snowseq_fence, cached per backend under catcache.c's rule: read
+ * with a fresh snapshot whatever the writer's isolation level).  A
  * fence is
  *	 open	no effect (a move is copying);
  *	 block	writers of the range wait on an advisory lock the mover holds;
@@ -43,6 +43,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "catcache.h"
 #include "snowseq.h"
 #include "move.h"
 
@@ -58,20 +59,10 @@ typedef struct Fence
 	char	   *to_server;
 } Fence;
 
+static CatCache fence_cache = CATCACHE_INIT("snowseq_fence");
 static Fence *fences = NULL;
 static int	nfences = 0;
-static bool fences_valid = false;
-static bool fence_callback = false;
-static Oid	fence_table = InvalidOid;
 static MemoryContext fence_cxt = NULL;
-
-/* Relcache invalidation: the fence table changed (or everything did). */
-static void
-FenceInvalidate(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == fence_table)
-		fences_valid = false;
-}
 
 /* The fence table, in the schema of the calling function. */
 static Oid
@@ -84,9 +75,9 @@ FenceTable(Oid fn_oid)
 	return relid;
 }
 
-/* Load the fences that have an effect (all but open ones), freshly. */
+/* Load the fences that have an effect (all but open ones); catcache.c's rule. */
 static void
-FenceLoad(Oid fn_oid)
+FenceLoad(CatCache *cache)
 {
 	Relation	rel;
 	TableScanDesc scan;
@@ -94,24 +85,15 @@ FenceLoad(Oid fn_oid)
 	Snapshot	snap;
 	int			cap = 8;
 
-	if (!fence_callback)
-	{
-		CacheRegisterRelcacheCallback(FenceInvalidate, (Datum) 0);
-		fence_callback = true;
-	}
 	if (fence_cxt == NULL)
 		fence_cxt = AllocSetContextCreate(TopMemoryContext, "snowseq fences",
 										  ALLOCSET_SMALL_SIZES);
 	MemoryContextReset(fence_cxt);
 	fences = MemoryContextAlloc(fence_cxt, sizeof(Fence) * cap);
 	nfences = 0;
-	fence_table = FenceTable(fn_oid);
-	/* valid from here: an invalidation during the load marks it stale again */
-	fences_valid = true;
-
-	rel = table_open(fence_table, AccessShareLock);
+	rel = table_open(cache->relid, AccessShareLock);
 	/* the latest committed state, not the writer's transaction snapshot */
-	snap = RegisterSnapshot(GetLatestSnapshot());
+	snap = CatCacheSnapshot();
 	scan = table_beginscan(rel, snap, 0, NULL);
 	slot = table_slot_create(rel, NULL);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
@@ -140,7 +122,7 @@ FenceLoad(Oid fn_oid)
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	table_endscan(scan);
-	UnregisterSnapshot(snap);
+	CatCacheSnapshotDone(snap);
 	table_close(rel, AccessShareLock);
 }
 
@@ -148,10 +130,7 @@ FenceLoad(Oid fn_oid)
 static void
 FenceRefresh(Oid fn_oid)
 {
-	/* cheap when nothing is pending; a writer may hold its locks already */
-	AcceptInvalidationMessages();
-	if (!fences_valid)
-		FenceLoad(fn_oid);
+	CatCacheEnsure(&fence_cache, fn_oid, FenceLoad);
 }
 
 /* The effective fence of a table covering an ID, or NULL. */

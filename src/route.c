@@ -6,8 +6,8 @@
  * The map (snowseq_shard_map) gives each shard the highest gene it holds;
  * a gene belongs to the row with the smallest upper_gene >= it.  Each
  * backend keeps the map sorted in memory and finds a gene by binary
- * search.  A statement trigger on the map sends a relcache invalidation
- * for it, so a committed change reaches every backend's next lookup.
+ * search; the cache follows catcache.c's rule: a lookup sees every change
+ * committed before it began (the map's trigger sends the invalidation).
  */
 #include "postgres.h"
 
@@ -32,6 +32,7 @@
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
+#include "catcache.h"
 #include "compat.h"
 #include "snowseq.h"
 
@@ -41,24 +42,10 @@ typedef struct MapEntry
 	char	   *shard;
 } MapEntry;
 
+static CatCache map_cache = CATCACHE_INIT("snowseq_shard_map");
 static MapEntry *map = NULL;
 static int	map_len = 0;
-static bool map_valid = false;
-static uint64 map_invalidations = 0;	/* counts invalidations received */
-static bool callback_registered = false;
-static Oid	map_relid = InvalidOid;
 static MemoryContext map_cxt = NULL;
-
-/* Relcache invalidation: the map table changed (or everything did). */
-static void
-MapInvalidate(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == map_relid)
-	{
-		map_valid = false;
-		map_invalidations++;
-	}
-}
 
 /* Schema-qualified name of the map, in the schema of the calling function. */
 static char *
@@ -70,36 +57,26 @@ MapTableName(Oid fn_oid, Oid *nsp_out)
 	return quote_qualified_identifier(get_namespace_name(nsp), "snowseq_shard_map");
 }
 
-/*
- * Load the map into backend memory, sorted by upper_gene.  It is valid only
- * once loaded, and only if no invalidation arrived meanwhile: a failed load
- * (a lock timeout, a missing privilege) leaves it to be loaded again.
- */
+/* Load the map into backend memory, sorted by upper_gene (catcache.c's rule). */
 static void
-MapLoad(Oid fn_oid)
+MapLoad(CatCache *cache)
 {
-	Oid			nsp;
-	char	   *name = MapTableName(fn_oid, &nsp);
+	char	   *name;
 	StringInfoData q;
-	uint64		invalidations;
+	Snapshot	snapshot;
 
-	if (!callback_registered)
-	{
-		CacheRegisterRelcacheCallback(MapInvalidate, (Datum) 0);
-		callback_registered = true;
-	}
 	if (map_cxt == NULL)
 		map_cxt = AllocSetContextCreate(TopMemoryContext, "snowseq shard map",
 										ALLOCSET_SMALL_SIZES);
-	map_valid = false;
 	MemoryContextReset(map_cxt);
 	map = NULL;
 	map_len = 0;
-	map_relid = get_relname_relid("snowseq_shard_map", nsp);
-	invalidations = map_invalidations;
+	name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(cache->relid)),
+									  cache->relname);
 
 	initStringInfo(&q);
 	appendStringInfo(&q, "SELECT upper_gene, shard FROM %s ORDER BY upper_gene", name);
+	snapshot = CatCacheSnapshot();
 	SPI_connect();
 	if (SPI_execute(q.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read %s", name);
@@ -114,7 +91,7 @@ MapLoad(Oid fn_oid)
 	}
 	map_len = (int) SPI_processed;
 	SPI_finish();
-	map_valid = map_invalidations == invalidations;
+	CatCacheSnapshotDone(snapshot);
 }
 
 /* The shard holding a gene: ceiling lookup by binary search. */
@@ -124,8 +101,7 @@ MapLookup(Oid fn_oid, int gene)
 	int			lo = 0,
 				hi;
 
-	if (!map_valid)
-		MapLoad(fn_oid);
+	CatCacheEnsure(&map_cache, fn_oid, MapLoad);
 	if (map_len == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
