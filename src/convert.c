@@ -7,7 +7,8 @@
  *		holds.
  *
  * The table and all its partitions (or inheritance children) are locked
- * ACCESS EXCLUSIVE before the column is read, so no row can be added
+ * ACCESS EXCLUSIVE, all or none (ConvertLockAll: without waiting for a lock
+ * while holding another), before the column is read, so no row can be added
  * between the check and the switch, and rows of transactions still open
  * are waited for and counted.  The check takes one ID from the clock: the
  * clock is cluster-wide and monotonic, so every later ID is above it.  The
@@ -30,12 +31,14 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_sequence.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/primnodes.h"
 #include "parser/parse_func.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -381,6 +384,71 @@ SequenceRecreate(const KeptSequence *k, const char *qrel, const char *qcol)
 }
 
 /*
+ * Lock a table and all its partitions or inheritance children ACCESS
+ * EXCLUSIVE, all or none; returns them, the table first.  A session writing
+ * straight into a partition holds the partition's lock and then takes the
+ * parent's (to check the row against the partition bound): the reverse of
+ * the parent-first order, so waiting for a partition while holding the
+ * parent deadlocks with it.  A child that is not free at once makes this
+ * let go of every lock it took, wait (holding none) for the transactions
+ * that hold the child to end, and start again.
+ */
+static List *
+ConvertLockAll(Oid relid)
+{
+	for (;;)
+	{
+		List	   *rels;
+		ListCell   *lc;
+		Oid			busy = InvalidOid;
+		LOCKTAG		tag;
+
+		LockRelationOid(relid, AccessExclusiveLock);
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("relation with OID %u does not exist", relid)));
+		rels = list_make1_oid(relid);
+		/* breadth first: a parent is locked before its children are read */
+		foreach(lc, rels)
+		{
+			List	   *children = find_inheritance_children_extended(lfirst_oid(lc), false, NoLock,
+																	  NULL, NULL);
+			ListCell   *c;
+
+			foreach(c, children)
+			{
+				Oid			child = lfirst_oid(c);
+
+				if (!ConditionalLockRelationOid(child, AccessExclusiveLock))
+				{
+					busy = child;
+					break;
+				}
+				/* dropped before we locked it */
+				if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(child)))
+				{
+					UnlockRelationOid(child, AccessExclusiveLock);
+					continue;
+				}
+				rels = lappend_oid(rels, child);
+			}
+			if (OidIsValid(busy))
+				break;
+		}
+		if (!OidIsValid(busy))
+			return rels;
+
+		foreach(lc, rels)
+			UnlockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
+		list_free(rels);
+		SET_LOCKTAG_RELATION(tag, MyDatabaseId, busy);
+		WaitForLockers(tag, AccessExclusiveLock, false);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * Open the table to convert, locked ACCESS EXCLUSIVE together with all its
  * partitions or inheritance children (returned in *rels, the table first):
  * no row may come in through any of them between the check and the switch.
@@ -390,10 +458,20 @@ ConvertOpen(Oid relid, List **rels)
 {
 	Relation	rel;
 	const char *relname;
+	Oid			ext;
 
 	/* the owner's right, checked before any lock is taken */
 	ConvertCheckOwner(relid);
-	rel = try_table_open(relid, AccessExclusiveLock);
+	/* an extension's tables change only with the extension */
+	ext = getExtensionOfObject(RelationRelationId, relid);
+	if (OidIsValid(ext))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table \"%s\" belongs to extension \"%s\"",
+						get_rel_name(relid), get_extension_name(ext)),
+				 errhint("snowseq_convert changes the tables of applications; an extension's tables change only with the extension.")));
+	*rels = ConvertLockAll(relid);
+	rel = try_table_open(relid, NoLock);
 	if (rel == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
@@ -411,7 +489,6 @@ ConvertOpen(Oid relid, List **rels)
 				 errmsg("table \"%s\" is a partition of \"%s\"", relname,
 						get_rel_name(get_partition_parent(relid, false))),
 				 errhint("Convert the partitioned table: its default then applies to every partition.")));
-	*rels = find_all_inheritors(relid, AccessExclusiveLock, NULL);
 	return rel;
 }
 

@@ -202,6 +202,14 @@ REVOKE CREATE ON SCHEMA public FROM regress_convert_owner;
 REVOKE EXECUTE ON FUNCTION snowseq_convert(regclass, name, boolean) FROM regress_convert_owner, regress_convert_other;
 DROP ROLE regress_convert_owner, regress_convert_other;
 
+-- the extension's own tables change only with the extension: refused
+-- before anything is locked or changed
+SELECT snowseq_convert('snowseq_counters', 'start');
+SELECT snowseq_convert('snowseq_shard_map', 'upper_gene');
+SELECT pg_get_expr(adbin, adrelid) AS start_default FROM pg_attrdef
+WHERE adrelid = 'snowseq_counters'::regclass
+  AND adnum = (SELECT attnum FROM pg_attribute WHERE attrelid = 'snowseq_counters'::regclass AND attname = 'start');
+
 DROP TABLE c_big, c_keep, c_ident, c_ident_keep, c_plain, c_empty, c_other, c_part, c_items, c_orders,
 	c_shared_b, c_shared_a, c_ahead, c_int, c_small, c_ref_child, c_ref, c_int_ref_child, c_int_ref,
 	c_bad CASCADE;
