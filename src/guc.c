@@ -8,7 +8,9 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <math.h>
 
+#include "common/int.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -61,6 +63,31 @@ GucPlaceholder(const char *name)
 }
 
 /*
+ * Stop the server on an integer setting given as a number with a fraction
+ * (in its unit): PostgreSQL rounds it, so snowseq.node_id = 1.5 would run
+ * as node 2.  A check hook sees only the rounded value, so this looks at
+ * the text as given, which for a PGC_POSTMASTER setting is the
+ * placeholder's (postgresql.conf, ALTER SYSTEM or the command line).
+ * "1.5s" for a setting in ms is a whole number of ms and passes.
+ */
+static void
+GucRefuseFraction(const char *name, const char *raw, int flags)
+{
+	double		value;
+	const char *hint = NULL;
+
+	if (raw == NULL || !parse_real(raw, &value, flags, &hint))
+		return;					/* not a number: the definition says so */
+	if (value != rint(value))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for parameter \"%s\": \"%s\"", name, raw),
+				 errdetail("%s takes a whole number%s, and PostgreSQL would round %g to %.0f.",
+						   name, (flags & GUC_UNIT_MS) ? " of milliseconds" : "", value, rint(value)),
+				 errhint("Set %s to a whole number.", name)));
+}
+
+/*
  * Define one PGC_POSTMASTER integer setting; an invalid value stops the
  * server.  Other modules define theirs through it too.
  */
@@ -70,8 +97,23 @@ GucDefineInt(const char *name, const char *desc, int *var, int boot, int min, in
 {
 	char	   *raw = GucPlaceholder(name);
 
+	GucRefuseFraction(name, raw, flags);
 	DefineCustomIntVariable(name, desc, NULL, var, boot, min, max,
 							PGC_POSTMASTER, flags, NULL, NULL, NULL);
+	GucRecheck(name, raw);
+}
+
+/*
+ * Define one PGC_POSTMASTER boolean setting; an invalid value stops the
+ * server.
+ */
+void
+GucDefineBool(const char *name, const char *desc, bool *var, bool boot, int flags)
+{
+	char	   *raw = GucPlaceholder(name);
+
+	DefineCustomBoolVariable(name, desc, NULL, var, boot, PGC_POSTMASTER, flags,
+							 NULL, NULL, NULL);
 	GucRecheck(name, raw);
 }
 
@@ -223,6 +265,7 @@ GucValidate(void)
 {
 	int			sum = snowseq_time_bits + snowseq_node_bits + snowseq_seq_bits;
 	int64		now_ms = GetCurrentTimestamp() / 1000 + SNOWSEQ_UNIX_TO_PG_MS;
+	int64		span_ms;
 	int64		end_ms;
 	char	   *why;
 
@@ -253,10 +296,14 @@ GucValidate(void)
 				 errmsg("snowseq reservation block minimum exceeds its maximum"),
 				 errhint("Check snowseq.clock_block_min_ms/max_ms and snowseq.segment_block_min/max.")));
 
-	/* the end of the time field: a warning a year ahead, louder once past */
-	if ((int64) 1 << snowseq_time_bits <= (PG_INT64_MAX - SnowseqEpochMs) / snowseq_time_unit_ms)
+	/*
+	 * The end of the time field: a warning a year ahead, louder once past.
+	 * An end beyond the range of int64 ms is far enough; the epoch may be
+	 * before 1970 (negative), so the sum is checked, not bounded by hand.
+	 */
+	if (!pg_mul_s64_overflow((int64) 1 << snowseq_time_bits, snowseq_time_unit_ms, &span_ms) &&
+		!pg_add_s64_overflow(SnowseqEpochMs, span_ms, &end_ms))
 	{
-		end_ms = SnowseqEpochMs + ((int64) 1 << snowseq_time_bits) * snowseq_time_unit_ms;
 		if (end_ms <= now_ms)
 			ereport(WARNING,
 					(errmsg("the snowseq time field has run out: snowseq_next() will fail"),

@@ -43,6 +43,8 @@ extern int64 SnowseqEpochMs;	/* snowseq.epoch in ms since 1970-01-01 UTC */
 extern void GucInit(void);
 extern void GucDefineInt(const char *name, const char *desc, int *var,
 						 int boot, int min, int max, int flags);
+extern void GucDefineBool(const char *name, const char *desc, bool *var,
+						  bool boot, int flags);
 extern void GucReservePrefix(void);
 extern void GucValidate(void);
 

@@ -41,6 +41,15 @@ my @bad = (
 	  qr/100000000 ms is outside the valid range for parameter "snowseq\.time_unit_ms"/ ],
 	[ 'lead negative', [ 'snowseq.max_lead_ms = -1' ],
 	  qr/-1 ms is outside the valid range for parameter "snowseq\.max_lead_ms"/ ],
+	# an integer setting with a fraction is not rounded to another value
+	[ 'node id with a fraction', [ 'snowseq.node_id = 1.5' ],
+	  qr/invalid value for parameter "snowseq\.node_id": "1\.5"\n.*DETAIL:  snowseq\.node_id takes a whole number, and PostgreSQL would round 1\.5 to 2\.\n.*HINT:  Set snowseq\.node_id to a whole number\./ ],
+	[ 'lead with a fraction of a ms', [ 'snowseq.max_lead_ms = 2.5' ],
+	  qr/invalid value for parameter "snowseq\.max_lead_ms": "2\.5"\n.*DETAIL:  snowseq\.max_lead_ms takes a whole number of milliseconds/ ],
+	[ 'counters with a fraction', [ 'snowseq.max_counters = 10.4' ],
+	  qr/invalid value for parameter "snowseq\.max_counters": "10\.4"/ ],
+	[ 'version bits with a fraction', [ 'snowseq.public_version_bits = 5.5' ],
+	  qr/invalid value for parameter "snowseq\.public_version_bits": "5\.5"/ ],
 	[ 'epoch unparseable', [ "snowseq.epoch = 'not a time'" ],
 	  qr/invalid value for parameter "snowseq\.epoch": "not a time"\n.*DETAIL:  invalid input syntax for type timestamp with time zone/ ],
 	[ 'epoch in the future', [ "snowseq.epoch = '2999-01-01 00:00:00+00'" ],
@@ -60,6 +69,25 @@ for my $b (@bad)
 	my $started = $n->start(fail_ok => 1);
 	ok(!$started, "$what: server refuses to start");
 	like(slurp_file($n->logfile), $re, "$what: log says why");
+}
+
+# a value with a fraction in a larger unit that is a whole number of ms
+# passes (1.5 s is 1500 ms), as PostgreSQL's own settings take it
+{
+	my $n = snowseq_node('lead_in_seconds', conf => [ "snowseq.max_lead_ms = '1.5s'" ]);
+	is($n->safe_psql('postgres', 'SHOW snowseq.max_lead_ms'), '1500ms', "max_lead_ms = '1.5s' runs as 1500 ms");
+	$n->stop;
+}
+
+# an epoch before 1970 whose time field has run out: the server starts (as
+# for any epoch) and says so in the log; 41 bits of 1 ms from 1900 ended in
+# 1969.  (The end used to be computed with a signed overflow for epochs
+# before 1970, and the warning was skipped.)
+{
+	my $n = snowseq_node('epoch_1900', conf => [ "snowseq.epoch = '1900-01-01 00:00:00+00'" ]);
+	like(slurp_file($n->logfile), qr/WARNING:  the snowseq time field has run out: snowseq_next\(\) will fail/,
+		'epoch 1900: the log warns that the time field has run out');
+	$n->stop;
 }
 
 # the layouts README lists all start and generate
