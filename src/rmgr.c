@@ -3,6 +3,19 @@
  *		snowseq's WAL resource manager: a record for every reservation
  *		advance, redone on crash recovery and on standbys, so that replay
  *		raises the reservations and a promoted standby starts above them.
+ *
+ * Since 1.2 the records are written under an ID of snowseq's own,
+ * RM_SNOWSEQ_ID, one that the list of custom resource managers on
+ * PostgreSQL's wiki (CustomWALResourceManagers) does not name.  1.0 and
+ * 1.1 wrote them under RM_EXPERIMENTAL_ID (128), which PostgreSQL keeps for
+ * extensions in development: two extensions on it cannot be loaded
+ * together.  WAL of those versions may still have to be replayed after an
+ * update (crash recovery from a checkpoint taken before it, a standby or an
+ * archive behind it), so 128 is registered as well, for redo only, under
+ * the name "snowseq_1.1", while snowseq.replay_rmgr_128 is on (the
+ * default).  Once no such WAL is left, turning it off frees 128 for other
+ * extensions; WAL that still holds a record under 128 then stops recovery
+ * with PostgreSQL's "resource manager with ID 128 not registered".
  */
 #include "postgres.h"
 
@@ -13,11 +26,13 @@
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
 #include "lib/stringinfo.h"
+#include "utils/guc.h"
 
 #include "reserve.h"
 
-/* RM_EXPERIMENTAL_ID until snowseq has an ID of its own on the wiki list */
-#define RM_SNOWSEQ_ID				RM_EXPERIMENTAL_ID
+/* snowseq's own resource manager ID (1.2 on); 1.0 and 1.1 used 128 */
+#define RM_SNOWSEQ_ID				184
+#define RM_SNOWSEQ_ID_1_1			RM_EXPERIMENTAL_ID
 #define XLOG_SNOWSEQ_RESERVE_V1		0x10	/* 1.0: the clock and the segment counter */
 #define XLOG_SNOWSEQ_RESERVE		0x20	/* one reservation */
 
@@ -34,6 +49,12 @@ typedef struct Record
 	SavedConfig config;
 	SavedSlot	slot;
 } Record;
+
+/* snowseq.replay_rmgr_128: replay WAL of 1.0 and 1.1 (ID 128) */
+static bool rmgr_replay_128 = true;
+
+/* snowseq.test_write_rmgr_128: write under 128 as 1.1 did (tests only) */
+static bool rmgr_test_write_128 = false;
 
 /*
  * Log an advance and flush it; returns the record's end.  The record says
@@ -52,7 +73,8 @@ RmgrLogAdvance(const SavedSlot *slot)
 	XLogBeginInsert();
 	XLogRegisterData((char *) &rec, sizeof(rec));
 	XLogSetRecordFlags(XLOG_MARK_UNIMPORTANT);
-	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_RESERVE);
+	lsn = XLogInsert(unlikely(rmgr_test_write_128) ? RM_SNOWSEQ_ID_1_1 : RM_SNOWSEQ_ID,
+					 XLOG_SNOWSEQ_RESERVE);
 	XLogFlush(lsn);
 	return lsn;
 }
@@ -230,9 +252,40 @@ static RmgrData snowseq_rmgr = {
 	.rm_cleanup = snowseq_cleanup,
 };
 
-/* Register the WAL resource manager; at preload only. */
+/* The records of 1.0 and 1.1, under 128: the same redo, no end-of-redo step. */
+static RmgrData snowseq_rmgr_1_1 = {
+	.rm_name = "snowseq_1.1",
+	.rm_redo = snowseq_redo,
+	.rm_desc = snowseq_desc,
+	.rm_identify = snowseq_identify,
+};
+
+/* Define the settings and register the WAL resource managers; at preload only. */
 void
 RmgrInit(void)
 {
+	GucDefineBool("snowseq.replay_rmgr_128",
+				  "Replays WAL written by snowseq 1.0 and 1.1 under resource manager ID 128; turn off once none is left, to leave 128 to other extensions.",
+				  &rmgr_replay_128, true, 0);
+	GucDefineBool("snowseq.test_write_rmgr_128",
+				  "Writes reservation records under resource manager ID 128, as snowseq 1.0 and 1.1 did (testing only).",
+				  &rmgr_test_write_128, false, GUC_NOT_IN_SAMPLE);
+
+	if (rmgr_test_write_128 && !rmgr_replay_128)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snowseq.test_write_rmgr_128 needs snowseq.replay_rmgr_128"),
+				 errhint("Turn snowseq.test_write_rmgr_128 off.")));
 	RegisterCustomRmgr(RM_SNOWSEQ_ID, &snowseq_rmgr);
+	if (!rmgr_replay_128)
+		return;
+	if (RmgrTable[RM_SNOWSEQ_ID_1_1].rm_name != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("WAL resource manager ID %d is taken by \"%s\"",
+						RM_SNOWSEQ_ID_1_1, RmgrTable[RM_SNOWSEQ_ID_1_1].rm_name),
+				 errdetail("snowseq 1.0 and 1.1 wrote their WAL under ID %d; snowseq.replay_rmgr_128 keeps it replayable.",
+						   RM_SNOWSEQ_ID_1_1),
+				 errhint("Once no WAL written by snowseq 1.0 or 1.1 is left to replay (after a checkpoint, with every standby past it), set snowseq.replay_rmgr_128 = off.")));
+	RegisterCustomRmgr(RM_SNOWSEQ_ID_1_1, &snowseq_rmgr_1_1);
 }

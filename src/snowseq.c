@@ -31,10 +31,10 @@ _PG_init(void)
 	GucInit();
 	CryptInit();
 	TestPointInit();
+	RmgrInit();
 	GucReservePrefix();
 	GucValidate();
 	ClockInit();
 	ShmemInit();
-	RmgrInit();
 	WorkerRegister();
 }
