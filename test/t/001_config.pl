@@ -90,6 +90,18 @@ for my $b (@bad)
 	$n->stop;
 }
 
+# an epoch before 1970 whose time field runs out within the year warns a
+# year ahead, as for any epoch: 41 bits of 1 ms end 100 days from now
+{
+	my $end = time() + 100 * 86400;
+	my @t = gmtime($end - 2**41 / 1000);
+	my $epoch = sprintf('%04d-%02d-%02d %02d:%02d:%02d+00', $t[5] + 1900, $t[4] + 1, @t[ 3, 2, 1, 0 ]);
+	my $n = snowseq_node('epoch_before_1970', conf => [ "snowseq.epoch = '$epoch'" ]);
+	like(slurp_file($n->logfile), qr/WARNING:  the snowseq time field runs out in (99|100) days/,
+		"epoch $epoch: the log warns that the time field runs out in 100 days");
+	$n->stop;
+}
+
 # the layouts README lists all start and generate
 for my $l ([ 'sonyflake', 39, 16, 8, 10 ], [ 'uidgen', 28, 22, 13, 1000 ], [ 'instagram', 40, 13, 10, 1 ])
 {
