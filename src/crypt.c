@@ -27,6 +27,8 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/parallel.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -78,6 +80,7 @@ typedef struct CryptKey
 	uint64		max_segment;	/* largest segment this key can encrypt */
 	Ff1Key		aes;			/* unset for a retired key */
 	Ff1Bits		dom;			/* 48 - v bits, 2-byte tweak */
+	bool		uncommitted;	/* row written by this transaction (parallel workers) */
 } CryptKey;
 
 static CryptKey *crypt_keys[1 << CRYPT_VERSION_BITS_MAX];
@@ -87,6 +90,16 @@ static uint64 crypt_invalidations = 0;
 static Oid	crypt_relid = InvalidOid;
 static bool crypt_callback_registered = false;
 
+/*
+ * Key versions made by this backend's open transaction.  A key encrypts
+ * only once the transaction that made it has committed: a public ID made
+ * before could leave the server, the transaction roll back, and the
+ * version be made again with another key.
+ */
+static bool crypt_made_here[1 << CRYPT_VERSION_BITS_MAX];
+static bool crypt_made_any = false;
+static bool crypt_xact_callback_registered = false;
+
 /* One row of the key table, read and checked. */
 typedef struct KeyRow
 {
@@ -95,6 +108,7 @@ typedef struct KeyRow
 	bytea	   *key;			/* NULL when retired */
 	int32		version_bits;
 	int32		check_bits;
+	TransactionId xmin;			/* writer of the row; Invalid when unknown */
 } KeyRow;
 
 /* columns of the key table, by name, so that later versions may add some */
@@ -155,12 +169,16 @@ KeyRowInvalid(int32 version, const char *what)
 /*
  * Read and check one row of the key table.  The checks run before any
  * constraint of the table, whose errors would print the whole row, key
- * included.
+ * included.  A retired row made for another snowseq.public_version_bits
+ * passes (it holds no key, and retiring must work whatever the setting);
+ * any other row of another width is an ERROR naming both ways out, unless
+ * any_width (the old row of an update that retires it).
  */
 static void
-KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row)
+KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row, bool any_width)
 {
-	int			max_version = (1 << crypt_version_bits) - 1;
+	int			max_version;
+	int			width;
 	char	   *state;
 	int			s;
 
@@ -172,23 +190,29 @@ KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row)
 		KeyRowInvalid(row->version, "only key and retired may be NULL");
 	row->version_bits = DatumGetInt32(values[cols[COL_VERSION_BITS]]);
 	row->check_bits = DatumGetInt32(values[cols[COL_CHECK_BITS]]);
+	row->xmin = InvalidTransactionId;
+	state = TextDatumGetCString(values[cols[COL_STATE]]);
 	/* another width first: it explains any version out of range too */
-	if (row->version_bits != crypt_version_bits)
+	if (row->version_bits != crypt_version_bits && !any_width && strcmp(state, "retired") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("snowseq key version %d was made for snowseq.public_version_bits = %d, but the server runs with %d",
 						row->version, row->version_bits, crypt_version_bits),
 				 errdetail("Public IDs made with one width of the version field cannot be read with another."),
-				 errhint("Set snowseq.public_version_bits = %d again and restart the server.",
-						 row->version_bits)));
+				 errhint("Set snowseq.public_version_bits = %d again and restart the server; only if the public IDs of key version %d are no longer needed, retire it: SELECT snowseq_retire_key(%d);",
+						 row->version_bits, row->version, row->version)));
+	width = row->version_bits;
+	if (width < CRYPT_VERSION_BITS_MIN || width > CRYPT_VERSION_BITS_MAX)
+		KeyRowInvalid(row->version, psprintf("version_bits must be between %d and %d",
+											 CRYPT_VERSION_BITS_MIN, CRYPT_VERSION_BITS_MAX));
+	max_version = (1 << width) - 1;
 	if (row->version < 1 || row->version > max_version)
 		KeyRowInvalid(row->version,
 					  psprintf("versions run from 1 to %d with snowseq.public_version_bits = %d",
-							   max_version, crypt_version_bits));
+							   max_version, width));
 	if (row->check_bits < 0 || row->check_bits > CRYPT_CHECK_BITS_MAX)
 		KeyRowInvalid(row->version, psprintf("check_bits must be between 0 and %d",
 											 CRYPT_CHECK_BITS_MAX));
-	state = TextDatumGetCString(values[cols[COL_STATE]]);
 	for (s = 0; s < lengthof(key_state_names); s++)
 		if (strcmp(state, key_state_names[s]) == 0)
 			break;
@@ -252,9 +276,15 @@ CryptKeyTable(Oid fn_oid)
 static void
 CryptCacheRow(const KeyRow *row)
 {
-	CryptKey   *k = MemoryContextAllocZero(TopMemoryContext, sizeof(CryptKey));
+	CryptKey   *k;
 
+	/* a retired key of another width: nothing to decrypt with */
+	if (row->version_bits != crypt_version_bits)
+		return;
+	k = MemoryContextAllocZero(TopMemoryContext, sizeof(CryptKey));
 	k->version = row->version;
+	k->uncommitted = TransactionIdIsValid(row->xmin) &&
+		TransactionIdIsCurrentTransactionId(row->xmin);
 	k->state = row->state;
 	k->check_bits = row->check_bits;
 	k->max_segment = (((uint64) 1) << (SNOWSEQ_SEGMENT_BITS - crypt_version_bits - row->check_bits)) - 1;
@@ -313,8 +343,11 @@ CryptLoad(Oid fn_oid)
 	{
 		KeyRow		row;
 
+		bool		isnull;
+
 		slot_getallattrs(slot);
-		KeyRowRead(cols, slot->tts_values, slot->tts_isnull, &row);
+		KeyRowRead(cols, slot->tts_values, slot->tts_isnull, &row, false);
+		row.xmin = DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
 		CryptCacheRow(&row);
 	}
 	table_endscan(scan);
@@ -409,6 +442,27 @@ CryptNoCurrentKey(void)
 			 errhint("Make a key and use it: SELECT snowseq_use_key(snowseq_new_key());")));
 }
 
+/*
+ * ERROR when the current key was made by the open transaction: a public ID
+ * made with it could leave the server, the transaction roll back, and the
+ * version be made again with another key, to which that public ID would
+ * decrypt to another ID.  The leader knows the versions it made; a
+ * parallel worker only sees that the row was written by the leader's
+ * transaction, and refuses then too.
+ */
+static void
+CryptCheckCommitted(const CryptKey *k)
+{
+	if (!crypt_made_here[k->version] && !(IsParallelWorker() && k->uncommitted))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("snowseq key version %d was made in this transaction, which has not committed",
+					k->version),
+			 errdetail("A key encrypts only once the transaction that made it has committed: were it rolled back, the version would be made again with another key and public IDs made now would decrypt to other IDs."),
+			 errhint("Commit the transaction that made the key, then encrypt.")));
+}
+
 /* The public ID of a gene ID, under the current key. */
 static int64
 CryptEncrypt(FunctionCallInfo fcinfo, int64 id)
@@ -423,6 +477,8 @@ CryptEncrypt(FunctionCallInfo fcinfo, int64 id)
 	k = crypt_current;
 	if (unlikely(k == NULL))
 		CryptNoCurrentKey();
+	if (unlikely(crypt_made_any || IsParallelWorker()))
+		CryptCheckCommitted(k);
 	if (unlikely(segment > k->max_segment))
 		CryptTooWide(id, k);
 	CryptTweak(gene, tweak);
@@ -628,16 +684,25 @@ KeyAdminEnd(KeyAdmin *admin)
 /*
  * Run one statement on the key table with int4 parameters.  Never
  * read-only: each statement sees what the ones before it did, even in the
- * same outer statement (snowseq_use_key(snowseq_new_key())).
+ * same outer statement (snowseq_use_key(snowseq_new_key())).  Each runs
+ * with the newest snapshot, taken under the key table's lock: under
+ * REPEATABLE READ too it sees every key committed before, so two
+ * transactions never pick the same version.
  */
 static void
 KeyAdminRun(const char *sql, int nargs, const Datum *args, int expect)
 {
 	Oid			types[4] = {INT4OID, INT4OID, INT4OID, INT4OID};
+	SPIPlanPtr	plan;
 	int			rc;
 
 	Assert(nargs <= lengthof(types));
-	rc = SPI_execute_with_args(sql, nargs, types, (Datum *) args, NULL, false, 0);
+	plan = SPI_prepare(sql, nargs, types);
+	if (plan == NULL)
+		elog(ERROR, "snowseq key statement failed: %s", SPI_result_code_string(SPI_result));
+	rc = SPI_execute_snapshot(plan, (Datum *) args, NULL, GetLatestSnapshot(),
+							  InvalidSnapshot, false, true, 0);
+	SPI_freeplan(plan);
 	if (rc != expect)
 		elog(ERROR, "snowseq key statement failed: %s", SPI_result_code_string(rc));
 }
@@ -661,11 +726,16 @@ KeyAdminState(KeyAdmin *admin, int32 version)
 	return -1;					/* keep compiler quiet */
 }
 
-/* ERROR for a NULL or out-of-range key version argument. */
+/*
+ * ERROR for a NULL or out-of-range key version argument; any_width admits
+ * the versions of every snowseq.public_version_bits (retiring a key made
+ * for another width).
+ */
 static int32
-KeyVersionArg(FunctionCallInfo fcinfo)
+KeyVersionArg(FunctionCallInfo fcinfo, bool any_width)
 {
 	int32		version;
+	int			width = any_width ? CRYPT_VERSION_BITS_MAX : crypt_version_bits;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -673,7 +743,7 @@ KeyVersionArg(FunctionCallInfo fcinfo)
 				 errmsg("key version must not be NULL"),
 				 errhint("snowseq_keys lists the key versions.")));
 	version = PG_GETARG_INT32(0);
-	if (version < 1 || version >= (1 << crypt_version_bits))
+	if (version < 1 || version >= (1 << width))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("key version %d does not exist", version),
@@ -689,12 +759,13 @@ KeyVersionArg(FunctionCallInfo fcinfo)
  * an ERROR with missing_hint when the version does not exist.
  */
 static int
-KeyAdminOpen(FunctionCallInfo fcinfo, KeyAdmin *admin, int32 *version, const char *missing_hint)
+KeyAdminOpen(FunctionCallInfo fcinfo, KeyAdmin *admin, int32 *version, bool any_width,
+			 const char *missing_hint)
 {
 	int			state;
 
 	ShmemCheckPreloaded();
-	*version = KeyVersionArg(fcinfo);
+	*version = KeyVersionArg(fcinfo, any_width);
 	KeyAdminBegin(fcinfo, admin);
 	state = KeyAdminState(admin, *version);
 	if (state < 0)
@@ -703,6 +774,39 @@ KeyAdminOpen(FunctionCallInfo fcinfo, KeyAdmin *admin, int32 *version, const cha
 				 errmsg("key version %d does not exist", *version),
 				 errhint("%s", missing_hint)));
 	return state;
+}
+
+/* End of transaction: the keys it made are committed or gone. */
+static void
+CryptXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			if (crypt_made_any)
+			{
+				memset(crypt_made_here, 0, sizeof(crypt_made_here));
+				crypt_made_any = false;
+			}
+			break;
+		default:
+			break;
+	}
+}
+
+/* Register CryptXactCallback once per backend. */
+static void
+CryptRegisterXactCallback(void)
+{
+	if (!crypt_xact_callback_registered)
+	{
+		RegisterXactCallback(CryptXactCallback, NULL);
+		crypt_xact_callback_registered = true;
+	}
 }
 
 /*
@@ -735,6 +839,24 @@ snowseq_new_key(PG_FUNCTION_ARGS)
 				 errhint("Each check bit halves both the chance that a mistyped public ID decrypts and the segments a key can encrypt.")));
 
 	KeyAdminBegin(fcinfo, &admin);
+	/* keys of another width: a new one would contradict them */
+	args[0] = Int32GetDatum(crypt_version_bits);
+	KeyAdminRun(psprintf("SELECT version_bits, pg_catalog.count(*)::integer FROM %s "
+						 "WHERE version_bits OPERATOR(pg_catalog.<>) $1 GROUP BY version_bits "
+						 "ORDER BY 2 DESC, 1 LIMIT 1", admin.table),
+				1, args, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+	{
+		int32		other = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		int32		count = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot make a snowseq key for snowseq.public_version_bits = %d: %d existing key version(s) were made for %d",
+						crypt_version_bits, count, other),
+				 errdetail("Public IDs of one width of the version field, read with another, would decrypt to other IDs."),
+				 errhint("Set snowseq.public_version_bits = %d again and restart the server.", other)));
+	}
 	KeyAdminRun(psprintf("SELECT pg_catalog.max(version) FROM %s", admin.table),
 				0, NULL, SPI_OK_SELECT);
 	version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -752,6 +874,17 @@ snowseq_new_key(PG_FUNCTION_ARGS)
 						 "VALUES ($1, 'active', $2, $3)", admin.table),
 				3, args, SPI_OK_INSERT);
 	KeyAdminEnd(&admin);
+
+	/*
+	 * The key encrypts once this transaction commits, and its commit is
+	 * flushed to WAL before any other session sees it, whatever
+	 * synchronous_commit says: no public ID is made with a key that a crash
+	 * could take back.
+	 */
+	CryptRegisterXactCallback();
+	crypt_made_here[version] = true;
+	crypt_made_any = true;
+	ForceSyncCommit();
 	PG_RETURN_INT32(version);
 }
 
@@ -764,7 +897,7 @@ snowseq_use_key(PG_FUNCTION_ARGS)
 	Datum		arg;
 	int			state;
 
-	state = KeyAdminOpen(fcinfo, &admin, &version,
+	state = KeyAdminOpen(fcinfo, &admin, &version, false,
 						 "Make a key with snowseq_new_key(); snowseq_keys lists the key versions.");
 	arg = Int32GetDatum(version);
 	if (state == KEY_RETIRED)
@@ -797,7 +930,7 @@ snowseq_retire_key(PG_FUNCTION_ARGS)
 	Datum		arg;
 	int			state;
 
-	state = KeyAdminOpen(fcinfo, &admin, &version, "snowseq_keys lists the key versions.");
+	state = KeyAdminOpen(fcinfo, &admin, &version, true, "snowseq_keys lists the key versions.");
 	arg = Int32GetDatum(version);
 	if (state == KEY_CURRENT)
 		ereport(ERROR,
@@ -886,7 +1019,7 @@ snowseq_key_store_trigger(PG_FUNCTION_ARGS)
 		!nulls[cols[COL_STATE]] &&
 		strcmp(TextDatumGetCString(values[cols[COL_STATE]]), "retired") != 0)
 		tuple = KeyDraw(tuple, desc, cols[COL_KEY], values, nulls);
-	KeyRowRead(cols, values, nulls, &row);
+	KeyRowRead(cols, values, nulls, &row, false);
 
 	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
 	{
@@ -895,7 +1028,8 @@ snowseq_key_store_trigger(PG_FUNCTION_ARGS)
 		KeyRow		old;
 
 		heap_deform_tuple(td->tg_trigtuple, desc, old_values, old_nulls);
-		KeyRowRead(cols, old_values, old_nulls, &old);
+		/* retiring works whatever width the key was made for */
+		KeyRowRead(cols, old_values, old_nulls, &old, row.state == KEY_RETIRED);
 		if (row.version != old.version || row.check_bits != old.check_bits)
 			KeyRowInvalid(old.version, "version and check_bits never change");
 		if (old.state == KEY_RETIRED && row.state != KEY_RETIRED)
