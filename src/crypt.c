@@ -50,6 +50,7 @@
 
 #include "crypt.h"
 #include "ff1.h"
+#include "keyring.h"
 #include "snowseq.h"
 
 #define CRYPT_KEY_TABLE			"snowseq_key_store"
@@ -223,8 +224,10 @@ KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row, bool any_wi
 	if (row->state == KEY_RETIRED && row->key != NULL)
 		KeyRowInvalid(row->version, "a retired key is erased (key is NULL)");
 	if (row->state != KEY_RETIRED &&
-		(row->key == NULL || VARSIZE_ANY_EXHDR(row->key) != FF1_KEY_BYTES))
-		KeyRowInvalid(row->version, psprintf("key must be %d bytes", FF1_KEY_BYTES));
+		(row->key == NULL || (VARSIZE_ANY_EXHDR(row->key) != WRAPPED_KEY_BYTES &&
+							  VARSIZE_ANY_EXHDR(row->key) != FF1_KEY_BYTES)))
+		KeyRowInvalid(row->version, psprintf("key must be %d bytes (wrapped) or %d (made before 1.2)",
+											 WRAPPED_KEY_BYTES, FF1_KEY_BYTES));
 }
 
 /* ---- the per-backend key cache ---- */
@@ -290,8 +293,19 @@ CryptCacheRow(const KeyRow *row)
 	k->max_segment = (((uint64) 1) << (SNOWSEQ_SEGMENT_BITS - crypt_version_bits - row->check_bits)) - 1;
 	/* in the cache before the key is expanded: freed with it on any error */
 	crypt_keys[row->version] = k;
-	if (row->state != KEY_RETIRED)
+	if (row->state != KEY_RETIRED && VARSIZE_ANY_EXHDR(row->key) == WRAPPED_KEY_BYTES)
 	{
+		uint8		raw[FF1_KEY_BYTES];
+
+		KeyringUnwrap(row->version, (const uint8 *) VARDATA_ANY(row->key), raw);
+		Ff1KeyInit(&k->aes, raw);
+		explicit_bzero(raw, sizeof(raw));
+		Ff1BitsInit(&k->dom, &k->aes, SNOWSEQ_SEGMENT_BITS - crypt_version_bits,
+					CRYPT_TWEAK_BYTES);
+	}
+	else if (row->state != KEY_RETIRED)
+	{
+		/* a key made before 1.2, stored as it is */
 		Ff1KeyInit(&k->aes, (const uint8 *) VARDATA_ANY(row->key));
 		Ff1BitsInit(&k->dom, &k->aes, SNOWSEQ_SEGMENT_BITS - crypt_version_bits,
 					CRYPT_TWEAK_BYTES);
@@ -951,24 +965,29 @@ snowseq_retire_key(PG_FUNCTION_ARGS)
 
 /*
  * A new key in a row being inserted without one: 32 bytes from
- * pg_strong_random.  values and nulls are updated to the new row.
+ * pg_strong_random, stored wrapped under the cluster's wrap key
+ * (keyring.c), so that the row, its WAL record and what logical decoding
+ * makes of it hold no usable key.  values and nulls are updated to the
+ * new row.
  */
 static HeapTuple
 KeyDraw(HeapTuple tuple, TupleDesc desc, int col, Datum *values, bool *nulls)
 {
-	bytea	   *key = palloc(VARHDRSZ + FF1_KEY_BYTES);
+	uint8		raw[FF1_KEY_BYTES];
+	bytea	   *key = palloc(VARHDRSZ + WRAPPED_KEY_BYTES);
 	int			attnum = col + 1;
 	Datum		value = PointerGetDatum(key);
 	bool		isnull = false;
 	HeapTuple	drawn;
 
-	SET_VARSIZE(key, VARHDRSZ + FF1_KEY_BYTES);
-	if (!pg_strong_random(VARDATA(key), FF1_KEY_BYTES))
+	SET_VARSIZE(key, VARHDRSZ + WRAPPED_KEY_BYTES);
+	if (!pg_strong_random(raw, FF1_KEY_BYTES))
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not generate a random key")));
+	KeyringWrap(raw, (uint8 *) VARDATA(key));
+	explicit_bzero(raw, sizeof(raw));
 	drawn = heap_modify_tuple_by_cols(tuple, desc, 1, &attnum, &value, &isnull);
-	explicit_bzero(VARDATA(key), FF1_KEY_BYTES);
 	pfree(key);
 	heap_deform_tuple(drawn, desc, values, nulls);
 	return drawn;

@@ -14,12 +14,14 @@
 #include "access/xlogreader.h"
 #include "lib/stringinfo.h"
 
+#include "keyring.h"
 #include "reserve.h"
 
 /* RM_EXPERIMENTAL_ID until snowseq has an ID of its own on the wiki list */
 #define RM_SNOWSEQ_ID				RM_EXPERIMENTAL_ID
 #define XLOG_SNOWSEQ_RESERVE_V1		0x10	/* 1.0: the clock and the segment counter */
 #define XLOG_SNOWSEQ_RESERVE		0x20	/* one reservation */
+#define XLOG_SNOWSEQ_WRAP_KEY		0x30	/* 1.2: a wrap key of the keyring */
 
 /* A version 1.0 record: the configuration and both fixed reservations. */
 typedef struct RecordV1
@@ -55,6 +57,22 @@ RmgrLogAdvance(const SavedSlot *slot)
 	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_RESERVE);
 	XLogFlush(lsn);
 	return lsn;
+}
+
+/*
+ * Log a new wrap key of the keyring (keyring.c) and flush it before any key
+ * is wrapped under it.  Logical decoding does not decode snowseq's
+ * records; physical replication and recovery rebuild the keyring file.
+ */
+void
+RmgrLogWrapKey(const uint8 *wk)
+{
+	XLogRecPtr	lsn;
+
+	XLogBeginInsert();
+	XLogRegisterData((char *) wk, WRAP_KEY_BYTES);
+	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_WRAP_KEY);
+	XLogFlush(lsn);
 }
 
 /*
@@ -130,6 +148,8 @@ snowseq_redo(XLogReaderState *record)
 			RmgrApply(&v1.config, &slot, slot.bound);
 		}
 	}
+	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
+		KeyringRedo((const uint8 *) XLogRecGetData(record));
 	else
 		elog(PANIC, "snowseq_redo: unknown op code %u", info);
 }
@@ -207,6 +227,8 @@ snowseq_desc(StringInfo buf, XLogReaderState *record)
 						 v1.config.seq_bits, v1.config.time_unit_ms,
 						 (unsigned long long) v1.bound[0], (unsigned long long) v1.bound[1]);
 	}
+	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
+		KeyringDescribe(buf, (const uint8 *) XLogRecGetData(record));	/* never the key */
 }
 
 /* pg_walinspect and friends: name a record type. */
@@ -218,6 +240,8 @@ snowseq_identify(uint8 info)
 		case XLOG_SNOWSEQ_RESERVE:
 		case XLOG_SNOWSEQ_RESERVE_V1:
 			return "RESERVE";
+		case XLOG_SNOWSEQ_WRAP_KEY:
+			return "WRAP_KEY";
 	}
 	return NULL;
 }
