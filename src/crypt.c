@@ -874,12 +874,13 @@ snowseq_new_key(PG_FUNCTION_ARGS)
 	KeyAdminRun(psprintf("SELECT pg_catalog.max(version) FROM %s", admin.table),
 				0, NULL, SPI_OK_SELECT);
 	version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	version = isnull ? 1 : version + 1;
+	/* above the table and above every version this cluster ever made */
+	version = KeyringNextVersion(isnull ? 1 : version + 1, (1 << crypt_version_bits) - 1);
 	if (version >= (1 << crypt_version_bits))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("all %d snowseq key versions are used", (1 << crypt_version_bits) - 1),
-				 errdetail("Versions are never reused: a reused version would decrypt its old public IDs to other IDs."),
+				 errdetail("Versions are never reused in a cluster, whatever was rolled back or dropped: a reused version would decrypt its old public IDs to other IDs."),
 				 errhint("A larger snowseq.public_version_bits gives more versions, but changes the layout of every public ID.")));
 	args[0] = Int32GetDatum(version);
 	args[1] = Int32GetDatum(crypt_version_bits);

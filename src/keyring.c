@@ -18,6 +18,13 @@
  * pg_basebackup copies it.  Wrap keys are only ever added, so each
  * backend keeps the file's contents and reads it again only for an
  * identifier it does not know.
+ *
+ * The file also holds the highest key version made in this cluster, raised
+ * (and WAL-logged) by every snowseq_new_key before it returns the version:
+ * a version is never made twice in a cluster, whatever happened to the
+ * key table since (a rolled-back transaction, DROP EXTENSION, DROP
+ * DATABASE), so a public ID that left the server never meets another key
+ * of its version here.
  */
 #include "postgres.h"
 
@@ -42,12 +49,14 @@
 #define KEYRING_TMP			"snowseq_keyring.tmp"
 #define KEYRING_MAGIC		"SNSQKR01"
 #define KEYRING_MAGIC_BYTES	8
+#define KEYRING_HEADER_BYTES	16	/* magic, highest key version made, 4 reserved */
 #define KEYRING_MAX			64
 
 /* this backend's copy of the file; keyring_n < 0 until read */
 static uint8 keyring[KEYRING_MAX][WRAP_KEY_BYTES];
 static uint8 keyring_ids[KEYRING_MAX][WRAP_ID_BYTES];
 static int	keyring_n = -1;
+static uint32 keyring_version = 0;	/* highest key version made in this cluster */
 
 /* The identifier of a wrap key: AES-256 of a fixed block, first 8 bytes. */
 static void
@@ -78,27 +87,29 @@ KeyringId(const uint8 *wk, uint8 *id)
  * (with *why set) when the bytes are not a keyring.
  */
 static int
-KeyringParse(const char *data, size_t len, uint8 (*keys)[WRAP_KEY_BYTES], const char **why)
+KeyringParse(const char *data, size_t len, uint8 (*keys)[WRAP_KEY_BYTES], uint32 *version,
+			 const char **why)
 {
 	int			n;
 
-	if (len < KEYRING_MAGIC_BYTES || memcmp(data, KEYRING_MAGIC, KEYRING_MAGIC_BYTES) != 0)
+	if (len < KEYRING_HEADER_BYTES || memcmp(data, KEYRING_MAGIC, KEYRING_MAGIC_BYTES) != 0)
 	{
 		*why = "it does not start as a snowseq keyring";
 		return -1;
 	}
-	if ((len - KEYRING_MAGIC_BYTES) % WRAP_KEY_BYTES != 0)
+	if ((len - KEYRING_HEADER_BYTES) % WRAP_KEY_BYTES != 0)
 	{
 		*why = "its length is not a whole number of wrap keys";
 		return -1;
 	}
-	n = (int) ((len - KEYRING_MAGIC_BYTES) / WRAP_KEY_BYTES);
+	n = (int) ((len - KEYRING_HEADER_BYTES) / WRAP_KEY_BYTES);
 	if (n > KEYRING_MAX)
 	{
 		*why = "it holds too many wrap keys";
 		return -1;
 	}
-	memcpy(keys, data + KEYRING_MAGIC_BYTES, (size_t) n * WRAP_KEY_BYTES);
+	memcpy(version, data + KEYRING_MAGIC_BYTES, sizeof(uint32));
+	memcpy(keys, data + KEYRING_HEADER_BYTES, (size_t) n * WRAP_KEY_BYTES);
 	return n;
 }
 
@@ -124,7 +135,7 @@ KeyringSlurp(const char *path, size_t *len)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not stat file \"%s\": %m", path)));
-	if (st.st_size > KEYRING_MAGIC_BYTES + KEYRING_MAX * WRAP_KEY_BYTES)
+	if (st.st_size > KEYRING_HEADER_BYTES + KEYRING_MAX * WRAP_KEY_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("file \"%s\" is too large for a snowseq keyring", path),
@@ -148,10 +159,11 @@ KeyringLoad(void)
 	char	   *data = KeyringSlurp(KEYRING_FILE, &len);
 	const char *why = NULL;
 	int			n = 0;
+	uint32		version = 0;
 
 	if (data != NULL)
 	{
-		n = KeyringParse(data, len, keyring, &why);
+		n = KeyringParse(data, len, keyring, &version, &why);
 		explicit_bzero(data, len);
 		pfree(data);
 		if (n < 0)
@@ -164,6 +176,7 @@ KeyringLoad(void)
 	for (int i = 0; i < n; i++)
 		KeyringId(keyring[i], keyring_ids[i]);
 	keyring_n = n;
+	keyring_version = version;
 }
 
 /* Write this backend's copy as the data directory's keyring, durably. */
@@ -171,11 +184,12 @@ static void
 KeyringSave(void)
 {
 	int			fd;
-	size_t		len = KEYRING_MAGIC_BYTES + (size_t) keyring_n * WRAP_KEY_BYTES;
-	char	   *data = palloc(len);
+	size_t		len = KEYRING_HEADER_BYTES + (size_t) keyring_n * WRAP_KEY_BYTES;
+	char	   *data = palloc0(len);
 
 	memcpy(data, KEYRING_MAGIC, KEYRING_MAGIC_BYTES);
-	memcpy(data + KEYRING_MAGIC_BYTES, keyring, (size_t) keyring_n * WRAP_KEY_BYTES);
+	memcpy(data + KEYRING_MAGIC_BYTES, &keyring_version, sizeof(uint32));
+	memcpy(data + KEYRING_HEADER_BYTES, keyring, (size_t) keyring_n * WRAP_KEY_BYTES);
 	fd = OpenTransientFilePerm(KEYRING_TMP, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY,
 							   S_IRUSR | S_IWUSR);
 	if (fd < 0)
@@ -241,6 +255,83 @@ KeyringAdd(const uint8 *wk, bool log)
 	PG_END_TRY();
 	LWLockRelease(Snowseq->lock);
 	return added;
+}
+
+/*
+ * Raise the highest key version made to version (log: WAL-logged and
+ * flushed first, not in redo); returns the version it was before.
+ */
+static uint32
+KeyringRaiseVersion(uint32 version, bool log)
+{
+	volatile uint32 before = 0;
+
+	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	PG_TRY();
+	{
+		KeyringLoad();
+		before = keyring_version;
+		if (version > keyring_version)
+		{
+			if (log)
+				RmgrLogKeyVersion(version);
+			keyring_version = version;
+			KeyringSave();
+		}
+	}
+	PG_CATCH();
+	{
+		keyring_n = -1;
+		LWLockRelease(Snowseq->lock);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	LWLockRelease(Snowseq->lock);
+	return before;
+}
+
+/*
+ * The version of a new key: above every version of the key table
+ * (table_next is its largest plus one) and above every version ever made
+ * in this cluster; recorded durably before it is returned.  A version
+ * above max_version is returned unrecorded (the caller refuses it).  The
+ * caller holds the key table's lock; the cluster's is taken here.
+ */
+int32
+KeyringNextVersion(int32 table_next, int32 max_version)
+{
+	for (;;)
+	{
+		uint32		made;
+		int32		next;
+
+		LWLockAcquire(Snowseq->lock, LW_SHARED);
+		PG_TRY();
+		{
+			KeyringLoad();
+		}
+		PG_CATCH();
+		{
+			LWLockRelease(Snowseq->lock);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		made = keyring_version;
+		LWLockRelease(Snowseq->lock);
+		next = Max(table_next, (int32) Min(made, (uint32) PG_INT32_MAX - 1) + 1);
+		if (next > max_version)
+			return next;
+		/* another database's key may have taken it meanwhile: try again */
+		if (KeyringRaiseVersion((uint32) next, true) < (uint32) next)
+			return next;
+	}
+}
+
+/* Redo of a key version record: the highest version made is raised. */
+void
+KeyringRedoVersion(uint32 version)
+{
+	KeyringRaiseVersion(version, false);
 }
 
 /* Redo of a wrap key record: the key is in the keyring afterwards. */
@@ -375,6 +466,7 @@ snowseq_import_wrap_keys(PG_FUNCTION_ARGS)
 	size_t		len = 0;
 	const char *why = NULL;
 	uint8		keys[KEYRING_MAX][WRAP_KEY_BYTES];
+	uint32		version;
 	int			n;
 	int			added = 0;
 
@@ -398,7 +490,8 @@ snowseq_import_wrap_keys(PG_FUNCTION_ARGS)
 				 errmsg("file \"%s\" does not exist", path),
 				 errhint("Pass the path, on this server, of a copy of another cluster's %s file.",
 						 KEYRING_FILE)));
-	n = KeyringParse(data, len, keys, &why);
+	/* the other cluster's versions are in the key rows it sent */
+	n = KeyringParse(data, len, keys, &version, &why);
 	explicit_bzero(data, len);
 	if (n < 0)
 		ereport(ERROR,

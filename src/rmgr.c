@@ -22,6 +22,7 @@
 #define XLOG_SNOWSEQ_RESERVE_V1		0x10	/* 1.0: the clock and the segment counter */
 #define XLOG_SNOWSEQ_RESERVE		0x20	/* one reservation */
 #define XLOG_SNOWSEQ_WRAP_KEY		0x30	/* 1.2: a wrap key of the keyring */
+#define XLOG_SNOWSEQ_KEY_VERSION	0x40	/* 1.2: the highest key version made */
 
 /* A version 1.0 record: the configuration and both fixed reservations. */
 typedef struct RecordV1
@@ -72,6 +73,18 @@ RmgrLogWrapKey(const uint8 *wk)
 	XLogBeginInsert();
 	XLogRegisterData((char *) wk, WRAP_KEY_BYTES);
 	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_WRAP_KEY);
+	XLogFlush(lsn);
+}
+
+/* Log the highest key version made in the cluster (keyring.c) and flush it. */
+void
+RmgrLogKeyVersion(uint32 version)
+{
+	XLogRecPtr	lsn;
+
+	XLogBeginInsert();
+	XLogRegisterData((char *) &version, sizeof(version));
+	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_KEY_VERSION);
 	XLogFlush(lsn);
 }
 
@@ -150,6 +163,13 @@ snowseq_redo(XLogReaderState *record)
 	}
 	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
 		KeyringRedo((const uint8 *) XLogRecGetData(record));
+	else if (info == XLOG_SNOWSEQ_KEY_VERSION)
+	{
+		uint32		version;
+
+		memcpy(&version, XLogRecGetData(record), sizeof(version));
+		KeyringRedoVersion(version);
+	}
 	else
 		elog(PANIC, "snowseq_redo: unknown op code %u", info);
 }
@@ -229,6 +249,13 @@ snowseq_desc(StringInfo buf, XLogReaderState *record)
 	}
 	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
 		KeyringDescribe(buf, (const uint8 *) XLogRecGetData(record));	/* never the key */
+	else if (info == XLOG_SNOWSEQ_KEY_VERSION)
+	{
+		uint32		version;
+
+		memcpy(&version, XLogRecGetData(record), sizeof(version));
+		appendStringInfo(buf, "key version %u", version);
+	}
 }
 
 /* pg_walinspect and friends: name a record type. */
@@ -242,6 +269,8 @@ snowseq_identify(uint8 info)
 			return "RESERVE";
 		case XLOG_SNOWSEQ_WRAP_KEY:
 			return "WRAP_KEY";
+		case XLOG_SNOWSEQ_KEY_VERSION:
+			return "KEY_VERSION";
 	}
 	return NULL;
 }
