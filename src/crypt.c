@@ -15,14 +15,22 @@
  * Keys live in the table snowseq_key_store (no rights for PUBLIC, dumped by
  * pg_dump, replicated like any table).  snowseq_new_key inserts a row
  * without a key, as the table's owner, and the table's trigger draws the
- * key with pg_strong_random: no key is ever part of SQL text, a query
- * parameter or a plan, which log settings could print.  Each backend reads
+ * key with pg_strong_random and stores it wrapped under the cluster's wrap
+ * key (keyring.c): no key is ever part of SQL text, a query parameter or a
+ * plan, which log settings could print, nor of what logical decoding shows
+ * of the row.  Each backend reads
  * the table with a plain heap scan (the caller needs EXECUTE on the
  * function, not SELECT on the table), keeps the expanded AES keys, and
  * drops them when a relcache invalidation for the table arrives: the
  * table's ALWAYS trigger sends one for every change, whether made by SQL or
  * applied by logical replication, and a physical standby replays it from
  * the commit record.
+ *
+ * A key version is made once per cluster (keyring.c records the highest,
+ * durably, before snowseq_new_key returns it), and a key encrypts only once
+ * the transaction that made it has committed, a commit snowseq_new_key
+ * forces to WAL: a public ID that left the server never meets a second key
+ * of its version, whatever was rolled back, dropped or crashed.
  */
 #include "postgres.h"
 
