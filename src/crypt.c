@@ -889,7 +889,7 @@ snowseq_new_key(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("all %d snowseq key versions are used", (1 << crypt_version_bits) - 1),
 				 errdetail("Versions are never reused in a cluster, whatever was rolled back or dropped: a reused version would decrypt its old public IDs to other IDs."),
-				 errhint("A larger snowseq.public_version_bits gives more versions, but changes the layout of every public ID.")));
+				 errhint("Keep using the keys there are; a larger snowseq.public_version_bits gives more versions only to databases without keys, as it changes the layout of every public ID.")));
 	args[0] = Int32GetDatum(version);
 	args[1] = Int32GetDatum(crypt_version_bits);
 	args[2] = Int32GetDatum(check_bits);
