@@ -16,4 +16,12 @@ CREATE FUNCTION snowseq_import_wrap_keys(path text) RETURNS integer
 COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
 	'adds the wrap keys of a copy of another cluster''s snowseq_keyring file, so its key rows unwrap here; returns how many were new';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) FROM PUBLIC;
+-- Keys made by 1.1 are stored as they are; the table's trigger wraps the
+-- key of any row it sees change, so touch each (of this server's width:
+-- rows of another width are left for snowseq_retire_key).
+UPDATE @extschema@.snowseq_key_store SET state = state
+	WHERE key IS NOT NULL
+		AND pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 32
+		AND version_bits OPERATOR(pg_catalog.=)
+			pg_catalog.current_setting('snowseq.public_version_bits', true)::pg_catalog.int4;
 -- ---- end keys: wrapped key material ----

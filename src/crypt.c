@@ -973,32 +973,42 @@ snowseq_retire_key(PG_FUNCTION_ARGS)
 }
 
 /*
- * A new key in a row being inserted without one: 32 bytes from
- * pg_strong_random, stored wrapped under the cluster's wrap key
- * (keyring.c), so that the row, its WAL record and what logical decoding
- * makes of it hold no usable key.  values and nulls are updated to the
- * new row.
+ * Store a key (FF1_KEY_BYTES) in the key column of a row, wrapped under the
+ * cluster's wrap key (keyring.c), so that the row, its WAL record and what
+ * logical decoding makes of it hold no usable key.  values and nulls are
+ * updated to the new row.
  */
 static HeapTuple
-KeyDraw(HeapTuple tuple, TupleDesc desc, int col, Datum *values, bool *nulls)
+KeyStoreWrapped(HeapTuple tuple, TupleDesc desc, int col, const uint8 *raw,
+				Datum *values, bool *nulls)
 {
-	uint8		raw[FF1_KEY_BYTES];
 	bytea	   *key = palloc(VARHDRSZ + WRAPPED_KEY_BYTES);
 	int			attnum = col + 1;
 	Datum		value = PointerGetDatum(key);
 	bool		isnull = false;
-	HeapTuple	drawn;
+	HeapTuple	stored;
 
 	SET_VARSIZE(key, VARHDRSZ + WRAPPED_KEY_BYTES);
+	KeyringWrap(raw, (uint8 *) VARDATA(key));
+	stored = heap_modify_tuple_by_cols(tuple, desc, 1, &attnum, &value, &isnull);
+	pfree(key);
+	heap_deform_tuple(stored, desc, values, nulls);
+	return stored;
+}
+
+/* A new key, 32 bytes from pg_strong_random, in a row inserted without one. */
+static HeapTuple
+KeyDraw(HeapTuple tuple, TupleDesc desc, int col, Datum *values, bool *nulls)
+{
+	uint8		raw[FF1_KEY_BYTES];
+	HeapTuple	drawn;
+
 	if (!pg_strong_random(raw, FF1_KEY_BYTES))
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not generate a random key")));
-	KeyringWrap(raw, (uint8 *) VARDATA(key));
+	drawn = KeyStoreWrapped(tuple, desc, col, raw, values, nulls);
 	explicit_bzero(raw, sizeof(raw));
-	drawn = heap_modify_tuple_by_cols(tuple, desc, 1, &attnum, &value, &isnull);
-	pfree(key);
-	heap_deform_tuple(drawn, desc, values, nulls);
 	return drawn;
 }
 
@@ -1067,6 +1077,16 @@ snowseq_key_store_trigger(PG_FUNCTION_ARGS)
 			 memcmp(VARDATA_ANY(row.key), VARDATA_ANY(old.key), VARSIZE_ANY_EXHDR(row.key)) != 0))
 			KeyRowInvalid(old.version, "a key never changes; make a new one with snowseq_new_key()");
 	}
+
+	/*
+	 * A key stored as it is (made before 1.2, or restored or replicated
+	 * from such a server) is wrapped by any insert or update of its row:
+	 * the update to 1.2 touches every such row, so that no later change of
+	 * the row shows the key to logical decoding.
+	 */
+	if (row.key != NULL && VARSIZE_ANY_EXHDR(row.key) == FF1_KEY_BYTES)
+		tuple = KeyStoreWrapped(tuple, desc, cols[COL_KEY], (const uint8 *) VARDATA_ANY(row.key),
+								values, nulls);
 	CacheInvalidateRelcache(td->tg_relation);
 	return PointerGetDatum(tuple);
 }

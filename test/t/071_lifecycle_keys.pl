@@ -36,6 +36,8 @@
 # |                                    | above; without it, an ERROR, never a wrong ID     |
 # | key rotation                       | public IDs of the old key still decrypt; new ones |
 # |                                    | carry the new version                             |
+# | update from 1.1                    | a key stored as it is gets wrapped; its public    |
+# |                                    | IDs still decrypt                                 |
 # | another public_version_bits        | snowseq_new_key refuses; retiring works at either |
 # |                                    | width; back at the keys' width all works again    |
 # | period switch                      | does not apply: keys have no period               |
@@ -300,6 +302,22 @@ is($wrong, 0, 'back at width 6: no public ID decrypts to another ID');
 cmp_ok($own, '>', 0, "back at width 6: the keys decrypt ($own)");
 $v = new_key($primary);
 cmp_ok($v, '>', $made, 'back at width 6: new keys again');
+
+# a key stored as it is by 1.1 is wrapped by the update to 1.2, and its
+# public IDs still decrypt
+$primary->safe_psql('postgres', 'CREATE DATABASE legacy');
+$primary->safe_psql('legacy', q{
+	CREATE EXTENSION snowseq VERSION '1.1';
+	ALTER TABLE snowseq_key_store DISABLE TRIGGER snowseq_key_store_row;
+	INSERT INTO snowseq_key_store (version, state, key, version_bits, check_bits)
+		VALUES (60, 'current', decode(repeat('cd', 32), 'hex'), 6, 4);
+	ALTER TABLE snowseq_key_store ENABLE ALWAYS TRIGGER snowseq_key_store_row});
+my $lp = $primary->safe_psql('legacy', 'SELECT snowseq_encrypt(5::bigint << 48 | 424242)');
+$primary->safe_psql('legacy', 'ALTER EXTENSION snowseq UPDATE');
+is($primary->safe_psql('legacy', 'SELECT octet_length(key) FROM snowseq_key_store WHERE version = 60'), '48',
+	'update to 1.2: a key stored as it is by 1.1 is wrapped');
+is($primary->safe_psql('legacy', "SELECT snowseq_decrypt($lp) = (5::bigint << 48 | 424242)"), 't',
+	'update to 1.2: its public IDs still decrypt');
 
 # keys of two widths in one table (as 1.1 let them be made): the way out
 $primary->safe_psql('postgres', q{
