@@ -21,9 +21,11 @@ my @GUIDES = qw(snowflake-ids durability genes-and-routing elastic-shards
   counters-and-serials public-ids uuids converting-tables);
 my $MAX_NORUN = 6;
 
-my @pages = ('README.md', 'CHANGELOG.md', 'CONTRIBUTING.md');
+my @pages = grep { ok(-f $_, "$_ exists") } ('README.md', 'CHANGELOG.md', 'CONTRIBUTING.md',
+	'docs/reference.md', 'docs/design.md');
 File::Find::find({ no_chdir => 1, wanted => sub { push @pages, $_ if /\.md$/ } }, 'docs');
-@pages = sort @pages;
+my %uniq = map { $_ => 1 } @pages;
+@pages = sort keys %uniq;
 
 my %text;
 for my $p (@pages)
