@@ -18,7 +18,8 @@ def md_table(header, rows, align=None):
     out = ["| " + " | ".join(header) + " |",
            "|" + "|".join(align or ["---"] * len(header)) + "|"]
     for r in rows:
-        out.append("| " + " | ".join(str(x) for x in r) + " |")
+        # a '|' inside a cell (also inside a code span) must be escaped in GFM tables
+        out.append("| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |")
     return "\n".join(out)
 
 
@@ -428,14 +429,24 @@ def readme_section(runs):
     L.append("Measured by `bash bench/run.sh` side by side with what PostgreSQL ships, every ratio "
              "from one run on one machine (medians of alternating repetitions; details, method and "
              "the machine in [docs/benchmarks.md](docs/benchmarks.md)):\n")
+    busy = False
     for r in runs:
-        m = r["machine"]
-        L.append("- PostgreSQL %s: %s, %s mode, %.0f minutes; %s, %d cores%s; load average %s at the start." % (
-            pg_major(r), r["date"], r["mode"], r["elapsed"] / 60.0, m["cpu"], m["nproc"],
-            " (virtual machine)" if m.get("virtual") else "",
-            dict(r.get("load") or [("start", "not recorded")]).get("start", "not recorded")))
+        m, cfg = r["machine"], r["cfg"]
+        loads = [float(la.split()[0]) for _, la in r.get("load") or []]
+        line = ("- PostgreSQL %s: %s, %.0f minutes, %s mode (%d repetitions, %s IDs per call-cost query, "
+                "inserts up to %s rows); %s, %d cores%s" % (
+                    pg_major(r), r["date"], r["elapsed"] / 60.0, r["mode"], cfg["reps"], fmt_int(cfg["call_n"]),
+                    fmt_int(max(int(x) for x in cfg["insert_rows"].split())), m["cpu"], m["nproc"],
+                    ", virtual machine" if m.get("virtual") else ""))
+        if loads:
+            line += "; load average (1 minute) %.2f at the start, up to %.2f during the run" % (loads[0], max(loads))
+            busy = busy or max(loads) > m["nproc"]
+        L.append(line + ".")
     if any(r["mode"] != "full" for r in runs):
         L.append("\n**Not a full run: the sizes are too small for the numbers to mean much.**")
+    if busy:
+        L.append("\n**The machine was busy with other work during a run (a load above its number of cores): "
+                 "treat its figures, the inserts and many clients above all, as rough.**")
     L.append("")
     # targets: rows in the order of their first appearance
     order, text = [], {}
@@ -463,8 +474,7 @@ def readme_section(runs):
         if not any(found):
             continue
         label = next(c["label"] for c in found if c)
-        rows.append(["`%s`" % label if "(" in label and not label.startswith("(") else label] +
-                    [fmt_int(c["ns"]) if c else "" for c in found])
+        rows.append([label] + [fmt_int(c["ns"]) if c else "" for c in found])
     L.append(md_table(["ns per call (loop included)"] + cols, rows, ["---"] + ["---:"] * len(cols)))
     L.append("\nInserts of the same rows into a fresh table, rows per second (and primary key index "
              "size), at %s rows:\n" % " / ".join(fmt_int(r["inserts"][-1]["rows"]) for r in runs))
