@@ -287,7 +287,7 @@ def write_plots(ctx, outdir, datadir):
     d = os.path.join(datadir, "call_cost.dat")
     with open(d, "w") as f:
         for r in ctx["calls"]:
-            colour = (0x4c72b0 if r["key"].startswith(("snowseq", "gene")) else
+            colour = (0x4c72b0 if r["key"].startswith(("snowseq", "gene")) or r["key"] in ("counter", "serial") else
                       0x999999 if r["key"] in ("loop", "clock_timestamp", "random") else 0xdd8452)
             f.write("%s\t%.2f\t%d\n" % (r["label"], r["ns"], colour))
     plot("call_cost.gp", d, os.path.join(outdir, ctx["png"]["calls"]), term,
