@@ -61,6 +61,7 @@ def targets(calls, clients, client_res, inserts, wal, shmem, skipped=None):
                              su / u7 <= 1.2))
     else:
         skip("uuidv7_next", "snowseq_next() faster than the built-in uuidv7()", "uuidv7() (built-in)")
+        skip("uuidv7_uuid", "snowseq_uuid() call cost <= 1.2x the built-in uuidv7()'s", "uuidv7() (built-in)")
 
     big = inserts[-1]
     rows = fmt_int(big["rows"])
@@ -86,6 +87,7 @@ def targets(calls, clients, client_res, inserts, wal, shmem, skipped=None):
                        "snowseq_uuid", "uuidv7_builtin", 1.0)
     else:
         skip("ins_uuidv7", "inserts >= 1.3x the built-in uuidv7()'s rows/s", "uuidv7() (built-in)")
+        skip("ins_uuid_uuidv7", "snowseq_uuid() inserts >= the built-in uuidv7()'s rows/s", "uuidv7() (built-in)")
     t.append(_target("index", "PK index within 5%% of bigserial's at %s rows" % rows,
                      "%s MB vs %s MB = %s" % (fmt_mb(s["index_bytes"]), fmt_mb(v["bigserial"]["index_bytes"]),
                                               fmt_x(s["index_x_bigserial"])),
