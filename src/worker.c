@@ -46,7 +46,7 @@ WorkerAdvanceDue(bool at_start)
 
 		did |= ClockAdvanceDue(in_use);
 		did |= SegmentAdvanceDue(in_use);
-		did |= CounterAdvanceDue(in_use);
+		/* named counters advance in their database: counter.c */
 	}
 	LWLockRelease(Snowseq->lock);
 	if (did)
