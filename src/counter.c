@@ -1115,8 +1115,7 @@ CounterCreateFresh(Oid nsp, const NameData *name, bool serial, const char *comme
 			(errcode(ERRCODE_DUPLICATE_OBJECT),
 			 errmsg("snowseq counter \"%s\" issued values before, under a definition that is gone",
 					NameStr(*name)),
-			 errdetail("Its reservation has taken %llu values, but no floor sequence says which, so a new definition could issue them again.",
-					   (unsigned long long) taken),
+			 errdetail("Its reservation in this database has taken values, but no floor sequence says which, so a new definition could issue them again."),
 			 errhint(serial ? "Create a serial under a new name." :
 					 "Pass restart => true to start it over and issue its old values again, or create a counter under a new name.")));
 	return 0;					/* keep the compiler quiet */

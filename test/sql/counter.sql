@@ -135,6 +135,24 @@ SELECT snowseq_counter_next('ro');
 ROLLBACK;
 SELECT snowseq_counter_next('ro');
 
+-- a counter without a floor sequence (one made by 1.1) gets one at its next
+-- advance; without a floor sequence and without its row, a counter that
+-- issued values is refused: nothing says what they were
+SELECT format('DROP SEQUENCE %I', c.relname) AS drop_floor
+FROM pg_class c JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass
+WHERE d.description = 'floor of snowseq counter "ro"' \gset
+:drop_floor;
+SELECT count(snowseq_counter_next('ro')) FROM generate_series(1, 2000);
+SELECT count(*) AS floor_made_again FROM pg_description WHERE description = 'floor of snowseq counter "ro"';
+SELECT format('DROP SEQUENCE %I', c.relname) AS drop_floor
+FROM pg_class c JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass
+WHERE d.description = 'floor of snowseq counter "ro"' \gset
+:drop_floor;
+DELETE FROM snowseq_counters WHERE name = 'ro';
+SELECT snowseq_create_counter('ro');
+SELECT snowseq_create_counter('ro', restart => true);
+SELECT snowseq_counter_next('ro') AS restarted;
+
 -- a role with EXECUTE only records the position as the definitions' owner
 CREATE ROLE snowseq_counter_taker;
 GRANT EXECUTE ON FUNCTION snowseq_counter_next(text) TO snowseq_counter_taker;
