@@ -63,6 +63,7 @@
 #include "utils/syscache.h"
 
 #include "reserve.h"
+#include "testpoint.h"
 
 #define SERIAL_PERIOD_SHIFT		40
 #define SERIAL_K_MASK			(((uint64) 1 << SERIAL_PERIOD_SHIFT) - 1)
@@ -847,6 +848,7 @@ CounterAdvance(CounterEntry *e, uint64 need)
 	if (next > bound)
 	{
 		CounterFloorWrite(counter_defs_relid, e->floor_seq, CounterFloorOf(e, next));
+		SNOWSEQ_TESTPOINT("counter_floor_written");
 		spec.ceiling = next;
 		LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
 		ReserveAdvance(r, &spec, need);
