@@ -43,6 +43,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "common/cryptohash.h"
+#include "common/hashfn.h"
 #include "common/int.h"
 #include "common/sha2.h"
 #include "commands/comment.h"
@@ -388,7 +389,7 @@ CounterHasRoom(const NameData *name)
 	return room;
 }
 
-/* The raw value last taken from a counter's reservation in this database; 0 if none. */
+/* How far a counter's reservation in this database went (counter or bound); 0 if none. */
 static uint64
 CounterTaken(const NameData *name)
 {
@@ -623,20 +624,37 @@ CounterRawAbove(const CounterEntry *e, int64 f)
 }
 
 /*
+ * A fingerprint of how a definition maps raw counter values to values (in
+ * shared memory only: which definition the reservation's floor is of).
+ * Never 0, which a new place holds.
+ */
+static uint64
+CounterDefTag(const CounterEntry *e)
+{
+	int64		parts[4] = {e->start, e->restart_base, e->nodes, e->serial};
+	uint64		h = hash_bytes_extended((const unsigned char *) parts, sizeof(parts), 0);
+
+	if (e->serial && e->format != NULL)
+		h ^= hash_bytes_extended((const unsigned char *) e->format, strlen(e->format), 1);
+	return h == 0 ? 1 : h;
+}
+
+/*
  * A definition was loaded: find its floor sequence and, unless the
- * reservation already covers that floor (it wrote it, or absorbed it
- * before: its owner_mark is the floor + 1), raise the reservation above
- * it and to its bound, so that the next value advances it and writes a
- * floor of this definition.  That is a counter restored into another
- * database or cluster, re-created after DROP EXTENSION or after its row
- * was deleted, or after a restart of the server (where the counter stands
- * at its bound anyway).
+ * reservation already covers that floor under this very definition (it
+ * wrote it, or absorbed it before: owner_mark is the floor + 1, owner_tag
+ * the definition's), raise the reservation above it and to its bound, so
+ * that the next value advances it and writes a floor of this definition.
+ * That is a counter restored into another database or cluster, re-created
+ * after DROP EXTENSION or after its row was deleted, its row changed by
+ * hand, or the server restarted (where the counter stands at its bound
+ * anyway).
  */
 static void
 CounterFloorLoad(CounterEntry *e)
 {
 	int64		floor;
-	uint64		bound;
+	uint64		tag = CounterDefTag(e);
 
 	e->floor_seq = CounterFloorSeq(e->nsp, &e->name);
 	if (!OidIsValid(e->floor_seq))
@@ -645,11 +663,13 @@ CounterFloorLoad(CounterEntry *e)
 	if (floor == COUNTER_FLOOR_NONE)
 		return;
 	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
-	if (e->r->owner_mark < (uint64) floor + 1)
+	if (e->r->owner_mark < (uint64) floor + 1 || e->r->owner_tag != tag)
 	{
-		bound = pg_atomic_read_u64(&e->r->bound);
+		uint64		bound = pg_atomic_read_u64(&e->r->bound);
+
 		ReserveRaise(e->r, Max(CounterRawAbove(e, floor), bound));
 		e->r->owner_mark = (uint64) floor + 1;
+		e->r->owner_tag = tag;
 	}
 	LWLockRelease(Snowseq->lock);
 }
@@ -853,6 +873,7 @@ CounterAdvance(CounterEntry *e, uint64 need)
 		LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
 		ReserveAdvance(r, &spec, need);
 		r->owner_mark = (uint64) CounterFloorOf(e, next) + 1;
+		r->owner_tag = CounterDefTag(e);
 		LWLockRelease(Snowseq->lock);
 		ConditionVariableBroadcast(&Snowseq->advanced);
 	}
@@ -1140,7 +1161,6 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 	const char *kind = serial ? "serial" : "counter";
 	char	   *comment = CounterFloorComment(name, serial, format);
 	bool		replace = false;
-	bool		fresh;
 	Reservation *r;
 	CounterEntry def;
 
@@ -1179,8 +1199,7 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 	def.serial = serial;
 	def.start = start;
 	def.nodes = nodes;
-	fresh = SPI_processed == 0;
-	if (fresh)
+	if (SPI_processed == 0)
 	{
 		def.restart_base = CounterCreateFresh(nsp, name, serial, comment, restart, &replace);
 		if (!CounterHasRoom(name))
@@ -1246,17 +1265,10 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 
 	/*
 	 * Its place, and a floor covering what its reservation allows so far.
-	 * Without a row, the definition may differ from the one its floor was
-	 * written under: the next load raises the reservation above the floor
-	 * again.
+	 * A definition other than the one its floor was written under is
+	 * raised above the floor when it is loaded.
 	 */
 	r = CounterReservation(name);
-	if (fresh)
-	{
-		LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
-		r->owner_mark = 0;
-		LWLockRelease(Snowseq->lock);
-	}
 	(void) CounterFloorMake(nsp, counter_defs_relid, name, comment,
 							CounterFloorOf(&def, pg_atomic_read_u64(&r->bound)), replace);
 }

@@ -65,7 +65,9 @@ typedef struct Reservation
 	uint64		rate_counter;	/* counter at the last advance */
 	uint64		rate_jumped;	/* jumped at the last advance */
 	TimestampTz rate_time;		/* when the last advance happened */
-	uint64		owner_mark;		/* the owner's, not saved: 0 in a new slot */
+	/* the owner's, not saved: 0 in a new slot */
+	uint64		owner_mark;
+	uint64		owner_tag;
 } Reservation;
 
 /*

@@ -105,6 +105,7 @@ ReservationFind(const ReserveId *id, bool create)
 	free_slot->rate_jumped = 0;
 	free_slot->rate_time = 0;
 	free_slot->owner_mark = 0;
+	free_slot->owner_tag = 0;
 	pg_atomic_write_u64(&free_slot->counter, 0);
 	pg_atomic_write_u64(&free_slot->jumped, 0);
 	pg_atomic_write_u64(&free_slot->bound, 0);

@@ -108,6 +108,11 @@ SELECT min(v), max(v) FROM (SELECT snowseq_counter_next('z') AS v FROM generate_
 DELETE FROM snowseq_counters WHERE name = 'z';
 SELECT snowseq_create_counter('z', start => 0);
 SELECT snowseq_counter_next('z') > 199 AS above_all_issued;
+-- a definition changed by hand in the table continues above it too
+SELECT snowseq_create_counter('u', start => 100);
+SELECT max(v) FROM (SELECT snowseq_counter_next('u') AS v FROM generate_series(1, 10)) t;
+UPDATE snowseq_counters SET start = 0, nodes = 3 WHERE name = 'u';
+SELECT snowseq_counter_next('u') > 109 AS above_all_issued;
 -- its floor sequence says how far it went; it is no member of the extension
 SELECT c.relkind, d.description, e.objid IS NULL AS not_a_member
 FROM pg_class c
