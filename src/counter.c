@@ -457,18 +457,18 @@ CounterFloorComment(const NameData *name, bool serial, const char *format)
 }
 
 /*
- * Switch to the owner of the definitions table, who owns the floor
- * sequences, for a step that callers with EXECUTE alone may need; saves
- * what to switch back to.
+ * Switch to the owner of a relation (the definitions table, whose owner
+ * makes the floor sequences, or a floor sequence) for a step that callers
+ * with EXECUTE alone may need; saves what to switch back to.
  */
 static void
-CounterAsOwner(Oid defs_relid, Oid *save_user, int *save_sec)
+CounterAsOwner(Oid relid, Oid *save_user, int *save_sec)
 {
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(defs_relid));
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Oid			owner;
 
 	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", defs_relid);
+		elog(ERROR, "cache lookup failed for relation %u", relid);
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	GetUserIdAndSecContext(save_user, save_sec);
@@ -476,16 +476,16 @@ CounterAsOwner(Oid defs_relid, Oid *save_user, int *save_sec)
 						   SECURITY_RESTRICTED_OPERATION);
 }
 
-/* Read a floor sequence: the highest value covered, or COUNTER_FLOOR_NONE. */
+/* Read a floor sequence (as its owner): the highest value covered, or COUNTER_FLOOR_NONE. */
 static int64
-CounterFloorRead(Oid defs_relid, Oid seq)
+CounterFloorRead(Oid seq)
 {
 	Oid			save_user;
 	int			save_sec;
 	int64		floor;
 	bool		isnull;
 
-	CounterAsOwner(defs_relid, &save_user, &save_sec);
+	CounterAsOwner(seq, &save_user, &save_sec);
 	SPI_connect();
 	if (SPI_execute(psprintf("SELECT last_value FROM %s",
 							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(seq)),
@@ -498,14 +498,14 @@ CounterFloorRead(Oid defs_relid, Oid seq)
 	return floor;
 }
 
-/* Write a floor sequence (not undone by a rollback, like nextval()). */
+/* Write a floor sequence as its owner (not undone by a rollback, like nextval()). */
 static void
-CounterFloorWrite(Oid defs_relid, Oid seq, int64 floor)
+CounterFloorWrite(Oid seq, int64 floor)
 {
 	Oid			save_user;
 	int			save_sec;
 
-	CounterAsOwner(defs_relid, &save_user, &save_sec);
+	CounterAsOwner(seq, &save_user, &save_sec);
 	DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq), Int64GetDatum(floor));
 	SetUserIdAndSecContext(save_user, save_sec);
 }
@@ -547,7 +547,7 @@ CounterFloorMake(Oid nsp, Oid defs_relid, const NameData *name, const char *comm
 	if (!OidIsValid(seq))
 		elog(ERROR, "could not find %s after creating it", qualified);
 	if (floor != COUNTER_FLOOR_NONE)
-		CounterFloorWrite(defs_relid, seq, floor);
+		CounterFloorWrite(seq, floor);
 	return seq;
 }
 
@@ -659,7 +659,7 @@ CounterFloorLoad(CounterEntry *e)
 	e->floor_seq = CounterFloorSeq(e->nsp, &e->name);
 	if (!OidIsValid(e->floor_seq))
 		return;
-	floor = CounterFloorRead(counter_defs_relid, e->floor_seq);
+	floor = CounterFloorRead(e->floor_seq);
 	if (floor == COUNTER_FLOOR_NONE)
 		return;
 	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
@@ -867,7 +867,7 @@ CounterAdvance(CounterEntry *e, uint64 need)
 	LWLockRelease(Snowseq->lock);
 	if (next > bound)
 	{
-		CounterFloorWrite(counter_defs_relid, e->floor_seq, CounterFloorOf(e, next));
+		CounterFloorWrite(e->floor_seq, CounterFloorOf(e, next));
 		SNOWSEQ_TESTPOINT("counter_floor_written");
 		spec.ceiling = next;
 		LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
@@ -1110,7 +1110,7 @@ CounterCreateFresh(Oid nsp, const NameData *name, bool serial, const char *comme
 	*replace = false;
 	if (OidIsValid(seq))
 	{
-		int64		floor = CounterFloorRead(counter_defs_relid, seq);
+		int64		floor = CounterFloorRead(seq);
 		char	   *had = GetComment(seq, RelationRelationId, 0);
 
 		if (restart)

@@ -65,7 +65,10 @@ typedef struct Reservation
 	uint64		rate_counter;	/* counter at the last advance */
 	uint64		rate_jumped;	/* jumped at the last advance */
 	TimestampTz rate_time;		/* when the last advance happened */
-	/* the owner's, not saved: 0 in a new slot */
+	/*
+	 * The owner's own marks, not saved, 0 in a new slot (named counters:
+	 * the floor the reservation covers + 1, and of which definition).
+	 */
 	uint64		owner_mark;
 	uint64		owner_tag;
 } Reservation;
