@@ -857,12 +857,18 @@ CounterAdvance(CounterEntry *e, uint64 need)
 	else if (!ConditionalLockRelationOid(e->floor_seq, ShareUpdateExclusiveLock))
 		return;
 
+	/*
+	 * Past the low-water mark, the next block goes above the bound even if
+	 * the rate fell: otherwise every value up to the bound would come here.
+	 */
 	CounterSpec(&spec, 0);
 	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
 	bound = pg_atomic_read_u64(&r->bound);
 	next = bound;
-	if (need != 0 ? bound < need :
-		pg_atomic_read_u64(&r->counter) > pg_atomic_read_u64(&r->low_water))
+	if (need == 0 && pg_atomic_read_u64(&r->counter) > pg_atomic_read_u64(&r->low_water) &&
+		bound < (uint64) PG_INT64_MAX)
+		need = bound + 1;
+	if (need > bound)
 		next = ReserveNextBound(r, &spec, need);
 	LWLockRelease(Snowseq->lock);
 	if (next > bound)
