@@ -110,6 +110,7 @@ typedef struct CounterEntry
 	int32		nodes;
 	int64		restart_base;
 	Reservation *r;
+	uint64		r_generation;	/* r's generation when it was found */
 	Oid			nsp;			/* the extension's schema */
 	Oid			floor_seq;		/* its floor sequence, if it has one yet */
 	char	   *format;			/* serials: the format */
@@ -129,6 +130,8 @@ typedef struct CounterCallCache
 	char		name[NAMEDATALEN];
 	CounterEntry *entry;
 } CounterCallCache;
+
+static Oid	CounterFloorSeq(Oid nsp, const NameData *name);
 
 static HTAB *counter_cache = NULL;
 static MemoryContext counter_cxt = NULL;
@@ -324,8 +327,83 @@ CounterReservation(const NameData *name)
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no room for counter \"%s\": all %d counters of snowseq.max_counters are taken",
 						NameStr(*name), snowseq_max_counters),
-				 errhint("Raise snowseq.max_counters and restart the server.  Dropped counters keep their place, so that their values are never issued again.")));
+				 errhint("Raise snowseq.max_counters and restart the server, or drop counters or databases no longer needed: their places are freed when one is needed, their floor sequences keep their positions.")));
 	return r;
+}
+
+/*
+ * Free a counter's place; caller holds Snowseq->lock exclusively and saves
+ * the state.  Its generation moves first, so a backend that still holds
+ * the place for the old counter sees it after its next take and hands
+ * nothing out of it.
+ */
+static void
+CounterFreePlace(Reservation *r)
+{
+	pg_atomic_fetch_add_u64(&r->generation, 1);
+	pg_write_barrier();
+	r->in_use = false;
+}
+
+/*
+ * ERROR if the place a backend found for a counter was freed since.  After
+ * a take the compare-and-swap was the barrier: a place freed before the
+ * value was taken shows here.
+ */
+static void
+CounterCheckPlace(const CounterEntry *e)
+{
+	if (unlikely(pg_atomic_read_u64(&e->r->generation) != e->r_generation))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("snowseq counter \"%s\" was dropped", NameStr(e->name)),
+				 errhint("Create it again with the same definition to continue it.")));
+}
+
+/*
+ * Free the places of dropped counters of this database that have a floor
+ * sequence (it keeps their position: created again, they continue above
+ * it).  Called inside CounterCreate's SPI connection.
+ */
+static void
+CounterFreeDroppedCounters(const char *table, Oid nsp)
+{
+	int			n;
+	NameData   *names;
+	int			freed = 0;
+
+	if (SPI_execute(psprintf("SELECT name FROM %s WHERE dropped", table), false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read %s", table);
+	n = SPI_processed;
+	names = palloc0(sizeof(NameData) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		char	   *s = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+
+		strlcpy(NameStr(names[i]), s, NAMEDATALEN);
+		if (!OidIsValid(CounterFloorSeq(nsp, &names[i])))
+			NameStr(names[i])[0] = '\0';
+	}
+	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n; i++)
+	{
+		ReserveId	id;
+		Reservation *r;
+
+		if (NameStr(names[i])[0] == '\0')
+			continue;
+		CounterId(&names[i], &id);
+		r = ReservationFind(&id, false);
+		if (r != NULL)
+		{
+			CounterFreePlace(r);
+			freed++;
+		}
+	}
+	if (freed > 0)
+		ReservationSave(NULL, NULL);
+	LWLockRelease(Snowseq->lock);
+	pfree(names);
 }
 
 /*
@@ -360,7 +438,7 @@ CounterFreeDroppedDatabases(void)
 				continue;
 			for (int j = 0; j < gone; j++)
 				if (r->id.dboid == dbs[j])
-					r->in_use = false;
+					CounterFreePlace(r);
 		}
 		ReservationSave(NULL, NULL);
 		LWLockRelease(Snowseq->lock);
@@ -368,17 +446,13 @@ CounterFreeDroppedDatabases(void)
 	pfree(dbs);
 }
 
-/*
- * Is there room for one more counter (or does it have its place already)?
- * Places of dropped databases are freed first.
- */
+/* Is there a free place for one more counter (or does it have one already)? */
 static bool
-CounterHasRoom(const NameData *name)
+CounterPlaceFree(const NameData *name)
 {
 	ReserveId	id;
 	bool		room = false;
 
-	CounterFreeDroppedDatabases();
 	CounterId(name, &id);
 	LWLockAcquire(Snowseq->lock, LW_SHARED);
 	if (ReservationFind(&id, false) != NULL)
@@ -387,6 +461,21 @@ CounterHasRoom(const NameData *name)
 		room = !SnowseqRes[i].in_use;
 	LWLockRelease(Snowseq->lock);
 	return room;
+}
+
+/*
+ * Is there room for one more counter?  Places of dropped databases are
+ * freed first, then, if none is left, those of this database's dropped
+ * counters whose position their floor sequence keeps.
+ */
+static bool
+CounterHasRoom(const NameData *name, const char *table, Oid nsp)
+{
+	CounterFreeDroppedDatabases();
+	if (CounterPlaceFree(name))
+		return true;
+	CounterFreeDroppedCounters(table, nsp);
+	return CounterPlaceFree(name);
 }
 
 /* How far a counter's reservation in this database went (counter or bound); 0 if none. */
@@ -757,6 +846,7 @@ CounterLoad(Oid fn_oid, const NameData *name)
 	}
 	SPI_finish();
 	e->r = CounterReservation(name);
+	e->r_generation = pg_atomic_read_u64(&e->r->generation);
 	e->nsp = get_func_namespace(fn_oid);
 	CounterFloorLoad(e);
 	e->version = counter_defs_version;
@@ -856,6 +946,7 @@ CounterAdvance(CounterEntry *e, uint64 need)
 		LockRelationOid(e->floor_seq, ShareUpdateExclusiveLock);
 	else if (!ConditionalLockRelationOid(e->floor_seq, ShareUpdateExclusiveLock))
 		return;
+	CounterCheckPlace(e);
 
 	/*
 	 * Past the low-water mark, the next block goes above the bound even if
@@ -877,6 +968,11 @@ CounterAdvance(CounterEntry *e, uint64 need)
 		SNOWSEQ_TESTPOINT("counter_floor_written");
 		spec.ceiling = next;
 		LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+		if (pg_atomic_read_u64(&r->generation) != e->r_generation)
+		{
+			LWLockRelease(Snowseq->lock);
+			CounterCheckPlace(e);
+		}
 		ReserveAdvance(r, &spec, need);
 		r->owner_mark = (uint64) CounterFloorOf(e, next) + 1;
 		r->owner_tag = CounterDefTag(e);
@@ -901,11 +997,15 @@ CounterTake(CounterEntry *e, uint64 floor, uint64 limit, uint64 *value)
 		ReserveResult rr = ReserveTake(e->r, floor, 1, limit, value, &last);
 
 		if (likely(rr == RESERVE_OK))
+		{
+			CounterCheckPlace(e);
 			return true;
+		}
 		if (rr == RESERVE_LIMIT)
 			return false;
 		if (rr == RESERVE_LOW)
 		{
+			CounterCheckPlace(e);
 			CounterAdvance(e, 0);
 			return true;
 		}
@@ -1208,12 +1308,6 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 	if (SPI_processed == 0)
 	{
 		def.restart_base = CounterCreateFresh(nsp, name, serial, comment, restart, &replace);
-		if (!CounterHasRoom(name))
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("no room for counter \"%s\": all %d counters of snowseq.max_counters are taken",
-							NameStr(*name), snowseq_max_counters),
-					 errhint("Raise snowseq.max_counters and restart the server, or drop the databases whose counters are no longer needed.")));
 		values[6] = Int64GetDatum(def.restart_base);
 		CounterSql(psprintf("INSERT INTO %s (name, kind, start, nodes, format, time_zone, restart_base) "
 							"VALUES ($1, $2, $3, $4, $5, $6, $7)", table),
@@ -1267,6 +1361,12 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 					   5, btypes, bvalues, NULL, SPI_OK_UPDATE);
 		}
 	}
+	if (!CounterHasRoom(name, table, nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no room for counter \"%s\": all %d counters of snowseq.max_counters are taken",
+						NameStr(*name), snowseq_max_counters),
+				 errhint("Raise snowseq.max_counters and restart the server, or drop counters or databases no longer needed: their places are freed when one is needed, their floor sequences keep their positions.")));
 	SPI_finish();
 
 	/*

@@ -71,6 +71,8 @@ typedef struct Reservation
 	 */
 	uint64		owner_mark;
 	uint64		owner_tag;
+	/* bumped when the place is freed: a holder of a stale pointer notices */
+	pg_atomic_uint64 generation;
 } Reservation;
 
 /*

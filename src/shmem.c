@@ -289,6 +289,7 @@ ShmemStartup(void)
 			pg_atomic_init_u64(&r->low_water, 0);
 			pg_atomic_init_u64(&r->advances, 0);
 			pg_atomic_init_u64(&r->waits, 0);
+			pg_atomic_init_u64(&r->generation, 0);
 		}
 		SnowseqRes[RESERVE_CLOCK].id.tag = RESERVE_TAG_CLOCK;
 		SnowseqRes[RESERVE_CLOCK].in_use = true;

@@ -9,8 +9,9 @@
 #      issued, with no manual step (item 2)
 #   3. a serial crossing midnight, then a clean restart and a crash: its
 #      next number is small and fits its digits (item 6)
-#   4. counter places are taken at creation and those of a dropped database
-#      are freed, so snowseq.max_counters never runs out for good (item 8)
+#   4. counter places are taken at creation; those of a dropped database and
+#      of dropped counters are freed when needed, so snowseq.max_counters
+#      never runs out for good (item 8)
 # Every value is read from psql's output: whatever a client received
 # counts as issued.
 use strict;
@@ -207,6 +208,18 @@ $small->safe_psql('postgres', 'CREATE DATABASE b');
 is($ret, 0, 'places: after DROP DATABASE its places are free for another database' . ($err ? " ($err)" : ''));
 $small->restart;
 is($small->safe_psql('b', "SELECT snowseq_counter_next('d1')"), '1', 'places: and stay so across a restart');
+
+# a dropped counter's place is freed when a new counter needs one; its
+# floor sequence keeps its position, so created again it continues above
+my @d1 = ('1', take_counter($small, 'b', 'd1', 100));
+$small->safe_psql('b', "SELECT snowseq_drop_counter('d1')");
+($ret, $out, $err) = $small->psql('b', "SELECT snowseq_create_counter('d3'); SELECT snowseq_counter_next('d3')");
+is($ret, 0, "places: a dropped counter's place is free for a new counter" . ($err ? " ($err)" : ''));
+$small->safe_psql('b', "SELECT snowseq_drop_counter('d3'); SELECT snowseq_create_counter('d1')");
+my @d1b = take_counter($small, 'b', 'd1', 100);
+@d = dups(@d1, @d1b);
+is(scalar(@d), 0, 'places: created again in another place, the dropped counter continues above its values (' .
+	scalar(@d) . " repeated, first $d1b[0])");
 $small->stop;
 
 $node->stop;
