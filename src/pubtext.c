@@ -19,9 +19,10 @@
  * changes the sum by w_i * e, never 0, and swapping two different digits
  * x, y at positions i, j changes it by (w_i + w_j) * (x + y), never 0.  So
  * every single substitution and every transposition (of neighbours or not)
- * is refused, before any decryption.  Crockford's own check symbol, the number mod 37, refuses the
- * same errors, but has 37 values: five of its symbols (*, ~, $, =, U) are
- * not letters or digits, and URLs escape or cut at some of them.
+ * is refused, before any decryption.  Crockford's own check symbol, the
+ * number mod 37, refuses the same errors, but needs five symbols beyond the
+ * alphabet (*, ~, $, = and U): URL encoders escape $ and =, and linkifiers
+ * and double clicks stop at some of them.
  *
  * Reading: case is ignored, hyphens anywhere are ignored, and O reads as 0,
  * I and L as 1 (Crockford's decoding of look-alikes).  That decoding maps
@@ -161,8 +162,8 @@ PubtextDecode(const text *code, char *canonical)
 
 		if (d == 0)
 		{
+			/* every character before q is ASCII: its position is q - p + 1 */
 			if (*q != '-')
-				/* all characters before q are ASCII: one byte each */
 				PubtextBadCharacter(q, end, (int) (q - p) + 1);
 			nhyphens++;
 			continue;
