@@ -21,6 +21,7 @@ OBJS = \
 	src/route.o \
 	src/ff1.o \
 	src/crypt.o \
+	src/keyring.o \
 	src/pubtext.o \
 	src/remote.o \
 	src/fence.o \

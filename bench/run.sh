@@ -2,11 +2,14 @@
 # snowseq benchmark suite.
 #
 #   bash bench/run.sh            full run (about 30 minutes on 2 cores): writes
-#                                docs/benchmarks.md and docs/bench-*.png, raw
-#                                results in bench/out/
+#                                docs/benchmarks.md, docs/bench-*.png and
+#                                docs/results.json, and README.md's speed
+#                                tables (bench/report.py); raw results in
+#                                bench/out/
 #   bash bench/run.sh --smoke    the same code paths with tiny sizes (< 1 minute),
-#                                output in a temporary directory; exits non-zero
-#                                if the harness breaks (test/check.sh runs it)
+#                                output (and a copy of README.md) in a temporary
+#                                directory; exits non-zero if the harness breaks
+#                                (test/check.sh runs it)
 #   bash bench/run.sh --calls    section 1 (call cost) alone at full size (a few
 #                                minutes), printed; no report is written
 #
@@ -15,12 +18,11 @@
 # older than the sources), starts a throwaway cluster with snowseq preloaded,
 # runs bench/bench.py against it, and removes the cluster again.
 #
-# The extensions users would pick instead are compared too when their
-# sources are found in BENCH_PEERS (default ../shared/peers, relative to the
-# top of the tree): pgEdge's snowflake (pgedge-snowflake*.tar.gz) and
-# pg_uuidv7 (pg_uuidv7*.tar.gz), built and installed into the same
-# PostgreSQL; without them the run says what it skipped.  On PostgreSQL 18
-# the built-in uuidv7() is compared as well.
+# snowseq is compared with what PostgreSQL ships, side by side in the same
+# run: nextval() (CACHE 1 and 100), bigserial and identity columns,
+# gen_random_uuid(), the PL/pgSQL recipes of bench/setup.sql (Instagram-style
+# IDs, UUIDv7), and on PostgreSQL 18 the built-in uuidv7().  Nothing else is
+# built or installed.
 #
 # Sizes can be overridden: BENCH_REPS, BENCH_CALL_N, BENCH_CLIENTS ("1 2 4 8"),
 # BENCH_SECONDS, BENCH_CLIENT_REPS, BENCH_INSERT_ROWS ("1000000 5000000"),
@@ -30,7 +32,8 @@
 #
 # After a change to the report alone, redraw docs/ from the saved results
 # without measuring again:
-#   python3 -B bench/bench.py --from-json bench/out/results.json --out docs --data bench/out
+#   python3 -B bench/bench.py --from-json docs/results.json --out docs --data bench/out
+#   python3 -B bench/report.py --readme README.md docs/results.json docs/pg*/results.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/lib.sh
@@ -88,44 +91,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The peers: extension name, tarball, label.  Each is built from its
-# sources in a scratch directory and installed next to snowseq; one that is
-# missing or does not build is skipped, and the report says why.
-PEERS_DIR=${BENCH_PEERS:-../shared/peers}
-PEERS="snowflake:pgedge-snowflake*.tar.gz:pgEdge snowflake
-pg_uuidv7:pg_uuidv7*.tar.gz:pg_uuidv7"
-BENCH_PEERS_BUILT=""
-BENCH_PEERS_SKIPPED=""
-while IFS=: read -r ext pattern label; do
-	tarball=""
-	[ -d "$PEERS_DIR" ] && tarball=$(find "$PEERS_DIR" -maxdepth 1 -name "$pattern" | sort | tail -n 1)
-	if [ -z "$tarball" ]; then
-		BENCH_PEERS_SKIPPED="$BENCH_PEERS_SKIPPED$label: no $pattern in $PEERS_DIR;"
-		echo "peer $label: skipped, no $pattern in $PEERS_DIR"
-		continue
-	fi
-	control="$("$PG_CONFIG" --sharedir)/extension/$ext.control"
-	if [ "$mode" = smoke ] && [ "$control" -nt "$tarball" ]; then
-		echo "peer $label: installed from $(basename "$tarball")"
-		BENCH_PEERS_BUILT="$BENCH_PEERS_BUILT $ext"
-		continue
-	fi
-	src="$tmp/peers/$ext"
-	mkdir -p "$src"
-	tar -xzf "$tarball" -C "$src"
-	dir=$(dirname "$(find "$src" -name "$ext.control" | head -n 1)")
-	echo "peer $label: building $(basename "$tarball")"
-	if (cd "$dir" && make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" >"$tmp/peer-$ext.log" 2>&1 &&
-		$SUDO make -s USE_PGXS=1 PG_CONFIG="$PG_CONFIG" install >>"$tmp/peer-$ext.log" 2>&1); then
-		BENCH_PEERS_BUILT="$BENCH_PEERS_BUILT $ext"
-	else
-		tail -n 5 "$tmp/peer-$ext.log"
-		BENCH_PEERS_SKIPPED="$BENCH_PEERS_SKIPPED$label: does not build against $("$PG_CONFIG" --version);"
-		echo "peer $label: skipped, it does not build"
-	fi
-done <<<"$PEERS"
-export BENCH_PEERS_BUILT BENCH_PEERS_SKIPPED
-
 echo "initdb in $data"
 as_server_user initdb -D "$data" -U postgres -E UTF8 --locale=C -A trust --no-sync >"$tmp/initdb.log" 2>&1 ||
 	{ cat "$tmp/initdb.log"; exit 1; }
@@ -142,8 +107,6 @@ autovacuum = off
 max_wal_size = '8GB'
 checkpoint_timeout = '1h'
 EOF
-# pgEdge snowflake's node (its library is loaded on first use, not preloaded)
-case " $BENCH_PEERS_BUILT " in *" snowflake "*) echo "snowflake.node = 2" >>"$data/postgresql.conf" ;; esac
 as_server_user pg_ctl -D "$data" -l "$tmp/server.log" -w -t 60 start >/dev/null
 started=1
 
@@ -172,8 +135,20 @@ for f in "$out"/*.png; do
 	[ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
 		{ echo "bench: $f is not a PNG" >&2; exit 1; }
 done
+# README.md's speed tables: this run's results and those of the other
+# versions (docs/pgNN/results.json, test/matrix.sh --bench); a smoke run
+# writes them into a copy of README.md and checks it
 if [ "$mode" = smoke ]; then
 	grep -q '^| snowseq_next() call cost' "$out/benchmarks.md" ||
 		{ echo "bench: no targets table in the report" >&2; exit 1; }
+	cp README.md "$tmp/README.md"
+	python3 -B bench/report.py --readme "$tmp/README.md" "$out/results.json"
+	sed -n '/^<!-- begin: speed tables/,/^<!-- end: speed tables/p' "$tmp/README.md" |
+		grep -q '^| snowseq_next() call cost ≤ 1.10x' ||
+		{ echo "bench: no targets table in README.md's speed section" >&2; exit 1; }
 	echo "bench smoke test passed"
+elif [ "$mode" = full ] && [ "$out" = docs ]; then
+	others=$(find docs -mindepth 2 -maxdepth 2 -path 'docs/pg*/results.json' | sort)
+	# shellcheck disable=SC2086
+	python3 -B bench/report.py --readme README.md docs/results.json $others
 fi

@@ -3,6 +3,29 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION snowseq UPDATE TO '1.2'" to load this file. \quit
 
+-- ---- keys: wrapped key material (1.2) ----
+-- New keys are stored wrapped under a wrap key of the data directory's
+-- keyring file (snowseq_keyring), which no table holds: logical decoding
+-- shows wrapped keys only.  Key rows restored by pg_dump into another
+-- cluster, or applied by logical replication, need the wrap keys of the
+-- cluster that made them: import a copy of its keyring file.  Reads a
+-- server file and adds secrets: not for PUBLIC.
+CREATE FUNCTION snowseq_import_wrap_keys(path text) RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_import_wrap_keys'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
+	'adds the wrap keys of a copy of another cluster''s snowseq_keyring file, so its key rows unwrap here; returns how many were new';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) FROM PUBLIC;
+-- Keys made by 1.1 are stored as they are; the table's trigger wraps the
+-- key of any row it sees change, so touch each (of this server's width:
+-- rows of another width are left for snowseq_retire_key).
+UPDATE @extschema@.snowseq_key_store SET state = state
+	WHERE key IS NOT NULL
+		AND pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 32
+		AND version_bits OPERATOR(pg_catalog.=)
+			pg_catalog.current_setting('snowseq.public_version_bits', true)::pg_catalog.int4;
+-- ---- end keys: wrapped key material ----
+
 -- ---- public text IDs (1.2) ----
 -- A public ID as 14 characters of Crockford's base32, the last a check
 -- character: case and hyphens are ignored on input, O reads as 0, I and L

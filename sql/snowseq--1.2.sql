@@ -480,6 +480,21 @@ COMMENT ON FUNCTION @extschema@.snowseq_retire_key(integer) IS
 	'erases a key that is not current: its public IDs no longer decrypt; its version is never reused';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_retire_key(integer) FROM PUBLIC;
 
+-- ---- keys: wrapped key material (1.2) ----
+-- New keys are stored wrapped under a wrap key of the data directory's
+-- keyring file (snowseq_keyring), which no table holds: logical decoding
+-- shows wrapped keys only.  Key rows restored by pg_dump into another
+-- cluster, or applied by logical replication, need the wrap keys of the
+-- cluster that made them: import a copy of its keyring file.  Reads a
+-- server file and adds secrets: not for PUBLIC.
+CREATE FUNCTION snowseq_import_wrap_keys(path text) RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_import_wrap_keys'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
+	'adds the wrap keys of a copy of another cluster''s snowseq_keyring file, so its key rows unwrap here; returns how many were new';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) FROM PUBLIC;
+-- ---- end keys: wrapped key material ----
+
 -- ---- public text IDs (1.2) ----
 -- A public ID as 14 characters of Crockford's base32, the last a check
 -- character: case and hyphens are ignored on input, O reads as 0, I and L

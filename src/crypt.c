@@ -15,18 +15,28 @@
  * Keys live in the table snowseq_key_store (no rights for PUBLIC, dumped by
  * pg_dump, replicated like any table).  snowseq_new_key inserts a row
  * without a key, as the table's owner, and the table's trigger draws the
- * key with pg_strong_random: no key is ever part of SQL text, a query
- * parameter or a plan, which log settings could print.  Each backend reads
+ * key with pg_strong_random and stores it wrapped under the cluster's wrap
+ * key (keyring.c): no key is ever part of SQL text, a query parameter or a
+ * plan, which log settings could print, nor of what logical decoding shows
+ * of the row.  Each backend reads
  * the table with a plain heap scan (the caller needs EXECUTE on the
  * function, not SELECT on the table), keeps the expanded AES keys, and
  * drops them when a relcache invalidation for the table arrives (catcache.c:
  * the table's ALWAYS trigger sends one for every change, whether made by
  * SQL or applied by logical replication, and a physical standby replays it
  * from the commit record).
+ *
+ * A key version is made once per cluster (keyring.c records the highest,
+ * durably, before snowseq_new_key returns it), and a key encrypts only once
+ * the transaction that made it has committed, a commit snowseq_new_key
+ * forces to WAL: a public ID that left the server never meets a second key
+ * of its version, whatever was rolled back, dropped or crashed.
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/parallel.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -49,6 +59,7 @@
 #include "catcache.h"
 #include "crypt.h"
 #include "ff1.h"
+#include "keyring.h"
 #include "snowseq.h"
 
 #define CRYPT_KEY_TABLE			"snowseq_key_store"
@@ -79,11 +90,22 @@ typedef struct CryptKey
 	uint64		max_segment;	/* largest segment this key can encrypt */
 	Ff1Key		aes;			/* unset for a retired key */
 	Ff1Bits		dom;			/* 48 - v bits, 2-byte tweak */
+	bool		uncommitted;	/* row written by this transaction (parallel workers) */
 } CryptKey;
 
 static CryptKey *crypt_keys[1 << CRYPT_VERSION_BITS_MAX];
 static CryptKey *crypt_current = NULL;
 static CatCache crypt_cache = CATCACHE_INIT(CRYPT_KEY_TABLE);
+
+/*
+ * Key versions made by this backend's open transaction.  A key encrypts
+ * only once the transaction that made it has committed: a public ID made
+ * before could leave the server, the transaction roll back, and the
+ * version be made again with another key.
+ */
+static bool crypt_made_here[1 << CRYPT_VERSION_BITS_MAX];
+static bool crypt_made_any = false;
+static bool crypt_xact_callback_registered = false;
 
 /* One row of the key table, read and checked. */
 typedef struct KeyRow
@@ -93,6 +115,7 @@ typedef struct KeyRow
 	bytea	   *key;			/* NULL when retired */
 	int32		version_bits;
 	int32		check_bits;
+	TransactionId xmin;			/* writer of the row; Invalid when unknown */
 } KeyRow;
 
 /* columns of the key table, by name, so that later versions may add some */
@@ -153,12 +176,16 @@ KeyRowInvalid(int32 version, const char *what)
 /*
  * Read and check one row of the key table.  The checks run before any
  * constraint of the table, whose errors would print the whole row, key
- * included.
+ * included.  A retired row made for another snowseq.public_version_bits
+ * passes (it holds no key, and retiring must work whatever the setting);
+ * any other row of another width is an ERROR naming both ways out, unless
+ * any_width (the old row of an update that retires it).
  */
 static void
-KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row)
+KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row, bool any_width)
 {
-	int			max_version = (1 << crypt_version_bits) - 1;
+	int			max_version;
+	int			width;
 	char	   *state;
 	int			s;
 
@@ -170,23 +197,29 @@ KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row)
 		KeyRowInvalid(row->version, "only key and retired may be NULL");
 	row->version_bits = DatumGetInt32(values[cols[COL_VERSION_BITS]]);
 	row->check_bits = DatumGetInt32(values[cols[COL_CHECK_BITS]]);
+	row->xmin = InvalidTransactionId;
+	state = TextDatumGetCString(values[cols[COL_STATE]]);
 	/* another width first: it explains any version out of range too */
-	if (row->version_bits != crypt_version_bits)
+	if (row->version_bits != crypt_version_bits && !any_width && strcmp(state, "retired") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("snowseq key version %d was made for snowseq.public_version_bits = %d, but the server runs with %d",
 						row->version, row->version_bits, crypt_version_bits),
 				 errdetail("Public IDs made with one width of the version field cannot be read with another."),
-				 errhint("Set snowseq.public_version_bits = %d again and restart the server.",
-						 row->version_bits)));
+				 errhint("Set snowseq.public_version_bits = %d again and restart the server; only if the public IDs of key version %d are no longer needed, retire it: SELECT snowseq_retire_key(%d);",
+						 row->version_bits, row->version, row->version)));
+	width = row->version_bits;
+	if (width < CRYPT_VERSION_BITS_MIN || width > CRYPT_VERSION_BITS_MAX)
+		KeyRowInvalid(row->version, psprintf("version_bits must be between %d and %d",
+											 CRYPT_VERSION_BITS_MIN, CRYPT_VERSION_BITS_MAX));
+	max_version = (1 << width) - 1;
 	if (row->version < 1 || row->version > max_version)
 		KeyRowInvalid(row->version,
 					  psprintf("versions run from 1 to %d with snowseq.public_version_bits = %d",
-							   max_version, crypt_version_bits));
+							   max_version, width));
 	if (row->check_bits < 0 || row->check_bits > CRYPT_CHECK_BITS_MAX)
 		KeyRowInvalid(row->version, psprintf("check_bits must be between 0 and %d",
 											 CRYPT_CHECK_BITS_MAX));
-	state = TextDatumGetCString(values[cols[COL_STATE]]);
 	for (s = 0; s < lengthof(key_state_names); s++)
 		if (strcmp(state, key_state_names[s]) == 0)
 			break;
@@ -197,8 +230,10 @@ KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row)
 	if (row->state == KEY_RETIRED && row->key != NULL)
 		KeyRowInvalid(row->version, "a retired key is erased (key is NULL)");
 	if (row->state != KEY_RETIRED &&
-		(row->key == NULL || VARSIZE_ANY_EXHDR(row->key) != FF1_KEY_BYTES))
-		KeyRowInvalid(row->version, psprintf("key must be %d bytes", FF1_KEY_BYTES));
+		(row->key == NULL || (VARSIZE_ANY_EXHDR(row->key) != WRAPPED_KEY_BYTES &&
+							  VARSIZE_ANY_EXHDR(row->key) != FF1_KEY_BYTES)))
+		KeyRowInvalid(row->version, psprintf("key must be %d bytes (wrapped) or %d (made before 1.2)",
+											 WRAPPED_KEY_BYTES, FF1_KEY_BYTES));
 }
 
 /* ---- the per-backend key cache ---- */
@@ -239,16 +274,33 @@ CryptKeyTable(Oid fn_oid)
 static void
 CryptCacheRow(const KeyRow *row)
 {
-	CryptKey   *k = MemoryContextAllocZero(TopMemoryContext, sizeof(CryptKey));
+	CryptKey   *k;
 
+	/* a retired key of another width: nothing to decrypt with */
+	if (row->version_bits != crypt_version_bits)
+		return;
+	k = MemoryContextAllocZero(TopMemoryContext, sizeof(CryptKey));
 	k->version = row->version;
+	k->uncommitted = TransactionIdIsValid(row->xmin) &&
+		TransactionIdIsCurrentTransactionId(row->xmin);
 	k->state = row->state;
 	k->check_bits = row->check_bits;
 	k->max_segment = (((uint64) 1) << (SNOWSEQ_SEGMENT_BITS - crypt_version_bits - row->check_bits)) - 1;
 	/* in the cache before the key is expanded: freed with it on any error */
 	crypt_keys[row->version] = k;
-	if (row->state != KEY_RETIRED)
+	if (row->state != KEY_RETIRED && VARSIZE_ANY_EXHDR(row->key) == WRAPPED_KEY_BYTES)
 	{
+		uint8		raw[FF1_KEY_BYTES];
+
+		KeyringUnwrap(row->version, (const uint8 *) VARDATA_ANY(row->key), raw);
+		Ff1KeyInit(&k->aes, raw);
+		explicit_bzero(raw, sizeof(raw));
+		Ff1BitsInit(&k->dom, &k->aes, SNOWSEQ_SEGMENT_BITS - crypt_version_bits,
+					CRYPT_TWEAK_BYTES);
+	}
+	else if (row->state != KEY_RETIRED)
+	{
+		/* a key made before 1.2, stored as it is */
 		Ff1KeyInit(&k->aes, (const uint8 *) VARDATA_ANY(row->key));
 		Ff1BitsInit(&k->dom, &k->aes, SNOWSEQ_SEGMENT_BITS - crypt_version_bits,
 					CRYPT_TWEAK_BYTES);
@@ -291,8 +343,11 @@ CryptLoad(CatCache *cache)
 	{
 		KeyRow		row;
 
+		bool		isnull;
+
 		slot_getallattrs(slot);
-		KeyRowRead(cols, slot->tts_values, slot->tts_isnull, &row);
+		KeyRowRead(cols, slot->tts_values, slot->tts_isnull, &row, false);
+		row.xmin = DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
 		CryptCacheRow(&row);
 	}
 	table_endscan(scan);
@@ -374,6 +429,27 @@ CryptNoCurrentKey(void)
 			 errhint("Make a key and use it: SELECT snowseq_use_key(snowseq_new_key());")));
 }
 
+/*
+ * ERROR when the current key was made by the open transaction: a public ID
+ * made with it could leave the server, the transaction roll back, and the
+ * version be made again with another key, to which that public ID would
+ * decrypt to another ID.  The leader knows the versions it made; a
+ * parallel worker only sees that the row was written by the leader's
+ * transaction, and refuses then too.
+ */
+static void
+CryptCheckCommitted(const CryptKey *k)
+{
+	if (!crypt_made_here[k->version] && !(IsParallelWorker() && k->uncommitted))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("snowseq key version %d was made in this transaction, which has not committed",
+					k->version),
+			 errdetail("A key encrypts only once the transaction that made it has committed: were it rolled back, the version would be made again with another key and public IDs made now would decrypt to other IDs."),
+			 errhint("Commit the transaction that made the key, then encrypt.")));
+}
+
 /* The public ID of a gene ID, under the current key. */
 static int64
 CryptEncrypt(FunctionCallInfo fcinfo, int64 id)
@@ -388,6 +464,8 @@ CryptEncrypt(FunctionCallInfo fcinfo, int64 id)
 	k = crypt_current;
 	if (unlikely(k == NULL))
 		CryptNoCurrentKey();
+	if (unlikely(crypt_made_any || IsParallelWorker()))
+		CryptCheckCommitted(k);
 	if (unlikely(segment > k->max_segment))
 		CryptTooWide(id, k);
 	CryptTweak(gene, tweak);
@@ -608,16 +686,25 @@ KeyAdminEnd(KeyAdmin *admin)
 /*
  * Run one statement on the key table with int4 parameters.  Never
  * read-only: each statement sees what the ones before it did, even in the
- * same outer statement (snowseq_use_key(snowseq_new_key())).
+ * same outer statement (snowseq_use_key(snowseq_new_key())).  Each runs
+ * with the newest snapshot, taken under the key table's lock: under
+ * REPEATABLE READ too it sees every key committed before, so two
+ * transactions never pick the same version.
  */
 static void
 KeyAdminRun(const char *sql, int nargs, const Datum *args, int expect)
 {
 	Oid			types[4] = {INT4OID, INT4OID, INT4OID, INT4OID};
+	SPIPlanPtr	plan;
 	int			rc;
 
 	Assert(nargs <= lengthof(types));
-	rc = SPI_execute_with_args(sql, nargs, types, (Datum *) args, NULL, false, 0);
+	plan = SPI_prepare(sql, nargs, types);
+	if (plan == NULL)
+		elog(ERROR, "snowseq key statement failed: %s", SPI_result_code_string(SPI_result));
+	rc = SPI_execute_snapshot(plan, (Datum *) args, NULL, GetLatestSnapshot(),
+							  InvalidSnapshot, false, true, 0);
+	SPI_freeplan(plan);
 	if (rc != expect)
 		elog(ERROR, "snowseq key statement failed: %s", SPI_result_code_string(rc));
 }
@@ -641,11 +728,16 @@ KeyAdminState(KeyAdmin *admin, int32 version)
 	return -1;					/* keep compiler quiet */
 }
 
-/* ERROR for a NULL or out-of-range key version argument. */
+/*
+ * ERROR for a NULL or out-of-range key version argument; any_width admits
+ * the versions of every snowseq.public_version_bits (retiring a key made
+ * for another width).
+ */
 static int32
-KeyVersionArg(FunctionCallInfo fcinfo)
+KeyVersionArg(FunctionCallInfo fcinfo, bool any_width)
 {
 	int32		version;
+	int			width = any_width ? CRYPT_VERSION_BITS_MAX : crypt_version_bits;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -653,7 +745,7 @@ KeyVersionArg(FunctionCallInfo fcinfo)
 				 errmsg("key version must not be NULL"),
 				 errhint("snowseq_keys lists the key versions.")));
 	version = PG_GETARG_INT32(0);
-	if (version < 1 || version >= (1 << crypt_version_bits))
+	if (version < 1 || version >= (1 << width))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("key version %d does not exist", version),
@@ -669,12 +761,13 @@ KeyVersionArg(FunctionCallInfo fcinfo)
  * an ERROR with missing_hint when the version does not exist.
  */
 static int
-KeyAdminOpen(FunctionCallInfo fcinfo, KeyAdmin *admin, int32 *version, const char *missing_hint)
+KeyAdminOpen(FunctionCallInfo fcinfo, KeyAdmin *admin, int32 *version, bool any_width,
+			 const char *missing_hint)
 {
 	int			state;
 
 	ShmemCheckPreloaded();
-	*version = KeyVersionArg(fcinfo);
+	*version = KeyVersionArg(fcinfo, any_width);
 	KeyAdminBegin(fcinfo, admin);
 	state = KeyAdminState(admin, *version);
 	if (state < 0)
@@ -683,6 +776,39 @@ KeyAdminOpen(FunctionCallInfo fcinfo, KeyAdmin *admin, int32 *version, const cha
 				 errmsg("key version %d does not exist", *version),
 				 errhint("%s", missing_hint)));
 	return state;
+}
+
+/* End of transaction: the keys it made are committed or gone. */
+static void
+CryptXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			if (crypt_made_any)
+			{
+				memset(crypt_made_here, 0, sizeof(crypt_made_here));
+				crypt_made_any = false;
+			}
+			break;
+		default:
+			break;
+	}
+}
+
+/* Register CryptXactCallback once per backend. */
+static void
+CryptRegisterXactCallback(void)
+{
+	if (!crypt_xact_callback_registered)
+	{
+		RegisterXactCallback(CryptXactCallback, NULL);
+		crypt_xact_callback_registered = true;
+	}
 }
 
 /*
@@ -715,16 +841,35 @@ snowseq_new_key(PG_FUNCTION_ARGS)
 				 errhint("Each check bit halves both the chance that a mistyped public ID decrypts and the segments a key can encrypt.")));
 
 	KeyAdminBegin(fcinfo, &admin);
+	/* keys of another width: a new one would contradict them */
+	args[0] = Int32GetDatum(crypt_version_bits);
+	KeyAdminRun(psprintf("SELECT version_bits, pg_catalog.count(*)::integer FROM %s "
+						 "WHERE version_bits OPERATOR(pg_catalog.<>) $1 GROUP BY version_bits "
+						 "ORDER BY 2 DESC, 1 LIMIT 1", admin.table),
+				1, args, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+	{
+		int32		other = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		int32		count = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot make a snowseq key for snowseq.public_version_bits = %d: %d existing key version(s) were made for %d",
+						crypt_version_bits, count, other),
+				 errdetail("Public IDs of one width of the version field, read with another, would decrypt to other IDs."),
+				 errhint("Set snowseq.public_version_bits = %d again and restart the server.", other)));
+	}
 	KeyAdminRun(psprintf("SELECT pg_catalog.max(version) FROM %s", admin.table),
 				0, NULL, SPI_OK_SELECT);
 	version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	version = isnull ? 1 : version + 1;
+	/* above the table and above every version this cluster ever made */
+	version = KeyringNextVersion(isnull ? 1 : version + 1, (1 << crypt_version_bits) - 1);
 	if (version >= (1 << crypt_version_bits))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("all %d snowseq key versions are used", (1 << crypt_version_bits) - 1),
-				 errdetail("Versions are never reused: a reused version would decrypt its old public IDs to other IDs."),
-				 errhint("A larger snowseq.public_version_bits gives more versions, but changes the layout of every public ID.")));
+				 errdetail("Versions are never reused in a cluster, whatever was rolled back or dropped: a reused version would decrypt its old public IDs to other IDs."),
+				 errhint("Keep using the keys there are; a larger snowseq.public_version_bits gives more versions only to databases without keys, as it changes the layout of every public ID.")));
 	args[0] = Int32GetDatum(version);
 	args[1] = Int32GetDatum(crypt_version_bits);
 	args[2] = Int32GetDatum(check_bits);
@@ -732,6 +877,17 @@ snowseq_new_key(PG_FUNCTION_ARGS)
 						 "VALUES ($1, 'active', $2, $3)", admin.table),
 				3, args, SPI_OK_INSERT);
 	KeyAdminEnd(&admin);
+
+	/*
+	 * The key encrypts once this transaction commits, and its commit is
+	 * flushed to WAL before any other session sees it, whatever
+	 * synchronous_commit says: no public ID is made with a key that a crash
+	 * could take back.
+	 */
+	CryptRegisterXactCallback();
+	crypt_made_here[version] = true;
+	crypt_made_any = true;
+	ForceSyncCommit();
 	PG_RETURN_INT32(version);
 }
 
@@ -744,7 +900,7 @@ snowseq_use_key(PG_FUNCTION_ARGS)
 	Datum		arg;
 	int			state;
 
-	state = KeyAdminOpen(fcinfo, &admin, &version,
+	state = KeyAdminOpen(fcinfo, &admin, &version, false,
 						 "Make a key with snowseq_new_key(); snowseq_keys lists the key versions.");
 	arg = Int32GetDatum(version);
 	if (state == KEY_RETIRED)
@@ -777,7 +933,7 @@ snowseq_retire_key(PG_FUNCTION_ARGS)
 	Datum		arg;
 	int			state;
 
-	state = KeyAdminOpen(fcinfo, &admin, &version, "snowseq_keys lists the key versions.");
+	state = KeyAdminOpen(fcinfo, &admin, &version, true, "snowseq_keys lists the key versions.");
 	arg = Int32GetDatum(version);
 	if (state == KEY_CURRENT)
 		ereport(ERROR,
@@ -797,27 +953,42 @@ snowseq_retire_key(PG_FUNCTION_ARGS)
 }
 
 /*
- * A new key in a row being inserted without one: 32 bytes from
- * pg_strong_random.  values and nulls are updated to the new row.
+ * Store a key (FF1_KEY_BYTES) in the key column of a row, wrapped under the
+ * cluster's wrap key (keyring.c), so that the row, its WAL record and what
+ * logical decoding makes of it hold no usable key.  values and nulls are
+ * updated to the new row.
  */
 static HeapTuple
-KeyDraw(HeapTuple tuple, TupleDesc desc, int col, Datum *values, bool *nulls)
+KeyStoreWrapped(HeapTuple tuple, TupleDesc desc, int col, const uint8 *raw,
+				Datum *values, bool *nulls)
 {
-	bytea	   *key = palloc(VARHDRSZ + FF1_KEY_BYTES);
+	bytea	   *key = palloc(VARHDRSZ + WRAPPED_KEY_BYTES);
 	int			attnum = col + 1;
 	Datum		value = PointerGetDatum(key);
 	bool		isnull = false;
+	HeapTuple	stored;
+
+	SET_VARSIZE(key, VARHDRSZ + WRAPPED_KEY_BYTES);
+	KeyringWrap(raw, (uint8 *) VARDATA(key));
+	stored = heap_modify_tuple_by_cols(tuple, desc, 1, &attnum, &value, &isnull);
+	pfree(key);
+	heap_deform_tuple(stored, desc, values, nulls);
+	return stored;
+}
+
+/* A new key, 32 bytes from pg_strong_random, in a row inserted without one. */
+static HeapTuple
+KeyDraw(HeapTuple tuple, TupleDesc desc, int col, Datum *values, bool *nulls)
+{
+	uint8		raw[FF1_KEY_BYTES];
 	HeapTuple	drawn;
 
-	SET_VARSIZE(key, VARHDRSZ + FF1_KEY_BYTES);
-	if (!pg_strong_random(VARDATA(key), FF1_KEY_BYTES))
+	if (!pg_strong_random(raw, FF1_KEY_BYTES))
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not generate a random key")));
-	drawn = heap_modify_tuple_by_cols(tuple, desc, 1, &attnum, &value, &isnull);
-	explicit_bzero(VARDATA(key), FF1_KEY_BYTES);
-	pfree(key);
-	heap_deform_tuple(drawn, desc, values, nulls);
+	drawn = KeyStoreWrapped(tuple, desc, col, raw, values, nulls);
+	explicit_bzero(raw, sizeof(raw));
 	return drawn;
 }
 
@@ -866,7 +1037,7 @@ snowseq_key_store_trigger(PG_FUNCTION_ARGS)
 		!nulls[cols[COL_STATE]] &&
 		strcmp(TextDatumGetCString(values[cols[COL_STATE]]), "retired") != 0)
 		tuple = KeyDraw(tuple, desc, cols[COL_KEY], values, nulls);
-	KeyRowRead(cols, values, nulls, &row);
+	KeyRowRead(cols, values, nulls, &row, false);
 
 	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
 	{
@@ -875,7 +1046,8 @@ snowseq_key_store_trigger(PG_FUNCTION_ARGS)
 		KeyRow		old;
 
 		heap_deform_tuple(td->tg_trigtuple, desc, old_values, old_nulls);
-		KeyRowRead(cols, old_values, old_nulls, &old);
+		/* retiring works whatever width the key was made for */
+		KeyRowRead(cols, old_values, old_nulls, &old, row.state == KEY_RETIRED);
 		if (row.version != old.version || row.check_bits != old.check_bits)
 			KeyRowInvalid(old.version, "version and check_bits never change");
 		if (old.state == KEY_RETIRED && row.state != KEY_RETIRED)
@@ -885,6 +1057,16 @@ snowseq_key_store_trigger(PG_FUNCTION_ARGS)
 			 memcmp(VARDATA_ANY(row.key), VARDATA_ANY(old.key), VARSIZE_ANY_EXHDR(row.key)) != 0))
 			KeyRowInvalid(old.version, "a key never changes; make a new one with snowseq_new_key()");
 	}
+
+	/*
+	 * A key stored as it is (made before 1.2, or restored or replicated
+	 * from such a server) is wrapped by any insert or update of its row:
+	 * the update to 1.2 touches every such row, so that no later change of
+	 * the row shows the key to logical decoding.
+	 */
+	if (row.key != NULL && VARSIZE_ANY_EXHDR(row.key) == FF1_KEY_BYTES)
+		tuple = KeyStoreWrapped(tuple, desc, cols[COL_KEY], (const uint8 *) VARDATA_ANY(row.key),
+								values, nulls);
 	CacheInvalidateRelcache(td->tg_relation);
 	return PointerGetDatum(tuple);
 }

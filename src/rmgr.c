@@ -28,6 +28,7 @@
 #include "lib/stringinfo.h"
 #include "utils/guc.h"
 
+#include "keyring.h"
 #include "reserve.h"
 
 /* snowseq's own resource manager ID (1.2 on); 1.0 and 1.1 used 128 */
@@ -35,6 +36,8 @@
 #define RM_SNOWSEQ_ID_1_1			RM_EXPERIMENTAL_ID
 #define XLOG_SNOWSEQ_RESERVE_V1		0x10	/* 1.0: the clock and the segment counter */
 #define XLOG_SNOWSEQ_RESERVE		0x20	/* one reservation */
+#define XLOG_SNOWSEQ_WRAP_KEY		0x30	/* 1.2: a wrap key of the keyring */
+#define XLOG_SNOWSEQ_KEY_VERSION	0x40	/* 1.2: the highest key version made */
 
 /* A version 1.0 record: the configuration and both fixed reservations. */
 typedef struct RecordV1
@@ -77,6 +80,34 @@ RmgrLogAdvance(const SavedSlot *slot)
 					 XLOG_SNOWSEQ_RESERVE);
 	XLogFlush(lsn);
 	return lsn;
+}
+
+/*
+ * Log a new wrap key of the keyring (keyring.c) and flush it before any key
+ * is wrapped under it.  Logical decoding does not decode snowseq's
+ * records; physical replication and recovery rebuild the keyring file.
+ */
+void
+RmgrLogWrapKey(const uint8 *wk)
+{
+	XLogRecPtr	lsn;
+
+	XLogBeginInsert();
+	XLogRegisterData((char *) wk, WRAP_KEY_BYTES);
+	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_WRAP_KEY);
+	XLogFlush(lsn);
+}
+
+/* Log the highest key version made in the cluster (keyring.c) and flush it. */
+void
+RmgrLogKeyVersion(uint32 version)
+{
+	XLogRecPtr	lsn;
+
+	XLogBeginInsert();
+	XLogRegisterData((char *) &version, sizeof(version));
+	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_KEY_VERSION);
+	XLogFlush(lsn);
 }
 
 /*
@@ -151,6 +182,15 @@ snowseq_redo(XLogReaderState *record)
 			slot.block = v1.block[k];
 			RmgrApply(&v1.config, &slot, slot.bound);
 		}
+	}
+	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
+		KeyringRedo((const uint8 *) XLogRecGetData(record));
+	else if (info == XLOG_SNOWSEQ_KEY_VERSION)
+	{
+		uint32		version;
+
+		memcpy(&version, XLogRecGetData(record), sizeof(version));
+		KeyringRedoVersion(version);
 	}
 	else
 		elog(PANIC, "snowseq_redo: unknown op code %u", info);
@@ -229,6 +269,15 @@ snowseq_desc(StringInfo buf, XLogReaderState *record)
 						 v1.config.seq_bits, v1.config.time_unit_ms,
 						 (unsigned long long) v1.bound[0], (unsigned long long) v1.bound[1]);
 	}
+	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
+		KeyringDescribe(buf, (const uint8 *) XLogRecGetData(record));	/* never the key */
+	else if (info == XLOG_SNOWSEQ_KEY_VERSION)
+	{
+		uint32		version;
+
+		memcpy(&version, XLogRecGetData(record), sizeof(version));
+		appendStringInfo(buf, "key version %u", version);
+	}
 }
 
 /* pg_walinspect and friends: name a record type. */
@@ -240,6 +289,10 @@ snowseq_identify(uint8 info)
 		case XLOG_SNOWSEQ_RESERVE:
 		case XLOG_SNOWSEQ_RESERVE_V1:
 			return "RESERVE";
+		case XLOG_SNOWSEQ_WRAP_KEY:
+			return "WRAP_KEY";
+		case XLOG_SNOWSEQ_KEY_VERSION:
+			return "KEY_VERSION";
 	}
 	return NULL;
 }

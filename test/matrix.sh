@@ -11,14 +11,14 @@
 #   T=test/t/010_crash.pl bash test/matrix.sh 18      one TAP file (PROVE_FLAGS too)
 #   bash test/matrix.sh --bench 17 18                 the full benchmark run
 #       (bench/run.sh) instead of the tests; the report of version NN goes
-#       to docs/pgNN/, its raw results to bench/out/pgNN/ (BENCH_* sizes are
-#       passed on)
+#       to docs/pgNN/ (with its results.json), its raw results to
+#       bench/out/pgNN/ (BENCH_* sizes are passed on); README.md's speed
+#       tables are then written from docs/results.json and docs/pg*/results.json
 #
 # Chroots are made once and kept under SNOWSEQ_MATRIX_DIR (default
 # /var/cache/snowseq-matrix); see test/chroot.sh.  The benchmark smoke run is
 # skipped inside the chroots unless SKIP_BENCH is set to the empty string.
-# The peer extensions of the benchmark (BENCH_PEERS, default ../shared/peers)
-# are copied in when present.  Output of each version goes to the terminal
+# Output of each version goes to the terminal
 # and to SNOWSEQ_MATRIX_DIR/pgNN.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,12 +37,10 @@ esac
 . test/chroot.sh
 chroot_begin "$@"
 
-PEERS=${BENCH_PEERS:-../shared/peers}
-
 # Build snowseq and run test/check.sh (or bench/run.sh) inside the chroot
 # for PostgreSQL $1.
 run_version() {
-	local v=$1 root log rc=0 old="" peers=""
+	local v=$1 root log rc=0 old=""
 
 	echo "=== PostgreSQL $v"
 	log="$CACHE/pg$v.log"
@@ -55,21 +53,15 @@ run_version() {
 	for d in "$root"/tmp/snowseq*; do
 		[ -e "$d" ] && remove_tree "$d"
 	done
-	if [ -d "$PEERS" ]; then
-		rm -rf "$root/snowseq-peers"
-		cp -r "$PEERS" "$root/snowseq-peers"
-		peers=/snowseq-peers
-	fi
 	old=$(upgrade_from_of "$v")
 	[ -n "$old" ] && [ -x "$root/usr/lib/postgresql/$old/bin/pg_config" ] || old=""
 	echo "PostgreSQL $v: $(in_chroot "$root" /usr/lib/postgresql/"$v"/bin/postgres --version)${old:+ (and $old, for pg_upgrade)}"
 	if [ "$mode" = bench ]; then
 		rm -rf "$root/snowseq-bench"
 		# the sizes (BENCH_REPS, BENCH_CALL_N, ...) given to this run
-		mapfile -t sizes < <(env | grep -E '^BENCH_[A-Z_]+=' | grep -vE '^BENCH_(OUT|DATA|PEERS)=' || true)
+		mapfile -t sizes < <(env | grep -E '^BENCH_[A-Z_]+=' | grep -vE '^BENCH_(OUT|DATA)=' || true)
 		in_chroot "$root" env PG_CONFIG="/usr/lib/postgresql/$v/bin/pg_config" "${sizes[@]}" \
 			BENCH_OUT=/snowseq-bench/docs BENCH_DATA=/snowseq-bench/out \
-			BENCH_PEERS="${peers:-/nonexistent}" \
 			bash /snowseq/bench/run.sh 2>&1 | tee "$log" || rc=$?
 		if [ "$rc" = 0 ]; then
 			mkdir -p "docs/pg$v" "bench/out/pg$v"
@@ -81,7 +73,6 @@ run_version() {
 		in_chroot "$root" env PG_CONFIG="/usr/lib/postgresql/$v/bin/pg_config" \
 			${old:+SNOWSEQ_OLD_PG_CONFIG="/usr/lib/postgresql/$old/bin/pg_config"} \
 			SKIP_BENCH="${SKIP_BENCH-1}" ${T:+T="$T"} ${PROVE_FLAGS:+PROVE_FLAGS="$PROVE_FLAGS"} \
-			BENCH_PEERS="${peers:-/nonexistent}" \
 			bash /snowseq/test/check.sh 2>&1 | tee "$log" || rc=$?
 	fi
 	[ "$rc" = 0 ] || echo "(paths above are inside the chroot $root; output in $log)"
@@ -114,4 +105,9 @@ for v in "$@"; do
 	fi
 done
 echo "matrix: $passed passed, $failed failed"
+# README.md's speed tables from every version's results
+if [ "$mode" = bench ]; then
+	mapfile -t results < <(find docs -maxdepth 2 \( -path docs/results.json -o -path 'docs/pg*/results.json' \) | sort)
+	[ ${#results[@]} -eq 0 ] || python3 -B bench/report.py --readme README.md "${results[@]}" || status=1
+fi
 exit $status

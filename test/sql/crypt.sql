@@ -309,7 +309,21 @@ RESET ROLE;
 DROP OWNED BY regress_crypt_app, regress_crypt_keys, regress_crypt_nobody;
 DROP ROLE regress_crypt_app, regress_crypt_keys, regress_crypt_nobody;
 
+-- a key encrypts only once the transaction that made it has committed, in
+-- a parallel worker too (which sees the leader's uncommitted row); the
+-- rolled-back version is spent
+BEGIN;
+SELECT snowseq_use_key(snowseq_new_key());
+SELECT pg_temp.err('SELECT snowseq_encrypt(1)');
+SET LOCAL force_parallel_mode = on;
+SET LOCAL parallel_setup_cost = 0;
+SET LOCAL parallel_tuple_cost = 0;
+EXPLAIN (COSTS OFF) SELECT snowseq_encrypt(1);
+SELECT snowseq_encrypt(1);
+ROLLBACK;
+SELECT (snowseq_encrypt(1) >> 42) & 63 AS version_in_use;
+
 -- versions are never reused: after 63 of them (6 version bits), no more
-SELECT count(snowseq_new_key(0)) AS more_keys FROM generate_series(1, 60);
+SELECT count(snowseq_new_key(0)) AS more_keys FROM generate_series(1, 59);
 SELECT max(version) AS last_version, count(*) AS keys FROM snowseq_keys;
 SELECT snowseq_new_key();

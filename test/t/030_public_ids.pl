@@ -11,6 +11,12 @@
 #   the same public IDs; a long-lived session on the primary, on the standby
 #   and on a logical subscriber of the key table each see a key rotation and
 #   a retirement committed elsewhere.
+# - Keys are stored wrapped under the wrap key of the data directory's
+#   keyring: a role with only LOGIN REPLICATION that reads the key table's
+#   changes through logical decoding (test_decoding) gets no key that
+#   reproduces a public ID; a logical subscriber and a restored copy in
+#   another cluster decrypt once they import a copy of the keyring file,
+#   and say what is missing before.
 # - pg_dump keeps the keys (and the dump holds them); a restore into a
 #   server with another snowseq.public_version_bits fails loudly.
 # - snowseq.public_version_bits: a value in postgresql.conf is applied, a bad
@@ -18,6 +24,7 @@
 use strict;
 use warnings;
 use lib 'test';
+use File::Copy qw(copy);
 use IPC::Run ();
 use MIME::Base64 ();
 use PostgreSQL::Test::Cluster;
@@ -126,7 +133,10 @@ my %hex = map { split /\|/ }
   split /\n/, $primary->safe_psql('postgres',
 	"SELECT version, encode(key, 'hex') FROM snowseq_key_store WHERE key IS NOT NULL");
 is(scalar(keys %hex), 1, 'one key, stored');
-is(length($hex{1}), 64, 'a key of 32 bytes');
+is(length($hex{1}), 96, 'a key stored wrapped: 48 bytes (wrap key identifier, RFC 3394 wrap of 32 bytes)');
+ok(-f $primary->data_dir . '/snowseq_keyring', 'the primary made its keyring file');
+is(sprintf('%o', (stat($primary->data_dir . '/snowseq_keyring'))[2] & 07777), '600',
+	'only the server\'s OS user reads the keyring file');
 
 for my $q (
 	[ 'SELECT key FROM snowseq_key_store',           qr/permission denied for table snowseq_key_store/ ],
@@ -187,6 +197,11 @@ $sub->safe_psql('postgres', 'CREATE ROLE app LOGIN');
 $sub->safe_psql('postgres',
 	'GRANT EXECUTE ON FUNCTION snowseq_encrypt(bigint), snowseq_decrypt(bigint) TO app');
 $primary->safe_psql('postgres', 'CREATE PUBLICATION snowseq_keys_pub FOR TABLE snowseq_key_store');
+copy($primary->data_dir . '/snowseq_keyring', "$dir/primary_keyring") or die "copy: $!";
+is($sub->safe_psql('postgres', "SELECT snowseq_import_wrap_keys('$dir/primary_keyring')"), '1',
+	'the subscriber imports the publisher\'s wrap key from a copy of its keyring file');
+is($sub->safe_psql('postgres', "SELECT snowseq_import_wrap_keys('$dir/primary_keyring')"), '0',
+	'importing it again adds nothing');
 $sub->safe_psql('postgres',
 	"CREATE SUBSCRIPTION snowseq_keys_sub CONNECTION '" . $primary->connstr . ' dbname=postgres'
 	  . "' PUBLICATION snowseq_keys_pub");
@@ -208,6 +223,12 @@ for my $where (sort keys %sessions)
 	is("$o$e", $pub1{$some_id}, "$where: a long-lived session encrypts with key version 1");
 }
 
+# a role with only LOGIN REPLICATION watches the key table's changes
+$primary->safe_psql('postgres', 'CREATE ROLE peeker LOGIN REPLICATION');
+($rc, $out, $err) = as_role($primary, 'peeker',
+	"SELECT 1 FROM pg_create_logical_replication_slot('peek', 'test_decoding')");
+is($rc, 0, 'a role with only LOGIN REPLICATION makes a test_decoding slot') or diag($err);
+
 ($rc, $out, $err) = as_role($primary, 'keyadmin', 'SELECT snowseq_use_key(snowseq_new_key(check_bits => 0))');
 is($rc, 0, 'key version 2 (no check bits) made and in use');
 %hex = (%hex, map { split /\|/ }
@@ -219,6 +240,27 @@ $primary->wait_for_catchup('snowseq_keys_sub');
 
 my $pub2 = $primary->safe_psql('postgres', "SELECT snowseq_encrypt($some_id)", extra_params => [ '-U', 'app' ]);
 is(version_of($pub2), 2, 'a new session on the primary encrypts with key version 2');
+
+# what logical decoding showed the REPLICATION role: the stored (wrapped)
+# form, from which no 32 bytes reproduce the public ID (with 1.1, the
+# decoded key itself did); the probe reads the stored form from the table,
+# so that no statement carries it into the log
+($rc, $out, $err) = as_role($primary, 'peeker',
+	"SELECT data FROM pg_logical_slot_get_changes('peek', NULL, NULL) WHERE data LIKE '%snowseq_key_store: INSERT%'");
+my ($decoded) = $out =~ /key\[bytea\]:'\\x([0-9a-f]+)'/;
+ok(defined $decoded, 'the REPLICATION role decodes the key row') or diag("$out$err");
+$decoded //= '';
+is($decoded, $hex{2}, 'it sees the stored form of key version 2');
+$primary->safe_psql('postgres', q{
+	CREATE FUNCTION ff1_probe(key bytea, tweak bytea, nbits integer, x bigint, decrypt boolean)
+		RETURNS bigint AS '$libdir/snowseq', 'snowseq_ff1_test_bits' LANGUAGE C STRICT});
+is($primary->safe_psql('postgres', qq{
+	SELECT count(*) FILTER (WHERE ff1_probe(substr(d, o, 32), int2send(($some_id >> 48)::smallint), 42,
+		$some_id & ((1::bigint << 48) - 1), false) = ($pub2 & ((1::bigint << 42) - 1)))
+	FROM (SELECT key AS d FROM snowseq_key_store WHERE version = 2) x,
+		generate_series(1, greatest(octet_length(d) - 31, 0)) o}),
+	'0', 'no 32 bytes of what the REPLICATION role decoded encrypt like key version 2');
+$primary->safe_psql('postgres', "DROP FUNCTION ff1_probe; SELECT pg_drop_replication_slot('peek')");
 for my $where (sort keys %sessions)
 {
 	my ($o, $e) = bg($sessions{$where}, "SELECT snowseq_encrypt($some_id)");
@@ -256,6 +298,13 @@ my $restored = snowseq_node('restored', node_id => 2, conf => [@LOG_ALL], extens
 $restored->safe_psql('postgres', 'CREATE ROLE app LOGIN; CREATE ROLE keyadmin LOGIN; CREATE ROLE outsider LOGIN');
 ($rc, $out, $err) = run_prog('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $restored->connstr('postgres'), '-f', $dump);
 is($rc, 0, 'the dump restores');
+($rc, $out, $err) = as_role($restored, 'app', "SELECT snowseq_decrypt($pub2)");
+like($err, qr/snowseq key version \d is wrapped with wrap key [0-9a-f]{16}, which this cluster's keyring does not have/,
+	'another cluster cannot unwrap the restored keys, and says so');
+like($err, qr/HINT:\s+Copy the file snowseq_keyring of that cluster's data directory to this server and import it/,
+	'and says how to import the wrap key');
+is($restored->safe_psql('postgres', "SELECT snowseq_import_wrap_keys('$dir/primary_keyring')"), '1',
+	'the restored copy imports the source\'s wrap key');
 is($restored->safe_psql('postgres', "SELECT snowseq_decrypt($pub2)", extra_params => [ '-U', 'app' ]), $some_id,
 	'the restored copy decrypts public IDs of version 2');
 ($rc, $out, $err) = as_role($restored, 'app', "SELECT snowseq_decrypt($pub1{$some_id})");

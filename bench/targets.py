@@ -1,0 +1,128 @@
+"""snowseq benchmarks, the targets: what snowseq promises against what
+PostgreSQL ships, judged from the results of one run (bench/measure.py).
+
+Every target compares medians measured side by side in the same run, so a
+target holds or misses on the machine at hand whatever its speed.  A target
+whose comparison is missing on this server (PostgreSQL 18's uuidv7() on
+older versions) is SKIP, saying why; a MISS is reported, never hidden.
+"""
+
+from measure import fmt_int, fmt_mb, fmt_x
+
+
+def _target(tid, text, measured, short, ok):
+    """One target: a stable id (the README table matches versions by it),
+    its wording, what was measured, the short figure and the verdict."""
+    return {"id": tid, "target": text, "measured": measured, "short": short, "ok": ok}
+
+
+def targets(calls, clients, client_res, inserts, wal, shmem, skipped=None):
+    """The targets of one run, in the order the report lists them."""
+    c = {r["key"]: r for r in calls}
+    why = dict(skipped or [])
+    t = []
+
+    def skip(tid, text, label):
+        t.append(_target(tid, text, "not measured: %s (%s)" % (label, why.get(label, "not available")),
+                         "—", None))
+
+    def faster(tid, text, mine, theirs, want):
+        a, b = c[mine]["ns"], c[theirs]["ns"]
+        t.append(_target(tid, text, "%.1f ns vs %.1f ns = %s faster" % (a, b, fmt_x(b / a)),
+                         fmt_x(b / a), b / a >= want))
+
+    snow, floor = c["snowseq_next"]["ns"], c["clock_timestamp"]["ns"]
+    t.append(_target("floor", "snowseq_next() call cost <= 1.10x the clock_timestamp() floor",
+                     "%.1f ns vs %.1f ns = %s" % (snow, floor, fmt_x(snow / floor)),
+                     fmt_x(snow / floor), snow / floor <= 1.10))
+    faster("nextval_c1", "snowseq_next() >= 2x faster than nextval() (CACHE 1)",
+           "snowseq_next", "nextval_c1", 2.0)
+    faster("nextval_c100", "snowseq_next() >= 1.25x faster than nextval() (CACHE 100)",
+           "snowseq_next", "nextval_c100", 1.25)
+    faster("counter", "snowseq_counter_next() >= 2x faster than nextval() (CACHE 1)",
+           "counter", "nextval_c1", 2.0)
+    faster("instagram", "snowseq_next() >= 10x faster than Instagram-style IDs in PL/pgSQL",
+           "snowseq_next", "instagram", 10.0)
+    if "snowseq_uuid" in c:
+        su, gu = c["snowseq_uuid"]["ns"], c["gen_random_uuid"]["ns"]
+        t.append(_target("uuid_random", "snowseq_uuid() call cost <= gen_random_uuid()'s",
+                         "%.1f ns vs %.1f ns = %s" % (su, gu, fmt_x(su / gu)), fmt_x(su / gu), su <= gu))
+        faster("uuid_plpgsql", "snowseq_uuid() >= 5x faster than UUIDv7 in PL/pgSQL",
+               "snowseq_uuid", "uuidv7", 5.0)
+    if "uuidv7_builtin" in c:
+        u7 = c["uuidv7_builtin"]["ns"]
+        t.append(_target("uuidv7_next", "snowseq_next() faster than the built-in uuidv7()",
+                         "%.1f ns vs %.1f ns = %s faster" % (snow, u7, fmt_x(u7 / snow)),
+                         fmt_x(u7 / snow), snow < u7))
+        if "snowseq_uuid" in c:
+            su = c["snowseq_uuid"]["ns"]
+            t.append(_target("uuidv7_uuid", "snowseq_uuid() call cost <= 1.2x the built-in uuidv7()'s",
+                             "%.1f ns vs %.1f ns = %s" % (su, u7, fmt_x(su / u7)), fmt_x(su / u7),
+                             su / u7 <= 1.2))
+    else:
+        skip("uuidv7_next", "snowseq_next() faster than the built-in uuidv7()", "uuidv7() (built-in)")
+        skip("uuidv7_uuid", "snowseq_uuid() call cost <= 1.2x the built-in uuidv7()'s", "uuidv7() (built-in)")
+
+    big = inserts[-1]
+    rows = fmt_int(big["rows"])
+    v = {r["key"]: r for r in big["variants"]}
+    s = v["snowseq_next"]
+
+    def inserts_vs(tid, text, mine, theirs, want):
+        a, b = v[mine]["rows_per_s"], v[theirs]["rows_per_s"]
+        t.append(_target(tid, "%s at %s rows" % (text, rows),
+                         "%s vs %s rows/s = %s" % (fmt_int(a), fmt_int(b), fmt_x(a / b)),
+                         fmt_x(a / b), a / b >= want))
+
+    inserts_vs("ins_bigserial", "inserts >= 0.95x bigserial rows/s", "snowseq_next", "bigserial", 0.95)
+    inserts_vs("ins_identity", "inserts >= 0.95x an identity column's rows/s", "snowseq_next", "identity", 0.95)
+    inserts_vs("ins_c100", "inserts >= 0.95x DEFAULT nextval() (CACHE 100) rows/s",
+               "snowseq_next", "nextval_c100", 0.95)
+    inserts_vs("ins_random_uuid", "inserts >= 2x gen_random_uuid() rows/s", "snowseq_next", "gen_random_uuid", 2.0)
+    if "uuidv7_builtin" in v:
+        inserts_vs("ins_uuidv7", "inserts >= 1.3x the built-in uuidv7()'s rows/s",
+                   "snowseq_next", "uuidv7_builtin", 1.3)
+        if "snowseq_uuid" in v:
+            inserts_vs("ins_uuid_uuidv7", "snowseq_uuid() inserts >= the built-in uuidv7()'s rows/s",
+                       "snowseq_uuid", "uuidv7_builtin", 1.0)
+    else:
+        skip("ins_uuidv7", "inserts >= 1.3x the built-in uuidv7()'s rows/s", "uuidv7() (built-in)")
+        skip("ins_uuid_uuidv7", "snowseq_uuid() inserts >= the built-in uuidv7()'s rows/s", "uuidv7() (built-in)")
+    t.append(_target("index", "PK index within 5%% of bigserial's at %s rows" % rows,
+                     "%s MB vs %s MB = %s" % (fmt_mb(s["index_bytes"]), fmt_mb(v["bigserial"]["index_bytes"]),
+                                              fmt_x(s["index_x_bigserial"])),
+                     "%s (%s MB)" % (fmt_x(s["index_x_bigserial"]), fmt_mb(s["index_bytes"])),
+                     abs(s["index_x_bigserial"] - 1.0) <= 0.05))
+
+    w = {r["key"]: r for r in wal}
+    for key in ("snowseq_next", "gene_int8", "counter"):
+        t.append(_target("wal_" + key, "WAL per 1M IDs of %s < 1/10 of nextval()'s" % w[key]["label"],
+                         "%s vs %s bytes = %s" % (fmt_int(w[key]["bytes_per_1m"]),
+                                                  fmt_int(w["nextval_c1"]["bytes_per_1m"]),
+                                                  "%.4fx" % w[key]["x_nextval"]),
+                         "%s B vs %s B" % (fmt_int(w[key]["bytes_per_1m"]),
+                                           fmt_int(w["nextval_c1"]["bytes_per_1m"])),
+                         w[key]["x_nextval"] < 0.1))
+    if 2 in clients and clients[0] == 1:
+        r = next(r for r in client_res if r["key"] == "snowseq_next" and r["per_tx"] == 1000)
+        t.append(_target("clients", "snowseq_next() IDs/s at 2 clients >= 1.7x 1 client (1000 IDs per transaction)",
+                         "%s vs %s IDs/s = %s" % (fmt_int(r["ids_per_s"][2]), fmt_int(r["ids_per_s"][1]),
+                                                  fmt_x(r["scaling"][2])),
+                         fmt_x(r["scaling"][2]), r["scaling"][2] >= 1.7))
+    for key in [k for k in ("snowseq_encrypt", "snowseq_decrypt") if k in c]:
+        ns = c[key]["ns"]
+        t.append(_target(key, "%s under 1 us per call" % c[key]["label"],
+                         "%.1f ns (%.1f ns over the loop)" % (ns, c[key]["over_loop"]),
+                         "%.1f ns" % ns, ns < 1000.0))
+    t.append(_target("shmem", "snowseq shared memory does not grow",
+                     "%s bytes before, %s bytes after %s IDs" % (
+                         fmt_int(shmem["before"]["shmem_bytes"]), fmt_int(shmem["after"]["shmem_bytes"]),
+                         fmt_int(shmem["after"]["ids_issued"] - shmem["before"]["ids_issued"])),
+                     "%s B" % fmt_int(shmem["after"]["shmem_bytes"]),
+                     shmem["after"]["shmem_bytes"] == shmem["before"]["shmem_bytes"]
+                     and shmem["after"]["allocation"] == shmem["before"]["allocation"]))
+    return t
+
+
+def verdict(ok):
+    return "SKIP" if ok is None else "PASS" if ok else "MISS"

@@ -1,0 +1,26 @@
+/*
+ * keyring.h
+ *		Wrap keys of the data directory's keyring, under which the keys of
+ *		public IDs are stored (keyring.c).
+ */
+#ifndef SNOWSEQ_KEYRING_H
+#define SNOWSEQ_KEYRING_H
+
+#include "lib/stringinfo.h"
+
+#define WRAP_KEY_BYTES		32	/* AES-256 */
+#define WRAP_ID_BYTES		8	/* identifier of a wrap key */
+#define WRAPPED_KEY_BYTES	48	/* identifier, then RFC 3394 wrap of 32 bytes */
+
+extern void KeyringWrap(const uint8 *key, uint8 *out);
+extern void KeyringUnwrap(int version, const uint8 *wrapped, uint8 *key);
+extern void KeyringRedo(const uint8 *wk);
+extern int32 KeyringNextVersion(int32 table_next, int32 max_version);
+extern void KeyringRedoVersion(uint32 version);
+extern void KeyringDescribe(StringInfo buf, const uint8 *wk);
+
+/* rmgr.c */
+extern void RmgrLogWrapKey(const uint8 *wk);
+extern void RmgrLogKeyVersion(uint32 version);
+
+#endif							/* SNOWSEQ_KEYRING_H */
