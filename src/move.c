@@ -68,6 +68,7 @@
 
 #include "snowseq.h"
 #include "move.h"
+#include "testpoint.h"
 
 #define MOVE_BLOCK_ATTEMPTS		5	/* tries to hold writes back and catch up */
 #define MOVE_LOCKERS_WAIT_MS	2000	/* for writers already under way */
@@ -938,6 +939,75 @@ MoveCopyMark(Move *m)
 	return psprintf("snowseq %s: copy in progress", m->token);
 }
 
+/*
+ * Refuse a source table that other rows reference.  The moved rows leave it
+ * with triggers off (session_replication_role = replica: the fence would
+ * turn the delete away, and a user's delete triggers must not take a move
+ * for a deletion), so nothing would cascade, set null or refuse: whatever
+ * references them would be left dangling.  A table with such a foreign key
+ * does not move; rc runs inside the source transaction when the table is
+ * locked, so no foreign key can appear between this check and the delete.
+ */
+static void
+MoveRefuseReferenced(Move *m, RemoteConn *rc)
+{
+	PGresult   *res = RemoteExec(rc, psprintf("SELECT pg_catalog.quote_ident(c.conname), c.conrelid::pg_catalog.regclass::text, "
+											  "c.confdeltype::text FROM pg_catalog.pg_constraint c "
+											  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
+											  "AND c.confrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) "
+											  "ORDER BY c.conrelid, c.conname LIMIT 1",
+											  quote_literal_cstr(m->src_table)),
+								  "look up foreign keys referencing the source table");
+
+	if (PQntuples(res) == 1)
+	{
+		char	   *con = pstrdup(PQgetvalue(res, 0, 0));
+		char	   *tab = pstrdup(PQgetvalue(res, 0, 1));
+		char		action = PQgetvalue(res, 0, 2)[0];
+
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("foreign key %s of table %s on server \"%s\" references table %s, whose rows would move",
+						con, tab, m->src_name, m->src_table),
+				 errdetail("Moving genes deletes their rows from %s; the rows of %s that reference them would %s.",
+						   m->src_table, tab,
+						   action == 'c' ? "be deleted with them" :
+						   action == 'n' || action == 'd' ? "lose their reference" :
+						   "be left without them"),
+				 errhint("Drop the foreign key before moving genes of this table, or keep it on one server.")));
+	}
+	PQclear(res);
+}
+
+/* The two-phase name of the source transaction of a move. */
+static char *
+MoveGid(Move *m)
+{
+	return quote_literal_cstr(m->token);
+}
+
+/*
+ * Commit or roll back the prepared source transaction of a move, if it is
+ * there: the router's committed state decides (switched: commit).  Until
+ * then it holds the source table, so no query reads a half-moved state.
+ */
+static void
+MoveResolvePrepared(Move *m, bool commit)
+{
+	RemoteConn *src = Src(m);
+	char	   *v = RemoteValue(src, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
+											  "WHERE gid OPERATOR(pg_catalog.=) %s", MoveGid(m)),
+								"look up the prepared source transaction");
+
+	if (strcmp(v, "0") == 0)
+		return;
+	RemoteCommand(src, psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", MoveGid(m)),
+				  commit ? "commit the prepared source transaction" : "roll back the prepared source transaction");
+	MoveNote(m, m->src_name, psprintf("prepared transaction %s", m->token),
+			 commit ? "committed" : "rolled back");
+}
+
 /* Step: check both servers and decide about the destination table. */
 static void
 MovePrepareChecks(Move *m)
@@ -976,6 +1046,14 @@ MovePrepareChecks(Move *m)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("wal_level is \"%s\" on server \"%s\"", v ? v : "?", m->src_name),
 				 errhint("Set wal_level = logical on the source server and restart it.")));
+	/* the switch commits on the source in two phases */
+	v = RemoteValue(src, "SELECT pg_catalog.current_setting('max_prepared_transactions')",
+					"read max_prepared_transactions");
+	if (v == NULL || strcmp(v, "0") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("max_prepared_transactions is 0 on server \"%s\"", m->src_name),
+				 errhint("Set max_prepared_transactions to 1 or more on the source server and restart it: the switch commits there in two phases.")));
 
 	/* the source table: a plain table whose replica identity holds the ID */
 	res = RemoteExec(src, psprintf(
@@ -1008,6 +1086,7 @@ MovePrepareChecks(Move *m)
 						m->src_table, m->src_name, m->id_col),
 				 errhint("Logical replication filters updates and deletes on the replica identity: give the table a primary key on its ID.")));
 	PQclear(res);
+	MoveRefuseReferenced(m, src);
 
 	/*
 	 * The copy lands in a table named like the source table (logical
@@ -1163,18 +1242,34 @@ MovePrepareObjects(Move *m)
 								quote_identifier(m->token), m->src_table, MoveIdCondition(m)),
 				  "create the publication");
 
-	/* the destination subscribes: the password in the conninfo is never logged */
-	RemoteCommand(dst, "SET log_statement = 'none'; SET log_min_error_statement = 'panic'; "
-				  "SET log_min_duration_statement = -1", "turn statement logging off");
-	RemoteCommand(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s "
-								"WITH (slot_name = %s, create_slot = true, copy_data = true, enabled = true, "
-								"streaming = off, binary = false)",
-								quote_identifier(m->token),
-								quote_literal_cstr(RemoteConninfo(GetForeignServerByName(m->src_name, false)->serverid)),
-								quote_identifier(m->token), quote_literal_cstr(m->token)),
-				  "create the subscription");
-	RemoteCommand(dst, "RESET log_statement; RESET log_min_error_statement; RESET log_min_duration_statement",
-				  "turn statement logging on");
+	/*
+	 * The destination subscribes.  The connection string holds no secret:
+	 * the destination authenticates to the source with its own password
+	 * file or certificate, so nothing in this SQL text is worth hiding.
+	 */
+	{
+		char		state[6];
+		char	   *err = RemoteTryMessage(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s "
+														 "WITH (slot_name = %s, create_slot = true, copy_data = true, enabled = true, "
+														 "streaming = off, binary = false)",
+														 quote_identifier(m->token),
+														 quote_literal_cstr(RemoteConninfo(GetForeignServerByName(m->src_name, false)->serverid)),
+														 quote_identifier(m->token), quote_literal_cstr(m->token)),
+										   "create the subscription", state);
+
+		if (err != NULL && strncmp(state, "08", 2) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+					 errmsg("server \"%s\" could not connect to server \"%s\" to copy the genes", m->dst_name, m->src_name),
+					 errdetail_internal("%s", err),
+					 errhint("Moves send no password: give the operating system user of server \"%s\" a password file entry "
+							 "for server \"%s\" (~/.pgpass, or the file named by the passfile option of the foreign server), "
+							 "or use certificate authentication between shard servers.", m->dst_name, m->src_name)));
+		if (err != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_EXCEPTION),
+					 errmsg("could not create the subscription on server \"%s\": %s", m->dst_name, err)));
+	}
 	v = RemoteValue(dst, psprintf("SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s",
 								  quote_literal_cstr(m->token)), "look up the subscription");
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
@@ -1594,10 +1689,27 @@ MoveSwitch(Move *m)
 		MoveSourceTransaction(m);
 	}
 	MoveSwitchRouter(m);
+
+	/*
+	 * Two commits, one decision: the source transaction is prepared, and
+	 * holds the source table until it is resolved; the router's commit of
+	 * state 'switched' decides whether it commits (MoveFinish) or rolls back
+	 * (MoveRollback).  A router that dies in between leaves no half-moved
+	 * state readable: the source table waits for the resolution, which the
+	 * router runs at its next start.  No router query runs on the source
+	 * now (the router holds the parent's lock), so the lock is quick; it
+	 * also keeps foreign keys from appearing between the check and the
+	 * commit.
+	 */
+	RemoteCommand(Lock(m), psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
+									MOVE_SWITCH_MAX_WAIT_MS, m->src_table),
+				  "lock the source table");
+	MoveRefuseReferenced(m, Lock(m));
+	RemoteCommand(Lock(m), psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the source transaction");
+	SNOWSEQ_TESTPOINT("move_after_source_commit");
 	MoveRecordSet(m, "state = 'switched', switched_at = pg_catalog.clock_timestamp(), "
 				  "pause_ms = pg_catalog.round((extract(epoch FROM pg_catalog.clock_timestamp() "
 				  "OPERATOR(pg_catalog.-) blocked_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1)");
-	RemoteCommand(Lock(m), "COMMIT", "commit the source transaction");
 }
 
 /* ---------------------------------------------------------------------
@@ -1666,6 +1778,7 @@ MoveDeleteSource(Move *m)
 							   m->src_table, m->src_table, MoveIdCondition(m), MOVE_DELETE_BATCH);
 	int64		total = 0;
 
+	MoveRefuseReferenced(m, src);
 	RemoteCommand(src, "SET session_replication_role = replica", "turn triggers off");
 	for (;;)
 	{
@@ -1689,6 +1802,7 @@ MoveFinish(Move *m)
 	char	   *rows;
 
 	RemoteClose(m->lock);
+	MoveResolvePrepared(m, true);
 	MoveDropSubscription(m);
 	MoveDropPublication(m);
 	MoveDropSlots(m);
@@ -1709,6 +1823,13 @@ MoveUndoLock(Move *m)
 {
 	/* closing the session aborts the source transaction and frees the locks */
 	RemoteClose(m->lock);
+}
+
+/* Undo: roll back the prepared source transaction, if any. */
+static void
+MoveRollbackSource(Move *m)
+{
+	MoveResolvePrepared(m, false);
 }
 
 /* set by MoveUndoFence: the source transaction had committed */
@@ -1813,6 +1934,16 @@ MoveRollback(Move *m)
 
 	m->leftovers = false;
 	MoveUndoLock(m);
+	/* the router did not commit its switch: neither does the source */
+	if (strcmp(m->state, "switch") == 0)
+	{
+		MoveUndoStep(m, MoveRollbackSource, m->src_name, psprintf("prepared transaction %s", m->token));
+		if (m->leftovers)
+		{
+			MoveNote(m, m->src_name, "move", "unresolved: the prepared source transaction could not be rolled back");
+			return UNKNOWN;
+		}
+	}
 	/* nothing was created before the checks ended */
 	if (strcmp(m->state, "prepare") == 0 && m->dest_created < 0)
 	{
@@ -1902,7 +2033,7 @@ MoveResolve(Move *m, const char *error)
  * ---------------------------------------------------------------------
  */
 
-static void CleanupMoves(Oid parent, Move *collect);
+static int	CleanupMoves(Oid parent, Move *collect, bool switching_only, int elevel);
 static void MoveReportCopy(Move *collect, Move *m);
 
 /* The committed state of a move. */
@@ -1968,7 +2099,7 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	SetExtSchema(fcinfo);
 
 	/* moves of this table that were interrupted end first */
-	CleanupMoves(parent, NULL);
+	CleanupMoves(parent, NULL, false, NOTICE);
 	SPI_commit();
 
 	m = MoveNew();
@@ -1991,6 +2122,8 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 		SPI_finish();
 		return;
 	}
+	/* the router committed its switch: MoveFinish commits the source's */
+	SNOWSEQ_TESTPOINT("move_after_router_commit");
 	{
 		char	   *pause = SqlValue(m->cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
 													  Ext("snowseq_moves"), m->id));
@@ -2065,21 +2198,25 @@ MoveLoad(HeapTuple t, TupleDesc d)
 }
 
 /*
- * Resolve the moves that are not running (of one table, or all): undo or
- * finish them.  Reports into collect, if given.
+ * Resolve the moves that are not running (of one table, or all; with
+ * switching_only, those interrupted in or after the switch): undo or
+ * finish them.  Reports into collect, if given, or at elevel.  Returns how
+ * many are still unresolved (running ones do not count).
  */
-static void
-CleanupMoves(Oid parent, Move *collect)
+static int
+CleanupMoves(Oid parent, Move *collect, bool switching_only, int elevel)
 {
 	SPITupleTable *rows;
 	uint64		n;
+	int			left = 0;
 
 	Sql(psprintf("SELECT *, (pg_catalog.parse_ident(dest_table))[1] AS dst_nsp, "
 				 "(pg_catalog.parse_ident(dest_table))[2] AS dst_rel, "
 				 "(pg_catalog.parse_ident(source_table))[2] AS src_rel "
-				 "FROM %s WHERE state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s ORDER BY move_id",
+				 "FROM %s WHERE state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s%s ORDER BY move_id",
 				 Ext("snowseq_moves"),
-				 OidIsValid(parent) ? psprintf("AND parent OPERATOR(pg_catalog.=) %u", parent) : ""),
+				 OidIsValid(parent) ? psprintf("AND parent OPERATOR(pg_catalog.=) %u ", parent) : "",
+				 switching_only ? "AND state OPERATOR(pg_catalog.=) ANY (ARRAY['switch', 'switched'])" : ""),
 		SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;
@@ -2093,9 +2230,15 @@ CleanupMoves(Oid parent, Move *collect)
 			MoveNote(m, NULL, "move", "running");
 		else
 		{
+			char	   *state;
+
 			MoveResolve(m, "interrupted");
 			Sql(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
 				SPI_OK_SELECT);
+			state = MoveState(m);
+			if (state == NULL || (strcmp(state, "done") != 0 && strcmp(state, "failed") != 0 &&
+								  strcmp(state, "rollback") != 0))
+				left++;
 		}
 		if (collect == NULL)
 		{
@@ -2105,7 +2248,7 @@ CleanupMoves(Oid parent, Move *collect)
 			{
 				MoveReport *r = lfirst(lc);
 
-				ereport(NOTICE,
+				ereport(elevel,
 						(errmsg("interrupted move " INT64_FORMAT " of genes %d to %d: %s%s%s: %s",
 								m->id, m->first, m->last, r->server ? r->server : "",
 								r->server ? ": " : "", r->object, r->action)));
@@ -2115,6 +2258,35 @@ CleanupMoves(Oid parent, Move *collect)
 			MoveReportCopy(collect, m);
 		MemoryContextDelete(m->cxt);
 	}
+	return left;
+}
+
+/*
+ * At the start of a router (from its resolver worker, in a transaction):
+ * resolve the moves of this database interrupted in or after the switch,
+ * as snowseq_move_cleanup() would, so that the prepared source transaction
+ * of each, which holds its source table, commits or rolls back as the
+ * router's record says.  Returns how many are left unresolved.
+ */
+int
+MoveResolveSwitches(int elevel)
+{
+	int			left = 0;
+	char	   *nsp;
+
+	SPI_connect();
+	nsp = SqlValue(TopMemoryContext, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
+				   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+				   "WHERE e.extname OPERATOR(pg_catalog.=) 'snowseq'");
+	if (nsp != NULL)
+	{
+		if (ext_nsp != NULL)
+			pfree(ext_nsp);
+		ext_nsp = nsp;
+		left = CleanupMoves(InvalidOid, NULL, true, elevel);
+	}
+	SPI_finish();
+	return left;
 }
 
 /* Add the report of a move to a collection. */
@@ -2376,7 +2548,7 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	SetExtSchema(fcinfo);
 	collect = MoveNew();
 	SPI_connect();
-	CleanupMoves(InvalidOid, collect);
+	CleanupMoves(InvalidOid, collect, false, NOTICE);
 	CleanupOrphans(collect);
 	SPI_finish();
 	foreach(lc, collect->report)
