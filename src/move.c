@@ -28,18 +28,25 @@
  *			 source table keeps serving the rest of the partition) and marks
  *			 the fence "moved"; one router transaction takes the parent's
  *			 lock, detaches the partition, attaches what is left of it and
- *			 the new foreign table, rewrites the map, and commits the source
- *			 transaction while it still holds the lock: no query through the
- *			 router sees a row twice or misses one (a router statement stuck
- *			 on the delete makes it run under the router's lock instead);
- *	finish	 drop the publication (the slot went with the subscription); a
- *			 whole-partition move deletes the source rows now, in batches.
+ *			 the new foreign table, and rewrites the map; the source
+ *			 transaction locks the source table and is prepared (two-phase),
+ *			 the router commits, then the source commits: no query through
+ *			 the router sees a row twice or misses one (a router statement
+ *			 stuck on the delete makes it run under the router's lock
+ *			 instead), and a router that dies between the two commits leaves
+ *			 the source table waiting for the outcome its record decides;
+ *	finish	 commit the prepared source transaction, drop the publication
+ *			 (the slot went with the subscription); a whole-partition move
+ *			 deletes the source rows now, in batches.
  *
  * Each step commits, and the record in snowseq_moves says how far a move
- * got; a move holds an advisory lock on the router for its whole life.  A
- * move that fails undoes itself: the old placement never stopped serving.
- * One whose router died is finished or undone by snowseq_move_cleanup(),
- * which the next move of the same table runs first.
+ * got (while it copies, also how far the copy got, for
+ * snowseq_move_progress); a move holds an advisory lock on the router for
+ * its whole life.  A move that fails undoes itself: the old placement never
+ * stopped serving.  One whose router died in or after the switch is
+ * finished or undone when the router starts again (worker.c's move
+ * resolver); one that died earlier, by snowseq_move_cleanup(), which the
+ * next move of the same table runs first.
  */
 #include "postgres.h"
 
@@ -80,6 +87,7 @@
 #define MOVE_TRIGGER_ATTEMPTS	50	/* source table lock tries for the trigger */
 #define MOVE_DELETE_BATCH		50000
 #define MOVE_STALL_MS			(300 * 1000)	/* no progress for so long: fail */
+#define MOVE_PROGRESS_MS		500 /* the copy's progress is committed so often */
 
 /* one thing done or left behind, for snowseq_move_cleanup's result */
 typedef struct MoveReport
@@ -132,6 +140,10 @@ typedef struct Move
 	int			lock_pid;		/* its backend there */
 	RemoteConn *dst;
 	TimestampTz blocked_at;
+	TimestampTz copy_start;		/* the copy's clock, for its notices */
+	TimestampTz copy_noticed;
+	TimestampTz copy_probed;
+	bool		copied;			/* the copy is done and caught up */
 	List	   *report;			/* MoveReport */
 	bool		leftovers;		/* something could not be removed */
 	MemoryContext cxt;
@@ -945,8 +957,9 @@ MoveCopyMark(Move *m)
  * turn the delete away, and a user's delete triggers must not take a move
  * for a deletion), so nothing would cascade, set null or refuse: whatever
  * references them would be left dangling.  A table with such a foreign key
- * does not move; rc runs inside the source transaction when the table is
- * locked, so no foreign key can appear between this check and the delete.
+ * does not move.  Checked before the move starts, and again in the source
+ * transaction once it holds the table's lock, so that no foreign key can
+ * appear between the check and the delete.
  */
 static void
 MoveRefuseReferenced(Move *m, RemoteConn *rc)
@@ -1361,9 +1374,48 @@ MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 	}
 }
 
-/* Step: wait for the initial copy, then catch up twice (the second is short). */
+/* Step: the copy begins: the rows it has to copy, for its progress. */
 static void
-MoveCopy(Move *m)
+MoveCopyStart(Move *m)
+{
+	char	   *rows = RemoteValue(Src(m), psprintf("SELECT pg_catalog.count(*) FROM %s WHERE %s",
+												   m->src_table, MoveIdCondition(m)),
+								   "count the rows to copy");
+
+	m->copy_start = m->copy_noticed = m->copy_probed = GetCurrentTimestamp();
+	m->copied = false;
+	MoveRecordSet(m, psprintf("rows_total = %s, rows_copied = 0, copy_started_at = pg_catalog.clock_timestamp(), "
+							  "progress_at = pg_catalog.clock_timestamp()", rows));
+}
+
+/*
+ * Record the copy's progress, as the destination and the source see it:
+ * rows copied, the copy's size, the subscription's lag.
+ */
+static void
+MoveCopyProgress(Move *m, const char *rows)
+{
+	char	   *bytes = RemoteValue(Dst(m), psprintf("SELECT pg_catalog.pg_table_size(pg_catalog.to_regclass(%s))",
+													 quote_literal_cstr(m->src_table)),
+									"read the size of the copy");
+	char	   *lag = RemoteValue(Src(m), psprintf("SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), "
+												   "confirmed_flush_lsn)::pg_catalog.int8 FROM pg_catalog.pg_replication_slots "
+												   "WHERE slot_name OPERATOR(pg_catalog.=) %s",
+												   quote_literal_cstr(m->token)),
+								  "read the lag of the subscription");
+
+	MoveRecordSet(m, psprintf("rows_copied = %s, bytes_copied = %s, lag_bytes = %s, "
+							  "progress_at = pg_catalog.clock_timestamp()",
+							  rows ? rows : "rows_copied", bytes ? bytes : "NULL", lag ? lag : "NULL"));
+}
+
+/*
+ * Step: watch the copy for a while (MOVE_PROGRESS_MS), then record its
+ * progress (committed by the caller, for snowseq_move_progress).  Once the
+ * copy is done, catch up twice (the second is short) and set m->copied.
+ */
+static void
+MoveCopyWatch(Move *m)
 {
 	char	   *sql = psprintf("SELECT sr.srsubstate, coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) "
 							   "coalesce(st.apply_error_count, 0), "
@@ -1374,15 +1426,13 @@ MoveCopy(Move *m)
 							   "LEFT JOIN pg_catalog.pg_stat_subscription_stats st ON st.subid OPERATOR(pg_catalog.=) s.oid "
 							   "WHERE s.subname OPERATOR(pg_catalog.=) %s",
 							   quote_literal_cstr(m->token));
-	TimestampTz start = GetCurrentTimestamp();
-	TimestampTz noticed = start;
-	TimestampTz probed = start;
-	char	   *rows;
+	TimestampTz watch = GetCurrentTimestamp();
+	char	   *rows = NULL;
+	bool		ready = false;
 
-	for (;;)
+	while (!ready && MsSince(watch) < MOVE_PROGRESS_MS)
 	{
 		PGresult   *res = RemoteExec(Dst(m), sql, "read the state of the copy");
-		bool		ready;
 
 		if (PQntuples(res) != 1)
 			ereport(ERROR,
@@ -1390,32 +1440,41 @@ MoveCopy(Move *m)
 					 errmsg("subscription %s on server \"%s\" is gone", m->token, m->dst_name)));
 		MoveCheckSubscription(m, PQgetvalue(res, 0, 1));
 		ready = strcmp(PQgetvalue(res, 0, 0), "r") == 0;
-		if (!ready && MsSince(noticed) > 10000)
+		if (!PQgetisnull(res, 0, 2))
+			rows = pstrdup(PQgetvalue(res, 0, 2));
+		if (!ready && MsSince(m->copy_noticed) > 10000)
 		{
 			ereport(NOTICE,
 					(errmsg("copying genes %d to %d to server \"%s\": %s rows after %.0f s",
 							m->first, m->last, m->dst_name,
-							PQgetisnull(res, 0, 2) ? "?" : PQgetvalue(res, 0, 2), MsSince(start) / 1000)));
-			noticed = GetCurrentTimestamp();
+							rows ? rows : "?", MsSince(m->copy_start) / 1000)));
+			m->copy_noticed = GetCurrentTimestamp();
 		}
 		PQclear(res);
 		if (ready)
 			break;
 		/* the source going down must not leave the move waiting forever */
-		if (MsSince(probed) > 2000)
+		if (MsSince(m->copy_probed) > 2000)
 		{
 			RemoteCommand(Src(m), "SELECT 1", "reach the source");
-			probed = GetCurrentTimestamp();
+			m->copy_probed = GetCurrentTimestamp();
 		}
 		MoveSleep(100);
+	}
+	if (!ready)
+	{
+		MoveCopyProgress(m, rows);
+		return;
 	}
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	rows = RemoteValue(Dst(m), psprintf("SELECT pg_catalog.count(*) FROM %s", m->src_table), "count the copied rows");
 	ereport(NOTICE,
 			(errmsg("copied %s rows of genes %d to %d to server \"%s\" in %.1f s",
-					rows, m->first, m->last, m->dst_name, MsSince(start) / 1000)));
-	MoveRecordSet(m, psprintf("copied_at = pg_catalog.clock_timestamp(), rows_copied = %s", rows));
+					rows, m->first, m->last, m->dst_name, MsSince(m->copy_start) / 1000)));
+	MoveCopyProgress(m, rows);
+	MoveRecordSet(m, "copied_at = pg_catalog.clock_timestamp()");
+	m->copied = true;
 }
 
 /* ---------------------------------------------------------------------
@@ -1812,8 +1871,11 @@ MoveFinish(Move *m)
 								   quote_literal_cstr(psprintf("snowseq: genes %d to %d of %s, moved here by %s",
 															   m->first, m->last, m->parent_q, m->token))),
 				  "mark the destination table");
-	rows = RemoteValue(Dst(m), psprintf("SELECT pg_catalog.count(*) FROM %s", m->dst_table), "count the moved rows");
-	MoveRecordSet(m, psprintf("state = 'done', finished_at = pg_catalog.clock_timestamp(), rows_copied = %s", rows));
+	rows = RemoteValue(Dst(m), psprintf("SELECT pg_catalog.count(*) OPERATOR(pg_catalog.||) ', ' OPERATOR(pg_catalog.||) "
+										"pg_catalog.pg_table_size(%s) FROM %s",
+										quote_literal_cstr(m->dst_table), m->dst_table), "count the moved rows");
+	MoveRecordSet(m, psprintf("state = 'done', finished_at = pg_catalog.clock_timestamp(), "
+							  "(rows_copied, bytes_copied) = (%s)", rows));
 	MoveNote(m, NULL, "move", "finished");
 }
 
@@ -2088,6 +2150,16 @@ MoveRun(Move *m, MoveStep step, const char *next_state)
 	return true;
 }
 
+/* Watch the copy to its end, committing its progress as it goes; false as MoveRun. */
+static bool
+MoveCopyAll(Move *m)
+{
+	while (!m->copied)
+		if (!MoveRun(m, MoveCopyWatch, NULL))
+			return false;
+	return true;
+}
+
 /* Move genes first..last of a table to a server: the whole procedure. */
 static void
 MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *to_server)
@@ -2115,7 +2187,8 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 
 	if (!MoveRun(m, MovePrepareChecks, NULL) ||
 		!MoveRun(m, MovePrepareObjects, "copy") ||
-		!MoveRun(m, MoveCopy, NULL) ||
+		!MoveRun(m, MoveCopyStart, NULL) ||
+		!MoveCopyAll(m) ||
 		!MoveRun(m, MoveBlock, "switch") ||
 		!MoveRun(m, MoveSwitch, "switched"))
 	{

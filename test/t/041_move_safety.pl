@@ -23,6 +23,9 @@
 #     returns every row once, with no manual step (the move resolver undoes
 #     or finishes the move at start); writes to the moved genes work.  Both
 #     sides of the router's commit are tested, at pause points.
+# (4) Progress: while a slow copy runs, snowseq_move_progress shows its
+#     phase, rows copied of the total, percent, bytes, lag and time left;
+#     afterwards snowseq_moves keeps the totals.
 use strict;
 use warnings;
 use lib 'test';
@@ -317,5 +320,51 @@ $router->safe_psql('postgres', q{
 is($router->safe_psql('postgres', q{SELECT sum(amount) FROM orders}), $sum + $n_lower,
 	"(3b) the $n_lower moved rows take updates on shard_b");
 check_rows('(3b) after the resolution', $total);
+
+# ---------------------------------------------------------------------
+# (4) Progress: snowseq_move_progress while the copy runs, the record after
+# ---------------------------------------------------------------------
+# The copy lands in an empty table of the source's name on shard_b, whose
+# trigger (enabled for replication too) makes every row take a few ms.
+$sb->safe_psql('postgres', q{
+CREATE TABLE orders (order_id bigint PRIMARY KEY, buyer_id text NOT NULL, amount numeric NOT NULL DEFAULT 0);
+CREATE FUNCTION slow_copy() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_sleep(0.005); RETURN NEW; END$$;
+CREATE TRIGGER slow_copy BEFORE INSERT ON orders FOR EACH ROW EXECUTE FUNCTION slow_copy();
+ALTER TABLE orders ENABLE ALWAYS TRIGGER slow_copy;
+});
+my $n_moved = $router->safe_psql('postgres', q{SELECT count(*) FROM orders WHERE order_id >= 4096::bigint << 48 AND order_id < 8192::bigint << 48});
+my $progress = "$tmp/progress";
+unlink $progress, $stop;
+my $sampler = IPC::Run::start([ 'bash', '-c', q{
+	while [ ! -e "$2" ]; do
+		psql -X -Atq -d "$1" -c "SELECT phase, rows_copied, rows_total, percent, bytes_copied, lag_bytes IS NOT NULL,
+			extract(epoch FROM time_left) > 0 FROM snowseq_move_progress" >> "$3" 2>&1
+		sleep 0.05
+	done }, 'sampler', $router->connstr('postgres'), $stop, $progress ]);
+$ok = $router->psql('postgres', q{CALL snowseq_split_shard('orders', 4096, 'shard_b')},
+	stdout => \$out, stderr => \$err) == 0;
+note "split with a slow copy:\n$err";
+{
+	my $fh;
+	close $fh if open $fh, '>', $stop;
+}
+$sampler->finish;
+ok($ok, "(4) a split of $n_moved rows with a slow copy succeeds");
+my @samples = grep { /^copy\|/ } split /\n/, slurp_file($progress);
+note "progress samples:\n" . join("\n", @samples[0 .. ($#samples < 15 ? $#samples : 15)]);
+my @midway = grep {
+	my @f = split /\|/;
+	$f[1] > 0 && $f[1] < $f[2] && $f[2] == $n_moved && $f[3] > 0 && $f[3] < 100 && $f[4] > 0 && $f[5] eq 't' && $f[6] eq 't'
+} @samples;
+ok(scalar(@midway) >= 2, '(4) snowseq_move_progress showed the copy midway: rows copied of the total, percent, bytes, lag, time left ('
+	  . scalar(@midway) . ' samples)');
+my @copied = map { (split /\|/)[1] } @samples;
+ok((grep { $copied[$_] < $copied[ $_ - 1 ] } 1 .. $#copied) == 0, '(4) rows copied never went back');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_move_progress}), '0', '(4) the view is empty once the move is over');
+is($router->safe_psql('postgres', q{SELECT state || ' ' || rows_total || ' ' || rows_copied || ' ' || (bytes_copied > 0)
+	|| ' ' || (copy_started_at <= copied_at) FROM snowseq_moves ORDER BY move_id DESC LIMIT 1}), "done $n_moved $n_moved true true",
+	'(4) snowseq_moves keeps the rows, bytes and times of the copy');
+$sb->safe_psql('postgres', 'DROP TRIGGER slow_copy ON orders_g4096_8191');
+check_rows('(4) after the split', $total);
 
 done_testing();
