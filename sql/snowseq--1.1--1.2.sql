@@ -3,6 +3,15 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION snowseq UPDATE TO '1.2'" to load this file. \quit
 
+-- ---- moves: crash-safe switch (1.2) ----
+-- The source's part of a switch is a prepared transaction that the router's
+-- record decides; at the router's start a resolver commits or rolls it
+-- back, acting as the role that ran the move (its user mappings).
+ALTER TABLE @extschema@.snowseq_moves ADD COLUMN mover oid;
+COMMENT ON COLUMN @extschema@.snowseq_moves.mover IS
+	'the role that ran the move; the resolver at the router''s start acts as it';
+-- ---- end of moves: crash-safe switch (1.2) ----
+
 -- ---- moves: progress (1.2) ----
 -- A move commits its progress about twice a second while it copies, so
 -- that other sessions see it; the columns stay as the move's record.

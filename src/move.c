@@ -69,6 +69,7 @@
 #include "utils/partcache.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 #include "utils/wait_event.h"
@@ -128,6 +129,7 @@ typedef struct Move
 	int			dest_created;	/* 1 created by the move, 0 reused, -1 not yet */
 	int			fence_id;		/* 0: none yet */
 	Oid			sub_oid;		/* the subscription on the destination */
+	Oid			mover;			/* the role that runs the move */
 	char	   *state;			/* as committed in snowseq_moves */
 	char	   *node;			/* this router's node id */
 	/* what the router needs for the new foreign table */
@@ -838,6 +840,8 @@ MoveRecordNew(Move *m)
 				 quote_literal_cstr(m->new_part_q), quote_literal_cstr(m->src_table),
 				 quote_literal_cstr(m->dst_table), quote_literal_cstr(m->id_col),
 				 quote_literal_cstr(m->token)), SPI_OK_INSERT);
+	/* the resolver at the router's start acts as this role, with its user mappings */
+	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
 	m->state = "prepare";
 	/* held until the move ends: others see it running */
 	Sql(psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
@@ -2257,6 +2261,8 @@ MoveLoad(HeapTuple t, TupleDesc d)
 	v = TEXT("sub_oid");
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 	m->state = TEXT("state");
+	v = TEXT("mover");
+	m->mover = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 #undef COL
 #undef TEXT
 	m->parent_q = get_rel_name(m->parent) ?
@@ -2304,8 +2310,16 @@ CleanupMoves(Oid parent, Move *collect, bool switching_only, int elevel)
 		else
 		{
 			char	   *state;
+			Oid			save_user;
+			int			save_sec;
 
+			/* at the router's start: as the role that ran the move, if it is still there */
+			GetUserIdAndSecContext(&save_user, &save_sec);
+			if (switching_only && OidIsValid(m->mover) &&
+				SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(m->mover)))
+				SetUserIdAndSecContext(m->mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 			MoveResolve(m, "interrupted");
+			SetUserIdAndSecContext(save_user, save_sec);
 			Sql(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
 				SPI_OK_SELECT);
 			state = MoveState(m);

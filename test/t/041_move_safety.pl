@@ -64,17 +64,18 @@ my $passfile = "$tmp/shard_pgpass";
 for my $s ($sa, $sb)
 {
 	$s->safe_psql('postgres', qq{SET log_statement = 'none'; SET pg_stat_statements.track = 'none';
-		CREATE ROLE mover SUPERUSER LOGIN PASSWORD '$secret'});
+		CREATE ROLE mover SUPERUSER LOGIN PASSWORD '$secret';
+		CREATE ROLE mover2 SUPERUSER LOGIN PASSWORD '$secret'});
 	my $hba = $s->data_dir . '/pg_hba.conf';
 	my $old = slurp_file($hba);
 	open my $fh, '>', $hba or die;
-	print $fh "local all mover scram-sha-256\n$old";
+	print $fh "local all mover,mover2 scram-sha-256\n$old";
 	close $fh;
 	$s->reload;
 }
 {
 	open my $fh, '>', $passfile or die;
-	print $fh "*:*:*:mover:$secret\n";
+	print $fh "*:*:*:mover:$secret\n*:*:*:mover2:$secret\n";
 	close $fh;
 	chmod 0600, $passfile;
 }
@@ -97,11 +98,12 @@ for my $s ([ 'shard_a', $sa ], [ 'shard_b', $sb ])
 	# destination of a copy
 	$servers .= sprintf("CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS "
 		  . "(host '%s', port '%s', dbname 'postgres', passfile '%s');\n"
-		  . "CREATE USER MAPPING FOR CURRENT_USER SERVER %s OPTIONS (user 'mover', password '%s');\n",
-		$s->[0], $s->[1]->host, $s->[1]->port, $passfile, $s->[0], $secret);
+		  . "CREATE USER MAPPING FOR CURRENT_USER SERVER %s OPTIONS (user 'mover', password '%s');\n"
+		  . "CREATE USER MAPPING FOR shardadmin SERVER %s OPTIONS (user 'mover2', password '%s');\n",
+		$s->[0], $s->[1]->host, $s->[1]->port, $passfile, $s->[0], $secret, $s->[0], $secret);
 }
 $router->safe_psql('postgres', "SET log_statement = 'none'; SET pg_stat_statements.track = 'none';\n"
-	  . "CREATE EXTENSION postgres_fdw;\n$servers" . q{
+	  . "CREATE EXTENSION postgres_fdw; CREATE ROLE shardadmin SUPERUSER LOGIN;\n$servers" . q{
 CREATE TABLE orders (order_id bigint NOT NULL, buyer_id text NOT NULL, amount numeric NOT NULL DEFAULT 0)
 	PARTITION BY RANGE (order_id);
 CREATE FOREIGN TABLE orders_0 PARTITION OF orders FOR VALUES FROM (0) TO (MAXVALUE)
@@ -264,23 +266,24 @@ sub crash_at
 	my $locker = $router->background_psql('postgres');
 	$locker->query_safe("SELECT pg_advisory_lock($pause_lock)");
 	my ($mout, $merr) = ('', '');
-	my $mover = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
+	my $mover = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'), '-U', 'shardadmin',
 		'-c', "SET snowseq.test_pause_at = '$point'", '-c', $call ], '>', \$mout, '2>', \$merr);
 	my $paused = $router->poll_query_until('postgres', q{
 		SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'CALL%'});
 	$router->stop('immediate');
+	my $from = -s $sa->logfile;
 	$mover->finish;
 	eval { $locker->quit };
 	$router->start;
-	return $paused;
+	return ($paused, $from);
 }
 
 # (3a) after the source prepared, before the router committed: undone
 # (genes 8192 to the end of the partition that holds them)
 my $n_lower = $router->safe_psql('postgres', q{SELECT count(*) FROM orders WHERE order_id >= 8192::bigint << 48 AND order_id < 16384::bigint << 48});
 $before = layout();
-ok(crash_at('move_after_source_commit', q{CALL snowseq_split_shard('orders', 8192, 'shard_b')}),
-	'(3a) the split paused after the source\'s commit of the switch');
+my ($paused, $from) = crash_at('move_after_source_commit', q{CALL snowseq_split_shard('orders', 8192, 'shard_b')});
+ok($paused, '(3a) the split paused after the source\'s commit of the switch');
 # the very first query after the restart
 is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT order_id) FROM orders'),
 	"$total $total", "(3a) the first query after the restart returns all $total rows once ($n_lower in the moved genes)");
@@ -292,6 +295,10 @@ is($router->safe_psql('postgres', q{SELECT state FROM snowseq_moves ORDER BY mov
 ok($router->log_contains(qr/LOG:  interrupted move \d+ of genes 8192 to \d+: .*move: undone/),
 	'(3a) and said so in the router\'s log');
 is($sa->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0', '(3a) no prepared transaction is left on the source');
+is($router->safe_psql('postgres', q{SELECT mover::regrole FROM snowseq_moves ORDER BY move_id DESC LIMIT 1}), 'shardadmin',
+	'(3a) the move recorded the role that ran it');
+ok($sa->log_contains(qr/connection authorized: user=mover2 /, $from),
+	'(3a) the resolver reached the source as that role\'s user mapping says');
 is($router->safe_psql('postgres', q{
 	UPDATE orders SET amount = amount + 1 WHERE order_id >= 8192::bigint << 48 AND order_id < 16384::bigint << 48;
 	SELECT count(*) FROM orders WHERE amount = 1}), $n_lower, '(3a) the rows of the moved genes take updates again');
@@ -302,8 +309,8 @@ check_rows('(3a) after the resolution', $total);
 
 # (3b) after the router committed, before the source did: finished
 $n_lower = $router->safe_psql('postgres', q{SELECT count(*) FROM orders WHERE order_id >= 8192::bigint << 48 AND order_id < 16384::bigint << 48});
-ok(crash_at('move_after_router_commit', q{CALL snowseq_split_shard('orders', 8192, 'shard_b')}),
-	'(3b) the split paused after the router\'s commit of the switch');
+($paused, $from) = crash_at('move_after_router_commit', q{CALL snowseq_split_shard('orders', 8192, 'shard_b')});
+ok($paused, '(3b) the split paused after the router\'s commit of the switch');
 is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT order_id) FROM orders'),
 	"$total $total", "(3b) the first query after the restart returns all $total rows once");
 like(layout(), qr/^8191=shard_a,32767=shard_b /, '(3b) genes 8192..16383 are on shard_b');
