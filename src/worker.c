@@ -110,18 +110,35 @@ snowseq_worker_main(Datum arg)
 	}
 }
 
-/* One pass over a database: resolve its interrupted switches; how many are left. */
+/*
+ * One pass over a database: resolve its interrupted switches; how many are
+ * left (-1: the pass failed, and said why in the log).
+ */
 static int
 ResolverPass(void)
 {
-	int			left;
+	volatile int left = -1;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	left = MoveResolveSwitches(LOG);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	PG_TRY();
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		left = MoveResolveSwitches(LOG);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		/* report it and try again later, as after an unreachable server */
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		left = -1;
+	}
+	PG_END_TRY();
 	return left;
 }
 
@@ -131,7 +148,7 @@ snowseq_resolver_db_main(Datum arg)
 {
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	/* as the bootstrap superuser, whose user mappings moves use */
+	/* as the bootstrap superuser; each move is resolved as the role that ran it */
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
 	SetConfigOption("application_name", "snowseq move resolver", PGC_USERSET, PGC_S_SESSION);
 	for (int i = 1;; i++)
@@ -143,7 +160,7 @@ snowseq_resolver_db_main(Datum arg)
 		if (i == RESOLVE_TRIES)
 		{
 			ereport(WARNING,
-					(errmsg("snowseq: %d interrupted moves of database \"%s\" are not resolved", left,
+					(errmsg("snowseq: interrupted moves of database \"%s\" are not resolved",
 							get_database_name(MyDatabaseId)),
 					 errhint("Their source tables wait for it: run SELECT * FROM snowseq_move_cleanup(); once their servers are reachable.")));
 			break;

@@ -22,7 +22,8 @@
 #     prepared transaction and its own): the first query after the restart
 #     returns every row once, with no manual step (the move resolver undoes
 #     or finishes the move at start); writes to the moved genes work.  Both
-#     sides of the router's commit are tested, at pause points.
+#     sides of the router's commit are tested, at pause points, and a
+#     source that is down when the router starts again.
 # (4) Progress: while a slow copy runs, snowseq_move_progress shows its
 #     phase, rows copied of the total, percent, bytes, lag and time left;
 #     afterwards snowseq_moves keeps the totals.
@@ -262,7 +263,7 @@ $router->safe_psql('postgres', "SET log_statement = 'none'; SET pg_stat_statemen
 # the orders.
 sub crash_at
 {
-	my ($point, $call) = @_;
+	my ($point, $call, $while_down) = @_;
 	my $locker = $router->background_psql('postgres');
 	$locker->query_safe("SELECT pg_advisory_lock($pause_lock)");
 	my ($mout, $merr) = ('', '');
@@ -274,6 +275,7 @@ sub crash_at
 	my $from = -s $sa->logfile;
 	$mover->finish;
 	eval { $locker->quit };
+	$while_down->() if $while_down;
 	$router->start;
 	return ($paused, $from);
 }
@@ -327,6 +329,26 @@ $router->safe_psql('postgres', q{
 is($router->safe_psql('postgres', q{SELECT sum(amount) FROM orders}), $sum + $n_lower,
 	"(3b) the $n_lower moved rows take updates on shard_b");
 check_rows('(3b) after the resolution', $total);
+
+# (3c) the source is down when the router starts again: the resolver
+# tries again until it can reach it, and the prepared transaction, which
+# the source's restart kept, is rolled back then
+$before = layout();
+my $router_from = -s $router->logfile;
+($paused, $from) = crash_at('move_after_source_commit', q{CALL snowseq_split_shard('orders', 4096, 'shard_b')},
+	sub { $sa->stop('immediate'); });
+ok($paused, '(3c) the split paused after the source\'s commit of the switch; the source stops too');
+ok($router->poll_query_until('postgres', q{SELECT true}, 't'), '(3c) the router starts without the source');
+ok($router->wait_for_log(qr/LOG:  interrupted move \d+ of genes 4096 to 8191: .*unresolved/, $router_from),
+	'(3c) the resolver says it cannot resolve the move yet');
+is($router->safe_psql('postgres', q{SELECT state FROM snowseq_moves ORDER BY move_id DESC LIMIT 1}), 'switch',
+	'(3c) the move waits in its switch');
+$sa->start;
+ok($router->poll_query_until('postgres', q{SELECT state = 'failed' FROM snowseq_moves ORDER BY move_id DESC LIMIT 1}),
+	'(3c) once the source is back, the resolver undoes the move');
+is($sa->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0', '(3c) no prepared transaction is left on the source');
+is(layout(), $before, '(3c) the old placement serves');
+check_rows('(3c) after the resolution', $total);
 
 # ---------------------------------------------------------------------
 # (4) Progress: snowseq_move_progress while the copy runs, the record after
