@@ -2415,6 +2415,9 @@ CleanupOrphansOn(Move *o)
 					 "coalesce(pg_catalog.pg_size_pretty(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), restart_lsn)), '') "
 					 "FROM pg_catalog.pg_replication_slots WHERE slot_name::text OPERATOR(pg_catalog.~) '^snowseq_move_' "
 					 "AND database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
+					 "UNION ALL SELECT 'prepared transaction', gid, gid, '' FROM pg_catalog.pg_prepared_xacts "
+					 "WHERE gid OPERATOR(pg_catalog.~) '^snowseq_move_' "
+					 "AND database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
 					 "UNION ALL SELECT 'publication', pubname::text, pubname::text, '' FROM pg_catalog.pg_publication "
 					 "WHERE pubname::text OPERATOR(pg_catalog.~) '^snowseq_move_' "
 					 "UNION ALL SELECT 'subscription', subname::text, subname::text, '' FROM pg_catalog.pg_subscription "
@@ -2433,6 +2436,7 @@ CleanupOrphansOn(Move *o)
 		char	   *token = PQgetvalue(res, i, 2);
 		char	   *wal = PQgetvalue(res, i, 3);
 		char	   *object = psprintf("%s %s", kind, name);
+		bool		switched = false;
 
 		o->id = 0;
 		o->parent = InvalidOid;
@@ -2456,8 +2460,17 @@ CleanupOrphansOn(Move *o)
 			/* a move still under way, or to be resolved, owns its objects */
 			if (strcmp(state, "done") != 0 && strcmp(state, "failed") != 0)
 				continue;
+			switched = strcmp(state, "done") == 0;
 		}
 		o->token = token;
+		if (strcmp(kind, "prepared transaction") == 0)
+		{
+			/* it holds its table for ever: the record decides, or presumed abort */
+			RemoteCommand(rc, psprintf("%s PREPARED %s", switched ? "COMMIT" : "ROLLBACK", quote_literal_cstr(name)),
+						  "resolve the prepared transaction");
+			MoveNote(o, o->src_name, object, switched ? "committed" : "rolled back");
+			continue;
+		}
 		if (strcmp(kind, "replication slot") == 0)
 		{
 			MoveDropSlotNamed(rc, name);

@@ -27,6 +27,8 @@
 # (4) Progress: while a slow copy runs, snowseq_move_progress shows its
 #     phase, rows copied of the total, percent, bytes, lag and time left;
 #     afterwards snowseq_moves keeps the totals.
+# (5) snowseq_move_cleanup() resolves a prepared transaction of this
+#     router that no move owns, and keeps another router's.
 use strict;
 use warnings;
 use lib 'test';
@@ -395,5 +397,23 @@ is($router->safe_psql('postgres', q{SELECT state || ' ' || rows_total || ' ' || 
 	'(4) snowseq_moves keeps the rows, bytes and times of the copy');
 $sb->safe_psql('postgres', 'DROP TRIGGER slow_copy ON orders_g4096_8191');
 check_rows('(4) after the split', $total);
+
+# ---------------------------------------------------------------------
+# (5) A prepared transaction named after a move of this router that no
+# move owns holds its table for ever: snowseq_move_cleanup() resolves it
+# (presumed abort without a record) and keeps one of another router
+# ---------------------------------------------------------------------
+$sa->safe_psql('postgres', q{BEGIN; LOCK TABLE orders IN ACCESS EXCLUSIVE MODE; PREPARE TRANSACTION 'snowseq_move_1_999'});
+$sa->safe_psql('postgres', q{BEGIN; SELECT 1; PREPARE TRANSACTION 'snowseq_move_77_1'});
+my $cleanup = $router->safe_psql('postgres', q{SELECT coalesce(move_id::text, '-') || ' ' || server || ' ' || object || ': ' || action FROM snowseq_move_cleanup()});
+note "cleanup:\n$cleanup";
+like($cleanup, qr/^- shard_a prepared transaction snowseq_move_1_999: rolled back$/m,
+	'(5) snowseq_move_cleanup() rolls back a prepared transaction of this router that no move owns');
+like($cleanup, qr/^- shard_a prepared transaction snowseq_move_77_1: kept: made by another router$/m,
+	'(5) ... and keeps one of another router');
+is($sa->safe_psql('postgres', q{SELECT string_agg(gid, ',') FROM pg_prepared_xacts}), 'snowseq_move_77_1',
+	'(5) only the other router\'s prepared transaction is left');
+$sa->safe_psql('postgres', q{ROLLBACK PREPARED 'snowseq_move_77_1'});
+check_rows('(5) after the cleanup', $total);
 
 done_testing();
