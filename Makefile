@@ -28,6 +28,7 @@ OBJS = \
 	src/convert.o \
 	src/scatter.o \
 	src/uuid.o \
+	src/backfill.o \
 	src/testpoint.o
 
 # the full script of every release (so the upgrade test can compare a fresh
@@ -44,7 +45,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 
 # SQL behaviour (test/sql, test/expected), on a temporary instance with
 # snowseq preloaded
-REGRESS = api errors gene route security counter crypt convert scatter uuid
+REGRESS = api errors gene route security counter crypt convert scatter uuid backfill gene_uuid
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/snowseq.conf \
 	--temp-instance=./tmp_check_regress
 

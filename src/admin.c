@@ -39,6 +39,8 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	uint64		clock_floor = 0;
 	uint64		seg_floor = 0;
 	uint64		seg_limit;
+	uint64		backfill_floor = 0;
+	uint64		wide_floor = 0;
 	SavedSlot	raised;
 	char		resumes[MAXDATELEN + 1];
 
@@ -89,6 +91,19 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 			else if (slot->tag == RESERVE_TAG_SEGMENT)
 				seg_floor = same_config ? slot->bound :
 					SegmentFloorAfterReset(&old.config, slot->bound);
+			else if (slot->tag == RESERVE_TAG_WIDE_SEGMENT)
+				wide_floor = slot->bound;
+			else if (slot->tag == RESERVE_TAG_BACKFILL && slot->bound > 0)
+			{
+				/* composed with any node id: the clock must stay above them too */
+				SavedConfig any = old.config;
+
+				any.node_id = -1;
+				backfill_floor = same_config ? slot->bound :
+					ClockFloorAfterReset(&any, slot->bound);
+				if (!same_config)
+					clock_floor = Max(clock_floor, backfill_floor);
+			}
 		}
 	}
 	if (floor_given)
@@ -107,6 +122,23 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	raised.tag = RESERVE_TAG_SEGMENT;
 	raised.bound = seg_floor;
 	ReservationRaise(seg, seg_floor, &raised);
+	memset(&raised, 0, sizeof(raised));
+	raised.tag = RESERVE_TAG_WIDE_SEGMENT;
+	raised.bound = wide_floor;
+	ReservationRaise(&SnowseqRes[RESERVE_WIDE_SEGMENT], wide_floor, &raised);
+
+	/*
+	 * IDs for past instants: where the old state left off, or, without it,
+	 * past the time unit the clock resumes in (they were all made for an
+	 * instant before it)
+	 */
+	if (rr != STATE_READ_OK)
+		backfill_floor = ((pg_atomic_read_u64(&SnowseqRes[RESERVE_CLOCK].counter) >>
+						   snowseq_seq_bits) + 1) << snowseq_seq_bits;
+	memset(&raised, 0, sizeof(raised));
+	raised.tag = RESERVE_TAG_BACKFILL;
+	raised.bound = backfill_floor;
+	ReservationRaise(&SnowseqRes[RESERVE_BACKFILL], backfill_floor, &raised);
 
 	/* named counters of the old state keep their bounds */
 	if (rr == STATE_READ_OK)

@@ -20,6 +20,17 @@
 #define SNOWSEQ_SEGMENT_BITS	48
 #define SNOWSEQ_MAX_GENE		((1 << SNOWSEQ_GENE_BITS) - 1)
 
+/*
+ * 128-bit gene IDs (uuid), from the most significant bit on: gene 23 bits
+ * (the 64-bit gene, then 8 more bits of the same hash), key version 20,
+ * segment 5, version 4 (1000: RFC 9562 version 8), segment 12, variant 2
+ * (10), segment 62.  The 79-bit segment is (counter << 30) | node id.
+ */
+#define SNOWSEQ_WIDE_GENE_BITS	23
+#define SNOWSEQ_WIDE_EXTRA_BITS (SNOWSEQ_WIDE_GENE_BITS - SNOWSEQ_GENE_BITS)
+#define SNOWSEQ_WIDE_NODE_BITS	30
+#define SNOWSEQ_WIDE_COUNTER_BITS 49
+
 /* ms since 1970-01-01 UTC and timestamptz (us since 2000-01-01) */
 #define SNOWSEQ_UNIX_TO_PG_MS \
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000)
@@ -39,12 +50,17 @@ extern int	snowseq_promote_margin_ms;
 extern int	snowseq_max_lead_ms;
 extern int	snowseq_max_counters;
 extern int64 SnowseqEpochMs;	/* snowseq.epoch in ms since 1970-01-01 UTC */
+extern int	snowseq_backfill_node_id;
+extern bool snowseq_seq_before_node;	/* snowseq.layout: time | seq | node */
 
 extern void GucInit(void);
 extern void GucDefineInt(const char *name, const char *desc, int *var,
 						 int boot, int min, int max, int flags);
 extern void GucReservePrefix(void);
 extern void GucValidate(void);
+extern void GucLayoutNoteExplicit(void);
+extern void GucLayoutInit(void);
+extern void GucLayoutApply(void);
 
 /* ---- time ---- */
 extern TimestampTz SnowseqMsToTimestamptz(int64 ms);
@@ -122,6 +138,8 @@ struct SavedSlot;
 extern void ClockInit(void);
 extern uint64 ClockNext(uint64 n);
 extern int64 ClockComposeId(uint64 counter);
+extern int64 ClockComposeBackfillId(uint64 counter);
+extern int64 ClockTimeFieldOf(TimestampTz ts);
 extern TimestampTz ClockCounterInstant(uint64 counter);
 extern TimestampTz ClockEndOfTime(void);
 extern uint64 ClockCounterLimit(void);
@@ -134,6 +152,12 @@ extern void ClockRaiseForReset(uint64 floor, bool check_lead, struct SavedSlot *
 extern uint64 SegmentNext(void);
 extern bool SegmentAdvanceDue(bool in_use);
 extern uint64 SegmentFloorAfterReset(const struct SavedConfig *old, uint64 old_bound);
+extern uint64 WideSegmentNext(void);
+
+/* backfill.c */
+extern uint64 BackfillNext(TimestampTz ts);
+extern bool BackfillAdvanceDue(bool in_use);
+extern void BackfillCheckInstant(FunctionCallInfo fcinfo);
 
 /* counter.c */
 extern bool CounterAdvanceDue(bool in_use);

@@ -46,6 +46,7 @@ WorkerAdvanceDue(bool at_start)
 
 		did |= ClockAdvanceDue(in_use);
 		did |= SegmentAdvanceDue(in_use);
+		did |= BackfillAdvanceDue(in_use);
 		did |= CounterAdvanceDue(in_use);
 	}
 	LWLockRelease(Snowseq->lock);
