@@ -93,17 +93,17 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 					SegmentFloorAfterReset(&old.config, slot->bound);
 			else if (slot->tag == RESERVE_TAG_WIDE_SEGMENT)
 				wide_floor = slot->bound;
-			else if (slot->tag == RESERVE_TAG_BACKFILL && slot->bound > 0)
-			{
-				/* composed with any node id: the clock must stay above them too */
-				SavedConfig any = old.config;
+			else if (slot->tag == RESERVE_TAG_BACKFILL)
+				backfill_floor = slot->bound;
+		}
+		/* IDs for past instants carry another node id: the clock stays above them too */
+		for (int i = 0; i < old.nslots && !same_config && backfill_floor > 0; i++)
+		{
+			SavedConfig any = old.config;
 
-				any.node_id = -1;
-				backfill_floor = same_config ? slot->bound :
-					ClockFloorAfterReset(&any, slot->bound);
-				if (!same_config)
-					clock_floor = Max(clock_floor, backfill_floor);
-			}
+			any.node_id = -1;
+			if (old.slots[i].tag == RESERVE_TAG_CLOCK)
+				clock_floor = Max(clock_floor, ClockFloorAfterReset(&any, old.slots[i].bound));
 		}
 	}
 	if (floor_given)
@@ -128,17 +128,19 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	ReservationRaise(&SnowseqRes[RESERVE_WIDE_SEGMENT], wide_floor, &raised);
 
 	/*
-	 * IDs for past instants: where the old state left off, or, without it,
-	 * past the time unit the clock resumes in (they were all made for an
-	 * instant before it)
+	 * IDs for past instants: where the old state left off.  Without it, or
+	 * in another layout, any new one could equal an old one: none is made
+	 * any more (the sequence values count as used up).
 	 */
-	if (rr != STATE_READ_OK)
-		backfill_floor = ((pg_atomic_read_u64(&SnowseqRes[RESERVE_CLOCK].counter) >>
-						   snowseq_seq_bits) + 1) << snowseq_seq_bits;
+	if (!same_config)
+		backfill_floor = (uint64) 1 << snowseq_seq_bits;
 	memset(&raised, 0, sizeof(raised));
 	raised.tag = RESERVE_TAG_BACKFILL;
 	raised.bound = backfill_floor;
 	ReservationRaise(&SnowseqRes[RESERVE_BACKFILL], backfill_floor, &raised);
+	SpinLockAcquire(&Snowseq->backfill_mutex);
+	Snowseq->backfill_lap_open = false;
+	SpinLockRelease(&Snowseq->backfill_mutex);
 
 	/* named counters of the old state keep their bounds */
 	if (rr == STATE_READ_OK)

@@ -6,17 +6,22 @@
  *
  * They never equal an ID the clock issued or will issue: they carry a node
  * id of their own, snowseq.backfill_node_id, that no server's clock uses
- * (the fleet spends one node id per server that backfills).  Within that
- * node id they come from a second logical clock, a counter (time << seq_bits)
- * | seq like the snowflake clock's, made durable by the same reservation
- * machinery: a request for the time unit t takes the next value at or above
- * t << seq_bits and below (t + 1) << seq_bits.  So they are unique across
- * backends, restarts and crashes, and increase in the order they are taken;
- * the price is that one server backfills in ascending order of time (an
- * instant before the last one backfilled is refused, as is a time unit
- * whose seq values are all taken).  The reservation never reaches past the
- * time unit being filled, and advances by at most 1/16 of it, so a restart
- * skips little of it.
+ * (the fleet spends one node id per server that backfills).
+ *
+ * Among themselves they are kept apart by laps.  A lap hands out values
+ * (time << seq_bits) | seq in ascending order, each at or above
+ * (ts's time unit << seq_bits) | the lap's floor: many rows of one instant
+ * take consecutive sequence values, rows of later instants start again at
+ * the floor.  A request for an instant before the last one starts a new
+ * lap, whose floor lies above every sequence value handed out so far; so
+ * does every server start, above the durable bound.  Laps use disjoint
+ * ranges of sequence values, so no two values are equal whatever the order
+ * of the instants.  The durable part is one reservation (the same machinery
+ * as every counter) on the highest sequence value used, +1: it advances
+ * only when one instant takes more rows than any before, so a backfill of
+ * distinct instants writes nothing.  The cost: each step back in time and
+ * each restart uses up at least one of the 2^seq_bits sequence values of
+ * every time unit, and a time unit holds 2^seq_bits minus the floor values.
  */
 #include "postgres.h"
 
@@ -28,66 +33,61 @@
 
 #include "reserve.h"
 
-/* The last counter value of the time unit that holds counter. */
-static uint64
-BackfillUnitEnd(uint64 counter)
-{
-	return (((counter >> snowseq_seq_bits) + 1) << snowseq_seq_bits) - 1;
-}
-
 /*
- * How the backfill reservation may advance: never past the time unit being
- * filled, in blocks of 1/256 to 1/16 of a time unit, so that a restart
- * skips little of the unit a backfill is in.
+ * How the backfill reservation may advance: up to 2^seq_bits (the highest
+ * sequence value + 1), in blocks of 1 up to 1/16 of a time unit.
  */
 static void
-BackfillSpec(ReserveSpec *spec, uint64 floor)
+BackfillSpec(ReserveSpec *spec)
 {
 	uint64		per_unit = (uint64) 1 << snowseq_seq_bits;
 
-	spec->floor = floor;
-	spec->ceiling = BackfillUnitEnd(Max(pg_atomic_read_u64(&SnowseqRes[RESERVE_BACKFILL].counter), floor));
-	spec->block_min = Max(per_unit / 256, 1);
+	spec->floor = 0;
+	spec->ceiling = per_unit;
+	spec->block_min = 1;
 	spec->block_max = Max(per_unit / 16, 1);
 	spec->margin_min = 0;
 }
 
-/* ERROR: the backfill clock cannot give an ID in the time unit t of ts. */
+/* ERROR: no sequence value is left for the time unit of ts in this lap. */
 static void
-BackfillRefuse(TimestampTz ts, uint64 t)
+BackfillRefuse(TimestampTz ts, uint64 floor)
 {
-	uint64		counter = pg_atomic_read_u64(&SnowseqRes[RESERVE_BACKFILL].counter);
+	uint64		per_unit = (uint64) 1 << snowseq_seq_bits;
 	char		when[MAXDATELEN + 1];
 
 	strlcpy(when, timestamptz_to_str(ts), sizeof(when));
-	if ((counter >> snowseq_seq_bits) == t)
+	if (floor >= per_unit)
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-				 errmsg("all %llu IDs for the time unit of %s are taken",
-						(unsigned long long) ((uint64) 1 << snowseq_seq_bits), when),
-				 errdetail("IDs for a past instant hold snowseq.seq_bits = %d sequence bits per time unit of %d ms.",
-						   snowseq_seq_bits, snowseq_time_unit_ms),
-				 errhint("Give the rows of one instant distinct timestamps, or backfill the rest on a server with another snowseq.backfill_node_id.")));
+				 errmsg("the sequence values for IDs for past instants are used up"),
+				 errdetail("Every restart and every step back in time uses up sequence values of every time unit, %llu in all with snowseq.seq_bits = %d.",
+						   (unsigned long long) per_unit, snowseq_seq_bits),
+				 errhint("Backfill the rest on a server with another snowseq.backfill_node_id.")));
 	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("cannot make an ID for %s: this server has backfilled up to %s already",
-					when, timestamptz_to_str(ClockCounterInstant(counter))),
-			 errdetail("A server hands out IDs for past instants in ascending order of time."),
-			 errhint("Backfill in ascending order of time (ORDER BY the timestamp), or backfill earlier instants on a server with another snowseq.backfill_node_id.")));
+			(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+			 errmsg("all IDs for the time unit of %s are taken", when),
+			 errdetail("This server has used sequence values %llu to %llu of that time unit of %d ms.",
+					   (unsigned long long) floor, (unsigned long long) (per_unit - 1),
+					   snowseq_time_unit_ms),
+			 errhint("Give the rows of one instant distinct timestamps, or backfill the rest on a server with another snowseq.backfill_node_id.")));
 }
 
 /*
- * The next value of the backfill clock in the time unit of ts: unique,
- * durable, above every value taken before.
+ * The next value of the backfill clock in the time unit of ts:
+ * (time << seq_bits) | seq, never handed out before, durable.
  */
 uint64
 BackfillNext(TimestampTz ts)
 {
 	Reservation *r = &SnowseqRes[RESERVE_BACKFILL];
+	uint64		per_unit = (uint64) 1 << snowseq_seq_bits;
 	int64		t;
+	uint64		v;
 	uint64		floor;
-	uint64		first;
+	uint64		need = 0;
 	uint64		last;
+	bool		full = false;
 	ReserveSpec spec;
 
 	SnowseqCheckUsable();
@@ -114,25 +114,46 @@ BackfillNext(TimestampTz ts)
 				 errmsg("timestamp %s is before snowseq.epoch", timestamptz_to_str(ts)),
 				 errhint("IDs exist from snowseq.epoch on; an earlier epoch needs a reset of the layout.")));
 
-	floor = (uint64) t << snowseq_seq_bits;
-	for (;;)
+	/* take the value: a few loads and stores under a spinlock */
+	SpinLockAcquire(&Snowseq->backfill_mutex);
+	last = Snowseq->backfill_after;
+	if (!Snowseq->backfill_lap_open || (last != 0 && ((last - 1) >> snowseq_seq_bits) > (uint64) t))
 	{
-		ReserveResult rr = ReserveTake(r, floor, 1, floor + ((uint64) 1 << snowseq_seq_bits),
-									   &first, &last);
-
-		if (likely(rr == RESERVE_OK))
-			break;
-		if (rr == RESERVE_LIMIT)
-			BackfillRefuse(ts, (uint64) t);
-		BackfillSpec(&spec, floor);
-		if (rr == RESERVE_LOW)
-		{
-			ReserveRequestAdvance(r, &spec);
-			break;
-		}
-		ReserveWait(r, &spec, last);
+		/* a new lap, above every sequence value used (counter = highest + 1) */
+		Snowseq->backfill_floor = pg_atomic_read_u64(&r->counter);
+		Snowseq->backfill_lap_open = true;
+		last = 0;
 	}
-	return first;
+	floor = Snowseq->backfill_floor;
+	if (last != 0 && ((last - 1) >> snowseq_seq_bits) == (uint64) t)
+		v = last;
+	else
+		v = ((uint64) t << snowseq_seq_bits) | floor;
+	if (floor >= per_unit || (v >> snowseq_seq_bits) != (uint64) t)
+		full = true;
+	else
+	{
+		Snowseq->backfill_after = v + 1;
+		need = (v & (per_unit - 1)) + 1;
+		AtomicRaise(&r->counter, need);
+	}
+	SpinLockRelease(&Snowseq->backfill_mutex);
+	if (full)
+		BackfillRefuse(ts, floor);
+
+	/* hand it out only once the durable bound covers its sequence value */
+	if (unlikely(need > pg_atomic_read_u64(&r->bound)))
+	{
+		BackfillSpec(&spec);
+		ReserveWait(r, &spec, need);
+	}
+	else if (unlikely(need > pg_atomic_read_u64(&r->low_water)))
+	{
+		BackfillSpec(&spec);
+		ReserveRequestAdvance(r, &spec);
+	}
+	ShmemCountIssued(1);
+	return v;
 }
 
 /* Advance the backfill reservation if it is due (the worker, holding the lock). */
@@ -141,7 +162,7 @@ BackfillAdvanceDue(bool in_use)
 {
 	ReserveSpec spec;
 
-	BackfillSpec(&spec, 0);
+	BackfillSpec(&spec);
 	return ReserveAdvanceIfDue(&SnowseqRes[RESERVE_BACKFILL], &spec, in_use);
 }
 

@@ -303,6 +303,7 @@ ShmemStartup(void)
 		pg_atomic_init_u64(&Snowseq->lead_waits, 0);
 		pg_atomic_init_u64(&Snowseq->ref_offset_ms, 0);
 		pg_atomic_init_u32(&Snowseq->advance_requested, 0);
+		SpinLockInit(&Snowseq->backfill_mutex);
 		Snowseq->lock = &(GetNamedLWLockTranche("snowseq"))->lock;
 		ConditionVariableInit(&Snowseq->advanced);
 		Snowseq->nslots = ShmemSlotCount();

@@ -12,6 +12,7 @@
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/spin.h"
 #include "utils/timestamp.h"
 
 #define SNOWSEQ_CACHE_LINE		64
@@ -101,6 +102,12 @@ typedef struct SnowseqShared
 	int			state_error;	/* SnowseqStateError */
 	char		state_message[512];
 	bool		state_file_found;
+
+	/* the lap of the backfill clock (backfill.c), under backfill_mutex */
+	slock_t		backfill_mutex;
+	bool		backfill_lap_open;
+	uint64		backfill_floor; /* lowest sequence value of the lap */
+	uint64		backfill_after; /* the last value handed out + 1, or 0 */
 
 	int			nslots;
 	IssuedSlot	issued[FLEXIBLE_ARRAY_MEMBER];

@@ -1,9 +1,10 @@
 -- IDs for a past instant: snowseq_id_at(ts), snowseq_uuid_at(ts), on a
 -- server with snowseq.node_id = 7, snowseq.backfill_node_id = 1000 and the
 -- default layout (41/10/12 bits, 1 ms, epoch 2025-01-01 UTC).  They carry
--- the backfill node id, and one server hands them out in ascending order
--- of time from a durable clock of their own.  Concurrent clients and a
--- restart: test/t/053_backfill.pl.
+-- the backfill node id; laps keep them apart: within a lap, rows of one
+-- instant take consecutive sequence values from the lap's floor, and a step
+-- back in time starts a lap above every sequence value used.  Concurrent
+-- clients, a crash and a restart: test/t/053_backfill.pl.
 SET timezone = 'UTC';
 
 -- vectors: the first IDs for an instant are (t << 22) | (1000 << 12) | seq,
@@ -19,15 +20,15 @@ SELECT snowseq_uuid_time(u) AS ts,
        ((('x' || substr(replace(u::text, '-', ''), 17, 4))::bit(16)::int >> 4) & 1023) AS node
 FROM snowseq_uuid_at('2025-06-01 12:00:00.123+00') u;
 
--- 5,000 IDs for one later instant: unique, increasing, all of that
--- millisecond and the backfill node, none equal to a clock ID
+-- 1,500 IDs for two later instants: the same lap, sequence values from 0
 CREATE TEMP TABLE at_ids AS
-	SELECT n, snowseq_id_at('2025-07-01 00:00:00.5+00') AS id FROM generate_series(1, 4000) n;
-INSERT INTO at_ids SELECT 4000 + n, snowseq_id_at('2025-07-01 00:00:00.501+00') FROM generate_series(1, 1000) n;
+	SELECT n, snowseq_id_at('2025-07-01 00:00:00.5+00') AS id FROM generate_series(1, 1000) n;
+INSERT INTO at_ids SELECT 1000 + n, snowseq_id_at('2025-07-01 00:00:00.501+00') FROM generate_series(1, 500) n;
 SELECT count(*) AS n, count(DISTINCT id) AS distinct_ids,
        bool_and(snowseq_node(id) = 1000) AS backfill_node,
        count(DISTINCT snowseq_time(id)) AS instants,
-       min(snowseq_time(id)) AS first_ts, max(snowseq_time(id)) AS last_ts
+       min(snowseq_time(id)) AS first_ts, max(snowseq_time(id)) AS last_ts,
+       min((snowseq_parse(id)).seq) AS min_seq, max((snowseq_parse(id)).seq) AS max_seq
 FROM at_ids;
 SELECT bool_and(id > prev) AS increasing
 FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM at_ids) s WHERE prev IS NOT NULL;
@@ -37,14 +38,24 @@ FROM at_ids JOIN (SELECT snowseq_next() AS id FROM generate_series(1, 5000)) c U
 SELECT bool_and(id BETWEEN snowseq_min_id('2025-07-01 00:00:00.5+00')
                        AND snowseq_max_id('2025-07-01 00:00:00.501+00')) AS within FROM at_ids;
 
--- a time unit holds 4096 IDs: the 4097th is refused, naming the instant
-SELECT count(snowseq_id_at('2025-07-02 00:00:00+00')) FROM generate_series(1, 4096);
-SELECT snowseq_id_at('2025-07-02 00:00:00+00');
--- an instant before the last one backfilled is refused
-SELECT snowseq_id_at('2025-06-01 12:00:00.123+00');
-SELECT snowseq_uuid_at('2025-06-15 00:00:00+00');
--- and the next instant is fine
-SELECT snowseq_time(snowseq_id_at('2025-07-02 00:00:00.001+00'));
+-- a step back in time starts a new lap, above the 1,000 sequence values used:
+-- the first instant again gets seq 1000, and so does the later one
+INSERT INTO at_ids SELECT 2000, snowseq_id_at('2025-06-01 12:00:00.123+00');
+SELECT id = ((13089600123::bigint << 22) | (1000 << 12) | 1000) AS vector, (snowseq_parse(id)).*
+FROM at_ids WHERE n = 2000;
+INSERT INTO at_ids SELECT 2000 + n, snowseq_id_at('2025-07-01 00:00:00.5+00') FROM generate_series(1, 10) n;
+SELECT min((snowseq_parse(id)).seq) AS min_seq, count(DISTINCT id) AS distinct_ids, count(*) AS n
+FROM at_ids WHERE n > 2000;
+-- many steps back (descending instants): each one a lap, all distinct
+INSERT INTO at_ids SELECT 3000 + n, snowseq_id_at('2025-05-01 00:00:00+00'::timestamptz - n * interval '1 s')
+FROM generate_series(1, 100) n;
+SELECT count(*) AS n, count(DISTINCT id) AS distinct_ids, min((snowseq_parse(id)).seq) AS min_seq,
+       max((snowseq_parse(id)).seq) AS max_seq
+FROM at_ids;
+
+-- the durable bound covers the highest sequence value used, + 1
+SELECT kind, counter, counter <= bound AS within, bound <= 4096 AS within_a_unit
+FROM snowseq_reservations WHERE kind = 'backfill';
 
 -- every bad input: a clear ERROR
 SELECT snowseq_id_at(NULL);
@@ -61,11 +72,6 @@ EXCEPTION WHEN datetime_field_overflow THEN
 END $$;
 SELECT snowseq_id_at('infinity');
 SELECT snowseq_id_at('-infinity');
-
--- the reservation of the backfill clock stays within the time unit it fills
-SELECT kind, counter <= bound AS within,
-       bound >> 12 = (SELECT (snowseq_min_id('2025-07-02 00:00:00.001+00') >> 22)) AS in_last_unit
-FROM snowseq_reservations WHERE kind = 'backfill';
 
 -- UUID bounds of an instant: unix_ts_ms, then all zeros or all ones
 SELECT snowseq_uuid_min('2025-01-01 00:00:01+00') AS min, snowseq_uuid_max('2025-01-01 00:00:01+00') AS max;
@@ -104,3 +110,15 @@ SELECT snowseq_node(snowseq_id_at('2025-08-01 10:00:00+00')) AS node;
 RESET ROLE;
 REVOKE EXECUTE ON FUNCTION snowseq_id_at(timestamptz) FROM backfill_user;
 DROP ROLE backfill_user;
+
+-- the limits: a time unit holds the sequence values from the lap's floor
+-- up to 4095 (here from 1109, after the laps above: 2,987 IDs); the next is
+-- refused naming the instant
+SELECT (snowseq_parse(snowseq_id_at('2025-09-01 00:00:00+00'))).seq AS lap_floor \gset
+SELECT :lap_floor AS lap_floor, count(snowseq_id_at('2025-09-01 00:00:00+00')) + 1 AS taken
+FROM generate_series(1, 4095 - :lap_floor);
+SELECT snowseq_id_at('2025-09-01 00:00:00+00');
+-- the next instant is fine; a step back now starts a lap above 4095: none left
+SELECT (snowseq_parse(snowseq_id_at('2025-09-01 00:00:00.001+00'))).seq AS next_instant_seq;
+SELECT snowseq_id_at('2025-08-31 00:00:00+00');
+SELECT snowseq_uuid_at('2025-08-31 00:00:00+00');

@@ -6,8 +6,8 @@
 # four more clients go on with the same instant, then after a clean restart
 # once more.  Whatever a client received counts as issued: the IDs are
 # taken from psql's output, outside the server, and checked together.
-# Layout 39/6/18 (262,144 IDs per time unit): the backfill clock fills one
-# millisecond with all three rounds.
+# Then two clients backfill descending instants (every call a step back in
+# time).  Layout 39/6/18: 262,144 sequence values per time unit.
 use strict;
 use warnings;
 use lib 'test';
@@ -44,7 +44,7 @@ sub received
 # round 1: crash while the clients run
 my $c1 = script_clients($node, 'round1', scripts(300));
 $node->poll_query_until('postgres',
-	"SELECT counter > (${INSTANT_T}::bigint << 18) + 4000 FROM snowseq_reservations WHERE kind = 'backfill'")
+	"SELECT counter > 4000 FROM snowseq_reservations WHERE kind = 'backfill'")
   or die 'the backfill clients did not start';
 $node->stop('immediate');
 my $failed = wait_clients($c1);
@@ -94,9 +94,23 @@ my $max2 = max_of(map { @$_ } @$r2[ 0 .. 3 ]);
 my $min3 = min_of(map { @$_ } @$r3[ 0 .. 3 ]);
 ok($min2 > $max1 && $min3 > $max2, 'after the crash and the restart the backfill clock resumed above every ID handed out');
 
-# the state file holds the backfill reservation, within the instant's unit
+# round 4: two clients backfill 2,000 instants in descending order (every
+# call a step back in time, so a lap of its own), after a crash
+$node->stop('immediate');
+$node->start;
+my $desc = join('', map { "SELECT snowseq_id_at('2025-02-01 00:00:00+00'::timestamptz - interval '$_ s');\n" }
+	  reverse 1 .. 1000);
+my $c4 = script_clients($node, 'round4', [ $desc, $desc ]);
+is(wait_clients($c4), 0, 'round 4: both clients backfilled 1,000 descending instants');
+my @r4 = map { read_ids($_->[1]) } @$c4;
+is(scalar(@r4), 2000, 'round 4: 2,000 IDs');
+ok(all_unique([ @at, @clock, @r4 ]), 'round 4: no ID received twice, with every round before');
+is(scalar(grep { (($_ >> 18) & 63) != $BACKFILL } @r4), 0, 'round 4: the backfill node id on each');
+
+# the state file holds the backfill bound: the highest sequence value used, + 1
 $node->stop;
 my $s = read_state_file($node->data_dir . '/snowseq.state');
-is($s->{backfill} >> 18, $INSTANT_T, 'the state file holds the backfill bound, in the time unit being filled');
+my $max_seq = max_of(map { $_ & ((1 << 18) - 1) } @at, @r4);
+ok($s->{backfill} > $max_seq, "the state file's backfill bound ($s->{backfill}) lies above every sequence value used ($max_seq)");
 
 done_testing();
