@@ -122,7 +122,7 @@ BackfillNext(TimestampTz ts)
 		/* a new lap, above every sequence value used (counter = highest + 1) */
 		Snowseq->backfill_floor = pg_atomic_read_u64(&r->counter);
 		Snowseq->backfill_lap_open = true;
-		last = 0;
+		Snowseq->backfill_after = last = 0;
 	}
 	floor = Snowseq->backfill_floor;
 	if (last != 0 && ((last - 1) >> snowseq_seq_bits) == (uint64) t)
