@@ -25,9 +25,7 @@ my $timeout = $PostgreSQL::Test::Utils::timeout_default;
 my $UNIT_MS = 3600000;
 my $LEAD_MS = 2 * $UNIT_MS;
 my $clock = "$PostgreSQL::Test::Utils::tmp_check/abuse_clock_offset";
-# the epoch (2025-01-01 00:00 UTC) starts a unit, as every whole hour does
-my $real = time();
-my $to_unit = int((int($real / 3600) + 1) * 3600 - $real) + 1;
+my $to_unit = seconds_to_next_unit($UNIT_MS) + 1;
 set_fake_offset($clock, "+${to_unit}s");
 my $node = snowseq_node('abuse_clock', node_id => 3, faketime => $clock,
 	conf => [ 'snowseq.time_bits = 41', 'snowseq.node_bits = 10', 'snowseq.seq_bits = 1',
