@@ -35,6 +35,14 @@
  * above every value it issued.  Only restart => true replaces the floor
  * (in the transaction that restarts).  Advances of a counter's reservation
  * therefore happen in a backend of its database, never in the worker.
+ *
+ * Rights, as a sequence's USAGE: a definition row names its owner (the
+ * role that created it) and its grants (aclitem[], USAGE only).  Drawing,
+ * raising and reading the state need the owner's privileges or a grant to
+ * the user, a role it has the privileges of, or PUBLIC.  The decision is
+ * cached with the definition for one user id; a reload of the definitions
+ * or a change of roles or memberships (syscache callbacks: role membership
+ * is no table of snowseq's) makes it be taken again.
  */
 #include "postgres.h"
 

@@ -79,6 +79,15 @@ SELECT * FROM snowseq_counter_state('rights_c');
 SELECT snowseq_serial('rights_s') AS serial_still_granted;
 RESET ROLE;
 
+-- a revoke rolled back takes nothing back
+SET ROLE regress_counter_owner;
+BEGIN;
+SELECT snowseq_revoke_counter('rights_s', 'regress_counter_user');
+ROLLBACK;
+SET ROLE regress_counter_user;
+SELECT snowseq_serial('rights_s') AS after_rollback;
+RESET ROLE;
+
 -- a grant to a role reaches its members, and leaves with the membership
 SET ROLE regress_counter_owner;
 SELECT snowseq_grant_counter('rights_c', 'regress_counter_group');
