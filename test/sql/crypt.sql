@@ -315,7 +315,10 @@ DROP ROLE regress_crypt_app, regress_crypt_keys, regress_crypt_nobody;
 BEGIN;
 SELECT snowseq_use_key(snowseq_new_key());
 SELECT pg_temp.err('SELECT snowseq_encrypt(1)');
-SET LOCAL force_parallel_mode = on;
+-- force_parallel_mode, renamed debug_parallel_query in PostgreSQL 16
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
+                  'on', true) AS parallel_query_forced;
 SET LOCAL parallel_setup_cost = 0;
 SET LOCAL parallel_tuple_cost = 0;
 EXPLAIN (COSTS OFF) SELECT snowseq_encrypt(1);
