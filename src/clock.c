@@ -234,6 +234,8 @@ ClockSpec(ReserveSpec *spec)
 	spec->block_min = Max(ClockMsToCounter(snowseq_clock_block_min_ms), (uint64) 1 << seq_bits);
 	spec->block_max = Max(ClockMsToCounter(snowseq_clock_block_max_ms), spec->block_min);
 	spec->margin_min = ClockMsToCounter(snowseq_promote_margin_ms);
+	/* the wall clock moving the counter uses up the reservation too */
+	spec->jumps_are_use = true;
 }
 
 /*

@@ -19,13 +19,35 @@
  * The definitions live in the table snowseq_counters (pg_dump keeps them);
  * each backend caches them under catcache.c's rule, and triggers on the
  * table invalidate the cache.
+ *
+ * How far a counter has issued is kept twice.  The reservation (cluster
+ * wide, in shared memory, the state file and the WAL) counts its raw
+ * values.  Its floor sequence, snowseq_floor_<hash of the name> in the
+ * extension's schema, holds the highest value (serials: period << 40 |
+ * number) that its reservation's bound allows, written before the bound
+ * is published, so before any value above it is handed out.  A sequence
+ * is written outside the transaction, WAL-logged, read by pg_dump as it
+ * stands (not as of the dump's snapshot) and restored with setval(); it is
+ * no member of the extension, so DROP EXTENSION leaves it.  Every load of
+ * a definition raises the reservation above the floor: a counter restored
+ * into another database or cluster, re-created after DROP EXTENSION, after
+ * its row was deleted, or with another start or node count, continues
+ * above every value it issued.  Only restart => true replaces the floor
+ * (in the transaction that restarts).  Advances of a counter's reservation
+ * therefore happen in a backend of its database, never in the worker.
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "common/cryptohash.h"
+#include "common/hashfn.h"
 #include "common/int.h"
+#include "common/sha2.h"
+#include "commands/comment.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -33,12 +55,14 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "pgtime.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 #include "catcache.h"
 #include "reserve.h"
@@ -49,6 +73,7 @@
 #define SERIAL_MAX_FORMAT		200
 #define SERIAL_MAX_WIDTH		18
 #define COUNTER_MAX_NODES		(1 << 20)
+#define COUNTER_FLOOR_NONE		(-1)	/* a floor sequence before any value */
 
 typedef enum PeriodKind
 {
@@ -87,6 +112,10 @@ typedef struct CounterEntry
 	int32		nodes;
 	int64		restart_base;
 	Reservation *r;
+	uint64		r_generation;	/* r's generation when it was found */
+	Oid			nsp;			/* the extension's schema */
+	Oid			floor_seq;		/* its floor sequence, if it has one yet */
+	char	   *format;			/* serials: the format */
 	/* serials */
 	PeriodKind	period;
 	pg_tz	   *tz;
@@ -105,6 +134,8 @@ typedef struct CounterCallCache
 } CounterCallCache;
 
 static CatCache counter_defs = CATCACHE_INIT("snowseq_counters");
+static Oid	CounterFloorSeq(Oid nsp, const NameData *name);
+
 static HTAB *counter_cache = NULL;
 static MemoryContext counter_cxt = NULL;
 
@@ -288,13 +319,128 @@ CounterReservation(const NameData *name)
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no room for counter \"%s\": all %d counters of snowseq.max_counters are taken",
 						NameStr(*name), snowseq_max_counters),
-				 errhint("Raise snowseq.max_counters and restart the server.  Dropped counters keep their place, so that their values are never issued again.")));
+				 errhint("Raise snowseq.max_counters and restart the server, or drop counters or databases no longer needed: their places are freed when one is needed, their floor sequences keep their positions.")));
 	return r;
 }
 
-/* Is there room for one more counter (or does it have its place already)? */
+/*
+ * Free a counter's place; caller holds Snowseq->lock exclusively and saves
+ * the state.  Its generation moves first, so a backend that still holds
+ * the place for the old counter sees it after its next take and hands
+ * nothing out of it.
+ */
+static void
+CounterFreePlace(Reservation *r)
+{
+	pg_atomic_fetch_add_u64(&r->generation, 1);
+	pg_write_barrier();
+	r->in_use = false;
+}
+
+/*
+ * ERROR if the place a backend found for a counter was freed since.  After
+ * a take the compare-and-swap was the barrier: a place freed before the
+ * value was taken shows here.
+ */
+static void
+CounterCheckPlace(const CounterEntry *e)
+{
+	if (unlikely(pg_atomic_read_u64(&e->r->generation) != e->r_generation))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("snowseq counter \"%s\" was dropped", NameStr(e->name)),
+				 errhint("Create it again with the same definition to continue it.")));
+}
+
+/*
+ * Free the places of dropped counters of this database that have a floor
+ * sequence (it keeps their position: created again, they continue above
+ * it).  Called inside CounterCreate's SPI connection.
+ */
+static void
+CounterFreeDroppedCounters(const char *table, Oid nsp)
+{
+	int			n;
+	NameData   *names;
+	int			freed = 0;
+
+	if (SPI_execute(psprintf("SELECT name FROM %s WHERE dropped", table), false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read %s", table);
+	n = SPI_processed;
+	names = palloc0(sizeof(NameData) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		char	   *s = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+
+		strlcpy(NameStr(names[i]), s, NAMEDATALEN);
+		if (!OidIsValid(CounterFloorSeq(nsp, &names[i])))
+			NameStr(names[i])[0] = '\0';
+	}
+	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n; i++)
+	{
+		ReserveId	id;
+		Reservation *r;
+
+		if (NameStr(names[i])[0] == '\0')
+			continue;
+		CounterId(&names[i], &id);
+		r = ReservationFind(&id, false);
+		if (r != NULL)
+		{
+			CounterFreePlace(r);
+			freed++;
+		}
+	}
+	if (freed > 0)
+		ReservationSave(NULL, NULL);
+	LWLockRelease(Snowseq->lock);
+	pfree(names);
+}
+
+/*
+ * Free the places of counters whose database no longer exists (nothing can
+ * take values from them again), and save the state without them.  The
+ * databases are looked up without the lock held; a place is freed only if
+ * it still belongs to the database found missing.
+ */
+static void
+CounterFreeDroppedDatabases(void)
+{
+	Oid		   *dbs = palloc(sizeof(Oid) * SnowseqResCount);
+	int			n = 0;
+	int			gone = 0;
+
+	LWLockAcquire(Snowseq->lock, LW_SHARED);
+	for (int i = RESERVE_FIXED; i < SnowseqResCount; i++)
+		if (SnowseqRes[i].in_use && SnowseqRes[i].id.tag == RESERVE_TAG_COUNTER)
+			dbs[n++] = SnowseqRes[i].id.dboid;
+	LWLockRelease(Snowseq->lock);
+	for (int j = 0; j < n; j++)
+		if (dbs[j] != MyDatabaseId && !SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbs[j])))
+			dbs[gone++] = dbs[j];
+	if (gone > 0)
+	{
+		LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+		for (int i = RESERVE_FIXED; i < SnowseqResCount; i++)
+		{
+			Reservation *r = &SnowseqRes[i];
+
+			if (!r->in_use || r->id.tag != RESERVE_TAG_COUNTER)
+				continue;
+			for (int j = 0; j < gone; j++)
+				if (r->id.dboid == dbs[j])
+					CounterFreePlace(r);
+		}
+		ReservationSave(NULL, NULL);
+		LWLockRelease(Snowseq->lock);
+	}
+	pfree(dbs);
+}
+
+/* Is there a free place for one more counter (or does it have one already)? */
 static bool
-CounterHasRoom(const NameData *name)
+CounterPlaceFree(const NameData *name)
 {
 	ReserveId	id;
 	bool		room = false;
@@ -307,6 +453,306 @@ CounterHasRoom(const NameData *name)
 		room = !SnowseqRes[i].in_use;
 	LWLockRelease(Snowseq->lock);
 	return room;
+}
+
+/*
+ * Is there room for one more counter?  Places of dropped databases are
+ * freed first, then, if none is left, those of this database's dropped
+ * counters whose position their floor sequence keeps.
+ */
+static bool
+CounterHasRoom(const NameData *name, const char *table, Oid nsp)
+{
+	CounterFreeDroppedDatabases();
+	if (CounterPlaceFree(name))
+		return true;
+	CounterFreeDroppedCounters(table, nsp);
+	return CounterPlaceFree(name);
+}
+
+/* How far a counter's reservation in this database went (counter or bound); 0 if none. */
+static uint64
+CounterTaken(const NameData *name)
+{
+	ReserveId	id;
+	Reservation *r;
+	uint64		c = 0;
+
+	CounterId(name, &id);
+	LWLockAcquire(Snowseq->lock, LW_SHARED);
+	r = ReservationFind(&id, false);
+	if (r != NULL)
+		c = Max(pg_atomic_read_u64(&r->counter), pg_atomic_read_u64(&r->bound));
+	LWLockRelease(Snowseq->lock);
+	return c;
+}
+
+/* The name of a counter's floor sequence: snowseq_floor_ and a hash of its name. */
+static void
+CounterFloorName(const NameData *name, char *buf)
+{
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+	char		hex[33];
+
+	if (ctx == NULL || pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (const uint8 *) NameStr(*name), strlen(NameStr(*name))) < 0 ||
+		pg_cryptohash_final(ctx, digest, sizeof(digest)) < 0)
+		elog(ERROR, "could not hash the name of counter \"%s\"", NameStr(*name));
+	pg_cryptohash_free(ctx);
+	hex_encode((const char *) digest, 16, hex);
+	hex[32] = '\0';
+	snprintf(buf, NAMEDATALEN, "snowseq_floor_%s", hex);
+}
+
+/* A counter's floor sequence in the extension's schema, or InvalidOid. */
+static Oid
+CounterFloorSeq(Oid nsp, const NameData *name)
+{
+	char		seqname[NAMEDATALEN];
+
+	CounterFloorName(name, seqname);
+	return get_relname_relid(seqname, nsp);
+}
+
+/* The schema-qualified name of a counter's floor sequence, quoted. */
+static char *
+CounterFloorQualified(Oid nsp, const NameData *name)
+{
+	char		seqname[NAMEDATALEN];
+
+	CounterFloorName(name, seqname);
+	return quote_qualified_identifier(get_namespace_name(nsp), seqname);
+}
+
+/*
+ * What a floor sequence's comment says about the values it covers: the kind
+ * and, for a serial, the format (its numbers only mean something in it).
+ */
+static char *
+CounterFloorComment(const NameData *name, bool serial, const char *format)
+{
+	if (serial)
+		return psprintf("floor of snowseq serial \"%s\" in format '%s'", NameStr(*name), format);
+	return psprintf("floor of snowseq counter \"%s\"", NameStr(*name));
+}
+
+/*
+ * Switch to the owner of a relation (the definitions table, whose owner
+ * makes the floor sequences, or a floor sequence) for a step that callers
+ * with EXECUTE alone may need; saves what to switch back to.
+ */
+static void
+CounterAsOwner(Oid relid, Oid *save_user, int *save_sec)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	GetUserIdAndSecContext(save_user, save_sec);
+	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+}
+
+/* Read a floor sequence (as its owner): the highest value covered, or COUNTER_FLOOR_NONE. */
+static int64
+CounterFloorRead(Oid seq)
+{
+	Oid			save_user;
+	int			save_sec;
+	int64		floor;
+	bool		isnull;
+
+	CounterAsOwner(seq, &save_user, &save_sec);
+	SPI_connect();
+	if (SPI_execute(psprintf("SELECT last_value FROM %s",
+							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(seq)),
+														get_rel_name(seq))),
+					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read floor sequence %u", seq);
+	floor = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
+	return floor;
+}
+
+/* Write a floor sequence as its owner (not undone by a rollback, like nextval()). */
+static void
+CounterFloorWrite(Oid seq, int64 floor)
+{
+	Oid			save_user;
+	int			save_sec;
+
+	CounterAsOwner(seq, &save_user, &save_sec);
+	DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq), Int64GetDatum(floor));
+	SetUserIdAndSecContext(save_user, save_sec);
+}
+
+/*
+ * Make a counter's floor sequence, covering `floor`; with replace, in place
+ * of the one it has (a restart, undone if its transaction is).  One maker
+ * at a time: the lock on the definitions is held to the end of the
+ * transaction, so a second maker finds the first one's sequence.
+ */
+static Oid
+CounterFloorMake(Oid nsp, Oid defs_relid, const NameData *name, const char *comment,
+				 int64 floor, bool replace)
+{
+	char	   *qualified = CounterFloorQualified(nsp, name);
+	Oid			save_user;
+	int			save_sec;
+	Oid			seq;
+
+	LockRelationOid(defs_relid, ShareUpdateExclusiveLock);
+	seq = CounterFloorSeq(nsp, name);
+	if (OidIsValid(seq) && !replace)
+		return seq;
+	CounterAsOwner(defs_relid, &save_user, &save_sec);
+	SPI_connect();
+	if (OidIsValid(seq) &&
+		SPI_execute(psprintf("DROP SEQUENCE %s", qualified), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not drop %s", qualified);
+	if (SPI_execute(psprintf("CREATE SEQUENCE %s AS bigint MINVALUE %d START %d NO CYCLE",
+							 qualified, COUNTER_FLOOR_NONE, COUNTER_FLOOR_NONE),
+					false, 0) != SPI_OK_UTILITY ||
+		SPI_execute(psprintf("COMMENT ON SEQUENCE %s IS %s", qualified, quote_literal_cstr(comment)),
+					false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not create %s", qualified);
+	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
+	CommandCounterIncrement();
+	seq = CounterFloorSeq(nsp, name);
+	if (!OidIsValid(seq))
+		elog(ERROR, "could not find %s after creating it", qualified);
+	if (floor != COUNTER_FLOOR_NONE)
+		CounterFloorWrite(seq, floor);
+	return seq;
+}
+
+/* The k-th value of a counter or serial number (k from 1), saturating at the end of bigint. */
+static int64
+CounterValueOf(const CounterEntry *e, uint64 k)
+{
+	int64		v;
+
+	if (k - 1 > (uint64) PG_INT64_MAX ||
+		pg_mul_s64_overflow((int64) (k - 1), e->nodes, &v) ||
+		pg_add_s64_overflow(v, e->start + snowseq_node_id % e->nodes, &v))
+		return PG_INT64_MAX;
+	return v;
+}
+
+/*
+ * The floor that covers every value up to raw counter value c under a
+ * definition: a counter's value; a serial's period << 40 | number, or the
+ * whole period (its successor << 40) when the number does not fit in 40
+ * bits.  COUNTER_FLOOR_NONE when c covers nothing.
+ */
+static int64
+CounterFloorOf(const CounterEntry *e, uint64 c)
+{
+	if (!e->serial)
+		return c <= (uint64) e->restart_base ? COUNTER_FLOOR_NONE :
+			CounterValueOf(e, c - (uint64) e->restart_base);
+	else
+	{
+		uint64		p = c >> SERIAL_PERIOD_SHIFT;
+		uint64		k = c & SERIAL_K_MASK;
+		int64		number = k == 0 ? 0 : CounterValueOf(e, k);
+
+		if (c == 0)
+			return COUNTER_FLOOR_NONE;
+		if ((uint64) number > SERIAL_K_MASK)
+			return (int64) ((p + 1) << SERIAL_PERIOD_SHIFT);
+		return (int64) ((p << SERIAL_PERIOD_SHIFT) | (uint64) number);
+	}
+}
+
+/* How many values of a counter's sequence (from k = 1) are at most v. */
+static uint64
+CounterCountUpTo(const CounterEntry *e, int64 v)
+{
+	int64		first;
+
+	if (pg_add_s64_overflow(e->start, snowseq_node_id % e->nodes, &first) || v < first)
+		return 0;
+	return (uint64) ((v - first) / e->nodes) + 1;
+}
+
+/*
+ * The raw counter value a counter must stand at so that its next value is
+ * above floor f: every value it hands out after that is above f.
+ */
+static uint64
+CounterRawAbove(const CounterEntry *e, int64 f)
+{
+	if (f < 0)
+		return 0;
+	if (!e->serial)
+		return (uint64) e->restart_base + CounterCountUpTo(e, f);
+	else
+	{
+		uint64		p = (uint64) f >> SERIAL_PERIOD_SHIFT;
+		uint64		m = CounterCountUpTo(e, (int64) ((uint64) f & SERIAL_K_MASK));
+
+		if (m >= SERIAL_K_MASK)
+			return (p + 1) << SERIAL_PERIOD_SHIFT;
+		return (p << SERIAL_PERIOD_SHIFT) | m;
+	}
+}
+
+/*
+ * A fingerprint of how a definition maps raw counter values to values (in
+ * shared memory only: which definition the reservation's floor is of).
+ * Never 0, which a new place holds.
+ */
+static uint64
+CounterDefTag(const CounterEntry *e)
+{
+	int64		parts[4] = {e->start, e->restart_base, e->nodes, e->serial};
+	uint64		h = hash_bytes_extended((const unsigned char *) parts, sizeof(parts), 0);
+
+	if (e->serial && e->format != NULL)
+		h ^= hash_bytes_extended((const unsigned char *) e->format, strlen(e->format), 1);
+	return h == 0 ? 1 : h;
+}
+
+/*
+ * A definition was loaded: find its floor sequence and, unless the
+ * reservation already covers that floor under this very definition (it
+ * wrote it, or absorbed it before: owner_mark is the floor + 1, owner_tag
+ * the definition's), raise the reservation above it and to its bound, so
+ * that the next value advances it and writes a floor of this definition.
+ * That is a counter restored into another database or cluster, re-created
+ * after DROP EXTENSION or after its row was deleted, its row changed by
+ * hand, or the server restarted (where the counter stands at its bound
+ * anyway).
+ */
+static void
+CounterFloorLoad(CounterEntry *e)
+{
+	int64		floor;
+	uint64		tag = CounterDefTag(e);
+
+	e->floor_seq = CounterFloorSeq(e->nsp, &e->name);
+	if (!OidIsValid(e->floor_seq))
+		return;
+	floor = CounterFloorRead(e->floor_seq);
+	if (floor == COUNTER_FLOOR_NONE)
+		return;
+	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	if (e->r->owner_mark < (uint64) floor + 1 || e->r->owner_tag != tag)
+	{
+		uint64		bound = pg_atomic_read_u64(&e->r->bound);
+
+		ReserveRaise(e->r, Max(CounterRawAbove(e, floor), bound));
+		e->r->owner_mark = (uint64) floor + 1;
+		e->r->owner_tag = tag;
+	}
+	LWLockRelease(Snowseq->lock);
 }
 
 /*
@@ -372,9 +818,12 @@ CounterLoad(Oid fn_oid, const NameData *name)
 				pfree(e->tokens[i].text);
 		pfree(e->tokens);
 	}
+	if (found && e->format != NULL)
+		pfree(e->format);
 	e->valid = false;
 	e->tokens = NULL;
 	e->ntokens = 0;
+	e->format = NULL;
 	kind = SPI_getvalue(tup, desc, 1);
 	e->serial = strcmp(kind, "serial") == 0;
 	e->start = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
@@ -390,12 +839,16 @@ CounterLoad(Oid fn_oid, const NameData *name)
 
 		old = MemoryContextSwitchTo(counter_cxt);
 		e->tokens = FormatParse(fmt, &e->ntokens, &e->period);
+		e->format = pstrdup(fmt);
 		MemoryContextSwitchTo(old);
 		e->tz = CounterTimeZone(tzname);
 	}
 	SPI_finish();
 	CatCacheSnapshotDone(snapshot);
 	e->r = CounterReservation(name);
+	e->r_generation = pg_atomic_read_u64(&e->r->generation);
+	e->nsp = get_func_namespace(fn_oid);
+	CounterFloorLoad(e);
 	e->version = stamp;
 	e->valid = true;
 	return e;
@@ -443,42 +896,122 @@ CounterLookup(FunctionCallInfo fcinfo, bool serial)
 	return e;
 }
 
-/* How a counter's reservation may advance. */
+/*
+ * How a counter's reservation may advance: within bigint (what a counter
+ * may take), its rate of values issued.
+ */
 static void
 CounterSpec(ReserveSpec *spec, uint64 floor)
 {
 	spec->floor = floor;
-	spec->ceiling = PG_UINT64_MAX;
+	spec->ceiling = PG_INT64_MAX;
 	spec->block_min = snowseq_segment_block_min;
 	spec->block_max = snowseq_segment_block_max;
 	spec->margin_min = 0;
+	spec->jumps_are_use = false;
 }
 
 /*
- * Take the next value of a reservation at or above floor and below limit;
- * false when the limit is reached.  Lock-free but for the advance.
+ * Advance a counter's reservation so that raw value `need` may be taken (0:
+ * past the low-water mark, skipped when another backend is at it), its
+ * floor first: the floor sequence covers the new bound before the bound is
+ * published.  One advancer per counter at a time (a lock on its floor
+ * sequence, released at once).  A read-only transaction or a parallel
+ * worker cannot write the floor: it takes values up to the bound and then
+ * stops with an ERROR.
+ */
+static void
+CounterAdvance(CounterEntry *e, uint64 need)
+{
+	Reservation *r = e->r;
+	ReserveSpec spec;
+	uint64		bound;
+	uint64		next;
+
+	if (XactReadOnly || IsInParallelMode())
+	{
+		if (need == 0)
+			return;
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("snowseq counter \"%s\" must record how far it issued before it issues more, which a read-only transaction cannot",
+						NameStr(e->name)),
+				 errhint("Take values of this counter in a read-write transaction (it records its position about once per %d ms of its traffic).",
+						 snowseq_reserve_buffer_ms / 2)));
+	}
+	if (!OidIsValid(e->floor_seq) ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(e->floor_seq)))
+		e->floor_seq = CounterFloorMake(e->nsp, get_relname_relid("snowseq_counters", e->nsp), &e->name,
+										CounterFloorComment(&e->name, e->serial, e->format),
+										CounterFloorOf(e, pg_atomic_read_u64(&r->bound)), false);
+	if (need != 0)
+		LockRelationOid(e->floor_seq, ShareUpdateExclusiveLock);
+	else if (!ConditionalLockRelationOid(e->floor_seq, ShareUpdateExclusiveLock))
+		return;
+	CounterCheckPlace(e);
+
+	/*
+	 * Past the low-water mark, the next block goes above the bound even if
+	 * the rate fell: otherwise every value up to the bound would come here.
+	 */
+	CounterSpec(&spec, 0);
+	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	bound = pg_atomic_read_u64(&r->bound);
+	next = bound;
+	if (need == 0 && pg_atomic_read_u64(&r->counter) > pg_atomic_read_u64(&r->low_water) &&
+		bound < (uint64) PG_INT64_MAX)
+		need = bound + 1;
+	if (need > bound)
+		next = ReserveNextBound(r, &spec, need);
+	LWLockRelease(Snowseq->lock);
+	if (next > bound)
+	{
+		CounterFloorWrite(e->floor_seq, CounterFloorOf(e, next));
+		SNOWSEQ_TESTPOINT("counter_floor_written");
+		spec.ceiling = next;
+		LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+		if (pg_atomic_read_u64(&r->generation) != e->r_generation)
+		{
+			LWLockRelease(Snowseq->lock);
+			CounterCheckPlace(e);
+		}
+		ReserveAdvance(r, &spec, need);
+		r->owner_mark = (uint64) CounterFloorOf(e, next) + 1;
+		r->owner_tag = CounterDefTag(e);
+		LWLockRelease(Snowseq->lock);
+		ConditionVariableBroadcast(&Snowseq->advanced);
+	}
+	UnlockRelationOid(e->floor_seq, ShareUpdateExclusiveLock);
+}
+
+/*
+ * Take the next value of a counter's reservation at or above floor and
+ * below limit; false when the limit is reached.  Lock-free but for the
+ * advance.
  */
 static bool
-CounterTake(Reservation *r, uint64 floor, uint64 limit, uint64 *value)
+CounterTake(CounterEntry *e, uint64 floor, uint64 limit, uint64 *value)
 {
 	uint64		last;
-	ReserveSpec spec;
 
 	for (;;)
 	{
-		ReserveResult rr = ReserveTake(r, floor, 1, limit, value, &last);
+		ReserveResult rr = ReserveTake(e->r, floor, 1, limit, value, &last);
 
 		if (likely(rr == RESERVE_OK))
-			return true;
-		if (rr == RESERVE_LIMIT)
-			return false;
-		CounterSpec(&spec, floor);
-		if (rr == RESERVE_LOW)
 		{
-			ReserveRequestAdvance(r, &spec);
+			CounterCheckPlace(e);
 			return true;
 		}
-		ReserveWait(r, &spec, last);
+		if (rr == RESERVE_LIMIT)
+			return false;
+		if (rr == RESERVE_LOW)
+		{
+			CounterCheckPlace(e);
+			CounterAdvance(e, 0);
+			return true;
+		}
+		CounterAdvance(e, last);
 	}
 }
 
@@ -625,7 +1158,7 @@ snowseq_counter_next(PG_FUNCTION_ARGS)
 
 	SnowseqCheckUsable();
 	e = CounterLookup(fcinfo, false);
-	if (unlikely(!CounterTake(e->r, (uint64) e->restart_base + 1, PG_INT64_MAX, &k)))
+	if (unlikely(!CounterTake(e, (uint64) e->restart_base + 1, PG_INT64_MAX, &k)))
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
 				 errmsg("snowseq counter \"%s\" ran out", NameStr(e->name))));
@@ -645,7 +1178,7 @@ snowseq_serial(PG_FUNCTION_ARGS)
 	p = SerialPeriod(e, SnowseqWallMs());
 	for (;;)
 	{
-		if (CounterTake(e->r, (p << SERIAL_PERIOD_SHIFT) | 1, (p + 1) << SERIAL_PERIOD_SHIFT, &c))
+		if (CounterTake(e, (p << SERIAL_PERIOD_SHIFT) | 1, (p + 1) << SERIAL_PERIOD_SHIFT, &c))
 			break;
 		/* the counter is in a later period (the clock went back), or this one is full */
 		if ((pg_atomic_read_u64(&e->r->counter) >> SERIAL_PERIOD_SHIFT) > p)
@@ -656,20 +1189,6 @@ snowseq_serial(PG_FUNCTION_ARGS)
 					 errmsg("serial \"%s\" ran out of numbers for this period", NameStr(e->name))));
 	}
 	PG_RETURN_TEXT_P(SerialFormat(e, c, NameStr(e->name)));
-}
-
-/* Advance every counter reservation that is due (the worker, holding the lock). */
-bool
-CounterAdvanceDue(bool in_use)
-{
-	ReserveSpec spec;
-	bool		did = false;
-
-	CounterSpec(&spec, 0);
-	for (int i = RESERVE_FIXED; i < SnowseqResCount; i++)
-		if (SnowseqRes[i].in_use)
-			did |= ReserveAdvanceIfDue(&SnowseqRes[i], &spec, in_use);
-	return did;
 }
 
 /* Run one statement through SPI with text arguments; returns rows processed. */
@@ -684,18 +1203,74 @@ CounterSql(const char *sql, int nargs, Oid *types, Datum *values, const char *nu
 }
 
 /*
+ * A counter of this name has no definition row: what its floor sequence
+ * and its reservation say it issued decides.  Returns its restart_base
+ * (the raw counter when it starts over) and whether its floor sequence
+ * must be replaced; ERROR when values it issued could be issued again.
+ */
+static int64
+CounterCreateFresh(Oid nsp, const NameData *name, bool serial, const char *comment,
+				   bool restart, bool *replace)
+{
+	Oid			seq = CounterFloorSeq(nsp, name);
+	uint64		taken = CounterTaken(name);
+
+	*replace = false;
+	if (OidIsValid(seq))
+	{
+		int64		floor = CounterFloorRead(seq);
+		char	   *had = GetComment(seq, RelationRelationId, 0);
+
+		if (restart)
+		{
+			*replace = true;
+			return (int64) taken;
+		}
+		if (floor != COUNTER_FLOOR_NONE && (had == NULL || strcmp(had, comment) != 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("snowseq counter \"%s\" issued values before as another kind or format",
+							NameStr(*name)),
+					 errdetail("Its floor sequence says: %s.", had ? had : "(nothing)"),
+					 errhint(serial ?
+							 "Create the serial with the format it had to continue it, or create a serial under a new name." :
+							 "Create it as the kind it was to continue it, or pass restart => true to start it over and issue its old values again.")));
+		/* continued above its floor when loaded */
+		return 0;
+	}
+	if (taken == 0)
+		return 0;
+	if (restart)
+		return (int64) taken;
+	ereport(ERROR,
+			(errcode(ERRCODE_DUPLICATE_OBJECT),
+			 errmsg("snowseq counter \"%s\" issued values before, under a definition that is gone",
+					NameStr(*name)),
+			 errdetail("Its reservation in this database has taken values, but no floor sequence says which, so a new definition could issue them again."),
+			 errhint(serial ? "Create a serial under a new name." :
+					 "Pass restart => true to start it over and issue its old values again, or create a counter under a new name.")));
+	return 0;					/* keep the compiler quiet */
+}
+
+/*
  * Create a counter or a serial, or continue a dropped one with the same
- * definition, or, with restart, start it over.
+ * definition, or, with restart, start it over.  Its place among the
+ * reservations and its floor sequence are taken here, not at first use.
  */
 static void
 CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start, int32 nodes,
 			  const char *format, const char *tzname, bool restart)
 {
 	char	   *table = CounterTableName(fcinfo->flinfo->fn_oid);
-	Oid			types[6] = {TEXTOID, TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+	Oid			types[7] = {TEXTOID, TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, INT8OID};
+	Datum		values[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	const char *kind = serial ? "serial" : "counter";
+	char	   *comment = CounterFloorComment(name, serial, format);
+	bool		replace = false;
+	Reservation *r;
+	CounterEntry def;
 
 	if (start < 0)
 		ereport(ERROR,
@@ -725,20 +1300,20 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 	nulls[4] = nulls[5] = serial ? ' ' : 'n';
 
 	SPI_connect();
-	CounterSql(psprintf("SELECT kind, start, nodes, format, time_zone, dropped FROM %s "
+	CounterSql(psprintf("SELECT kind, start, nodes, format, time_zone, dropped, restart_base FROM %s "
 						"WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", table),
 			   1, types, values, nulls, SPI_OK_SELECT);
+	memset(&def, 0, sizeof(def));
+	def.serial = serial;
+	def.start = start;
+	def.nodes = nodes;
 	if (SPI_processed == 0)
 	{
-		if (!CounterHasRoom(name))
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("no room for counter \"%s\": all %d counters of snowseq.max_counters are taken",
-							NameStr(*name), snowseq_max_counters),
-					 errhint("Raise snowseq.max_counters and restart the server.  Dropped counters keep their place, so that their values are never issued again.")));
-		CounterSql(psprintf("INSERT INTO %s (name, kind, start, nodes, format, time_zone) "
-							"VALUES ($1, $2, $3, $4, $5, $6)", table),
-				   6, types, values, nulls, SPI_OK_INSERT);
+		def.restart_base = CounterCreateFresh(nsp, name, serial, comment, restart, &replace);
+		values[6] = Int64GetDatum(def.restart_base);
+		CounterSql(psprintf("INSERT INTO %s (name, kind, start, nodes, format, time_zone, restart_base) "
+							"VALUES ($1, $2, $3, $4, $5, $6, $7)", table),
+				   7, types, values, nulls, SPI_OK_INSERT);
 	}
 	else
 	{
@@ -758,6 +1333,7 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
 					 errmsg("snowseq counter \"%s\" already exists", NameStr(*name))));
+		def.restart_base = DatumGetInt64(SPI_getbinval(tup, desc, 7, &isnull));
 		if (same && !restart)
 			CounterSql(psprintf("UPDATE %s SET dropped = false WHERE name OPERATOR(pg_catalog.=) $1", table),
 					   1, types, values, nulls, SPI_OK_UPDATE);
@@ -775,18 +1351,34 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 		else
 		{
 			/* start over above what was taken: restart_base is its counter */
-			Reservation *r = CounterReservation(name);
-			Datum		base = Int64GetDatum((int64) pg_atomic_read_u64(&r->counter));
+			Datum		base = Int64GetDatum((int64) CounterTaken(name));
 			Oid			btypes[5] = {TEXTOID, INT8OID, INT8OID, INT4OID, TEXTOID};
 			Datum		bvalues[5] = {values[0], base, values[2], values[3], values[1]};
 
+			def.restart_base = DatumGetInt64(base);
+			replace = true;
 			CounterSql(psprintf("UPDATE %s SET dropped = false, restart_base = $2, start = $3, nodes = $4, "
 								"kind = $5, format = NULL, time_zone = NULL "
 								"WHERE name OPERATOR(pg_catalog.=) $1", table),
 					   5, btypes, bvalues, NULL, SPI_OK_UPDATE);
 		}
 	}
+	if (!CounterHasRoom(name, table, nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no room for counter \"%s\": all %d counters of snowseq.max_counters are taken",
+						NameStr(*name), snowseq_max_counters),
+				 errhint("Raise snowseq.max_counters and restart the server, or drop counters or databases no longer needed: their places are freed when one is needed, their floor sequences keep their positions.")));
 	SPI_finish();
+
+	/*
+	 * Its place, and a floor covering what its reservation allows so far.
+	 * A definition other than the one its floor was written under is
+	 * raised above the floor when it is loaded.
+	 */
+	r = CounterReservation(name);
+	(void) CounterFloorMake(nsp, get_relname_relid("snowseq_counters", nsp), name, comment,
+							CounterFloorOf(&def, pg_atomic_read_u64(&r->bound)), replace);
 }
 
 PG_FUNCTION_INFO_V1(snowseq_create_counter);
@@ -870,26 +1462,27 @@ snowseq_counter_raise(PG_FUNCTION_ARGS)
 {
 	CounterEntry *e;
 	int64		above;
-	uint64		k;
-	ReserveSpec spec;
+	uint64		raw;
+	uint64		next;
 
 	CounterRequire(fcinfo, 1, "above");
 	SnowseqCheckUsable();
 	e = CounterLookup(fcinfo, false);
 	above = PG_GETARG_INT64(1);
-	/* the smallest k whose value is above `above` */
-	if (above < e->start)
-		k = (uint64) e->restart_base + 1;
-	else
-		k = (uint64) e->restart_base + 1 +
-			(uint64) ((above - e->start - snowseq_node_id % e->nodes) / e->nodes + 1);
-	CounterSpec(&spec, 0);
-	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
-	AtomicRaise(&e->r->counter, k - 1);
-	if (pg_atomic_read_u64(&e->r->bound) < k)
-		ReserveAdvance(e->r, &spec, k);
-	LWLockRelease(Snowseq->lock);
-	ConditionVariableBroadcast(&Snowseq->advanced);
+	/* the raw counter whose next value is the first above `above` */
+	raw = CounterRawAbove(e, above);
+	next = Max(raw, pg_atomic_read_u64(&e->r->counter)) + 1;
+	/* the next value must be one snowseq_counter_next can hand out */
+	if (next >= (uint64) PG_INT64_MAX ||
+		CounterValueOf(e, next - (uint64) e->restart_base) == PG_INT64_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("snowseq counter \"%s\" has no value above %lld before the end of bigint",
+						NameStr(e->name), (long long) above),
+				 errhint("Raise it to a smaller value, or use a new counter.")));
+	ReserveRaise(e->r, raw);
+	/* durable before it returns: the bound and the floor cover the raise */
+	CounterAdvance(e, raw + 1);
 	PG_RETURN_INT64(CounterValue(e, pg_atomic_read_u64(&e->r->counter) + 1, NameStr(e->name)));
 }
 

@@ -22,22 +22,75 @@
 
 #include "reserve.h"
 
-/* Block size: the observed rate times the buffer, within the spec's bounds. */
+/*
+ * Block size: the observed rate times the buffer, within the spec's bounds.
+ * The rate is of values handed out: unless the spec says jumps are use
+ * (the clock, whose counter the wall clock moves), what the counter jumped
+ * (a serial's new period, a raise) is not traffic.
+ */
 static uint64
-ReserveBlock(Reservation *r, const ReserveSpec *spec, uint64 counter, TimestampTz now)
+ReserveBlock(Reservation *r, const ReserveSpec *spec, uint64 counter, uint64 jumped,
+			 TimestampTz now)
 {
 	uint64		block = spec->block_min;
+	uint64		used = counter > r->rate_counter ? counter - r->rate_counter : 0;
 
-	if (r->rate_time != 0 && now > r->rate_time && counter > r->rate_counter)
+	if (!spec->jumps_are_use)
 	{
-		double		per_ms = (double) (counter - r->rate_counter) /
-			((double) (now - r->rate_time) / 1000.0);
+		uint64		skipped = jumped - r->rate_jumped;
+
+		used = used > skipped ? used - skipped : 0;
+	}
+	if (r->rate_time != 0 && now > r->rate_time && used > 0)
+	{
+		double		per_ms = (double) used / ((double) (now - r->rate_time) / 1000.0);
 		double		want = per_ms * snowseq_reserve_buffer_ms;
 
 		if (want > (double) block)
 			block = want >= (double) spec->block_max ? spec->block_max : (uint64) want;
 	}
 	return Max(block, 1);
+}
+
+/*
+ * The bound an advance would write now so that at least `need` may be
+ * handed out, plus a block, within the spec's ceiling; the current bound
+ * when none is due.  Caller holds Snowseq->lock.  An owner that must record
+ * something before a bound is published asks this first, records, then
+ * advances with the answer as its ceiling.
+ */
+uint64
+ReserveNextBound(Reservation *r, const ReserveSpec *spec, uint64 need)
+{
+	/* counter first: a jump in flight then counts as less use, never more */
+	uint64		counter = Max(pg_atomic_read_u64(&r->counter), spec->floor);
+	uint64		jumped = pg_atomic_read_u64(&r->jumped);
+	uint64		base = Max(counter, need);
+	uint64		block = ReserveBlock(r, spec, counter, jumped, GetCurrentTimestamp());
+	uint64		bound = pg_atomic_read_u64(&r->bound);
+
+	block = Min(block, spec->ceiling - Min(base, spec->ceiling));
+	return Max(bound, base + block);
+}
+
+/*
+ * Raise a reservation's counter to at least `to` without handing values
+ * out (a floor carried from elsewhere): a jump, not traffic.
+ */
+void
+ReserveRaise(Reservation *r, uint64 to)
+{
+	uint64		cur = pg_atomic_read_u64(&r->counter);
+
+	while (cur < to)
+	{
+		uint64		jump = to - cur;
+
+		pg_atomic_fetch_add_u64(&r->jumped, jump);
+		if (pg_atomic_compare_exchange_u64(&r->counter, &cur, to))
+			break;
+		pg_atomic_fetch_sub_u64(&r->jumped, jump);
+	}
 }
 
 /*
@@ -48,10 +101,12 @@ ReserveBlock(Reservation *r, const ReserveSpec *spec, uint64 counter, TimestampT
 bool
 ReserveAdvance(Reservation *r, const ReserveSpec *spec, uint64 need)
 {
+	/* counter first: a jump in flight then counts as less use, never more */
 	uint64		counter = Max(pg_atomic_read_u64(&r->counter), spec->floor);
+	uint64		jumped = pg_atomic_read_u64(&r->jumped);
 	uint64		base = Max(counter, need);
 	TimestampTz now = GetCurrentTimestamp();
-	uint64		block = ReserveBlock(r, spec, counter, now);
+	uint64		block = ReserveBlock(r, spec, counter, jumped, now);
 	SavedSlot	slot;
 	XLogRecPtr	lsn;
 
@@ -78,6 +133,7 @@ ReserveAdvance(Reservation *r, const ReserveSpec *spec, uint64 need)
 	r->block = block;
 	r->margin = slot.margin;
 	r->rate_counter = counter;
+	r->rate_jumped = jumped;
 	r->rate_time = now;
 	pg_atomic_write_u64(&r->low_water, slot.bound - block / 2);
 	pg_write_barrier();

@@ -45,7 +45,9 @@ typedef struct Reservation
 {
 	/* the counter itself: the highest value handed out; hot, own cache line */
 	pg_atomic_uint64 counter;
-	char		pad1[SNOWSEQ_CACHE_LINE - sizeof(pg_atomic_uint64)];
+	/* how far the counter moved without handing values out (floors, raises) */
+	pg_atomic_uint64 jumped;
+	char		pad1[SNOWSEQ_CACHE_LINE - 2 * sizeof(pg_atomic_uint64)];
 
 	/* read by every caller, written once per advance */
 	pg_atomic_uint64 bound;		/* durable: no value above it is handed out */
@@ -61,7 +63,16 @@ typedef struct Reservation
 	uint64		block;			/* size of the last advance */
 	uint64		margin;			/* skipped above the bound after a promotion */
 	uint64		rate_counter;	/* counter at the last advance */
+	uint64		rate_jumped;	/* jumped at the last advance */
 	TimestampTz rate_time;		/* when the last advance happened */
+	/*
+	 * The owner's own marks, not saved, 0 in a new slot (named counters:
+	 * the floor the reservation covers + 1, and of which definition).
+	 */
+	uint64		owner_mark;
+	uint64		owner_tag;
+	/* bumped when the place is freed: a holder of a stale pointer notices */
+	pg_atomic_uint64 generation;
 } Reservation;
 
 /*
@@ -75,6 +86,7 @@ typedef struct ReserveSpec
 	uint64		block_min;		/* an advance covers at least this many values */
 	uint64		block_max;		/* and at most this many */
 	uint64		margin_min;		/* skipped after a promotion, at least */
+	bool		jumps_are_use;	/* the rate counts jumps of the counter too */
 } ReserveSpec;
 
 /* what ReserveTake did */
@@ -93,7 +105,9 @@ extern int	SnowseqResCount;
  * Take n consecutive values, the first at least floor and every one below
  * limit: one compare-and-swap.  Returns the first value in *first and the
  * last in *last; on RESERVE_BOUND, *last is the value the bound must
- * cover.  Counted as issued.
+ * cover.  Counted as issued.  A floor above the counter is a jump, not
+ * use: it is added to r->jumped before the counter moves (and taken back
+ * if it does not), so a rate computed from both never overcounts.
  */
 static inline ReserveResult
 ReserveTake(Reservation *r, uint64 floor, uint64 n, uint64 limit,
@@ -103,14 +117,21 @@ ReserveTake(Reservation *r, uint64 floor, uint64 n, uint64 limit,
 
 	for (;;)
 	{
+		uint64		jump;
+
 		*first = Max(old + 1, floor);
 		*last = *first + n - 1;
 		if (unlikely(*last >= limit || *last < *first))
 			return RESERVE_LIMIT;
 		if (unlikely(*last > pg_atomic_read_u64(&r->bound)))
 			return RESERVE_BOUND;
+		jump = *first - (old + 1);
+		if (jump != 0)
+			pg_atomic_fetch_add_u64(&r->jumped, jump);
 		if (pg_atomic_compare_exchange_u64(&r->counter, &old, *last))
 			break;
+		if (jump != 0)
+			pg_atomic_fetch_sub_u64(&r->jumped, jump);
 	}
 	ShmemCountIssued(n);
 	if (unlikely(*last > pg_atomic_read_u64(&r->low_water)))
@@ -130,7 +151,9 @@ AtomicRaise(pg_atomic_uint64 *v, uint64 to)
 }
 
 /* reserve.c: the advance and wait protocol */
+extern uint64 ReserveNextBound(Reservation *r, const ReserveSpec *spec, uint64 need);
 extern bool ReserveAdvance(Reservation *r, const ReserveSpec *spec, uint64 need);
+extern void ReserveRaise(Reservation *r, uint64 to);
 extern void ReserveWait(Reservation *r, const ReserveSpec *spec, uint64 need);
 extern void ReserveRequestAdvance(Reservation *r, const ReserveSpec *spec);
 extern bool ReserveAdvanceIfDue(Reservation *r, const ReserveSpec *spec, bool in_use);

@@ -27,6 +27,7 @@ SegmentSpec(ReserveSpec *spec)
 	spec->block_min = snowseq_segment_block_min;
 	spec->block_max = snowseq_segment_block_max;
 	spec->margin_min = 0;
+	spec->jumps_are_use = false;
 }
 
 /* The next segment of this node. */

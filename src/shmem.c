@@ -102,8 +102,12 @@ ReservationFind(const ReserveId *id, bool create)
 	free_slot->block = 0;
 	free_slot->margin = 0;
 	free_slot->rate_counter = 0;
+	free_slot->rate_jumped = 0;
 	free_slot->rate_time = 0;
+	free_slot->owner_mark = 0;
+	free_slot->owner_tag = 0;
 	pg_atomic_write_u64(&free_slot->counter, 0);
+	pg_atomic_write_u64(&free_slot->jumped, 0);
 	pg_atomic_write_u64(&free_slot->bound, 0);
 	pg_atomic_write_u64(&free_slot->low_water, 0);
 	pg_write_barrier();
@@ -280,10 +284,12 @@ ShmemStartup(void)
 			Reservation *r = &SnowseqRes[k];
 
 			pg_atomic_init_u64(&r->counter, 0);
+			pg_atomic_init_u64(&r->jumped, 0);
 			pg_atomic_init_u64(&r->bound, 0);
 			pg_atomic_init_u64(&r->low_water, 0);
 			pg_atomic_init_u64(&r->advances, 0);
 			pg_atomic_init_u64(&r->waits, 0);
+			pg_atomic_init_u64(&r->generation, 0);
 		}
 		SnowseqRes[RESERVE_CLOCK].id.tag = RESERVE_TAG_CLOCK;
 		SnowseqRes[RESERVE_CLOCK].in_use = true;

@@ -138,7 +138,6 @@ extern bool SegmentAdvanceDue(bool in_use);
 extern uint64 SegmentFloorAfterReset(const struct SavedConfig *old, uint64 old_bound);
 
 /* counter.c */
-extern bool CounterAdvanceDue(bool in_use);
 
 /* gene.c */
 extern int	GeneOfBytes(const char *data, size_t len);

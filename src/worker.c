@@ -5,7 +5,9 @@
  *
  * Callers that pass a low-water mark set the worker's latch once; the
  * worker sleeps on that latch and nothing else, so an idle server does not
- * wake it.  Without the worker callers advance for themselves.
+ * wake it.  Without the worker callers advance for themselves.  Named
+ * counters advance in a backend of their database instead (counter.c),
+ * which writes the counter's floor sequence before the new bound.
  */
 #include "postgres.h"
 
@@ -46,7 +48,7 @@ WorkerAdvanceDue(bool at_start)
 
 		did |= ClockAdvanceDue(in_use);
 		did |= SegmentAdvanceDue(in_use);
-		did |= CounterAdvanceDue(in_use);
+		/* named counters advance in their database: counter.c */
 	}
 	LWLockRelease(Snowseq->lock);
 	if (did)

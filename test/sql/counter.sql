@@ -98,3 +98,84 @@ SELECT snowseq_counter_next('tickets') % 4 AS node_offset;
 RESET ROLE;
 REVOKE EXECUTE ON FUNCTION snowseq_counter_next(text) FROM snowseq_counter_user;
 DROP ROLE snowseq_counter_user;
+
+-- whole life: a value once issued is never issued again, whatever the
+-- definitions table says
+-- a deleted definition row (even by a superuser) and another start: the
+-- counter continues above everything it issued
+SELECT snowseq_create_counter('z', start => 100);
+SELECT min(v), max(v) FROM (SELECT snowseq_counter_next('z') AS v FROM generate_series(1, 100)) t;
+DELETE FROM snowseq_counters WHERE name = 'z';
+SELECT snowseq_create_counter('z', start => 0);
+SELECT snowseq_counter_next('z') > 199 AS above_all_issued;
+-- a definition changed by hand in the table continues above it too
+SELECT snowseq_create_counter('u', start => 100);
+SELECT max(v) FROM (SELECT snowseq_counter_next('u') AS v FROM generate_series(1, 10)) t;
+UPDATE snowseq_counters SET start = 0, nodes = 3 WHERE name = 'u';
+SELECT snowseq_counter_next('u') > 109 AS above_all_issued;
+-- its floor sequence says how far it went; it is no member of the extension
+SELECT c.relkind, d.description, e.objid IS NULL AS not_a_member
+FROM pg_class c
+LEFT JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass
+LEFT JOIN pg_depend e ON e.objid = c.oid AND e.deptype = 'e'
+WHERE c.relname LIKE 'snowseq_floor_%' AND d.description LIKE '%"z"%';
+-- a serial re-created with another start continues above its numbers; with
+-- another format it is refused (its old numbers would read differently)
+SELECT snowseq_create_serial('s', 'S-#####');
+SELECT snowseq_serial('s') FROM generate_series(1, 3);
+DELETE FROM snowseq_counters WHERE name = 's';
+SELECT snowseq_create_serial('s', 'S-#####', start => 1, nodes => 2);
+SELECT right(snowseq_serial('s'), 5)::int > 3 AS above_all_issued;
+DELETE FROM snowseq_counters WHERE name = 's';
+SELECT snowseq_create_serial('s', 'S-YY-#####');
+-- restart => true is the one way to issue a counter's values again
+DELETE FROM snowseq_counters WHERE name = 'z';
+SELECT snowseq_create_counter('z', start => 0, restart => true);
+SELECT snowseq_counter_next('z') AS restarted;
+
+-- a read-only transaction takes values up to the recorded position only
+SELECT snowseq_create_counter('ro');
+BEGIN READ ONLY;
+SELECT snowseq_counter_next('ro');
+ROLLBACK;
+SELECT snowseq_counter_next('ro');
+
+-- a counter without a floor sequence (one made by 1.1) gets one at its next
+-- advance; without a floor sequence and without its row, a counter that
+-- issued values is refused: nothing says what they were
+SELECT format('DROP SEQUENCE %I', c.relname) AS drop_floor
+FROM pg_class c JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass
+WHERE d.description = 'floor of snowseq counter "ro"' \gset
+:drop_floor;
+SELECT count(snowseq_counter_next('ro')) FROM generate_series(1, 2000);
+SELECT count(*) AS floor_made_again FROM pg_description WHERE description = 'floor of snowseq counter "ro"';
+SELECT format('DROP SEQUENCE %I', c.relname) AS drop_floor
+FROM pg_class c JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass
+WHERE d.description = 'floor of snowseq counter "ro"' \gset
+:drop_floor;
+DELETE FROM snowseq_counters WHERE name = 'ro';
+SELECT snowseq_create_counter('ro');
+SELECT snowseq_create_counter('ro', restart => true);
+SELECT snowseq_counter_next('ro') AS restarted;
+
+-- a role with EXECUTE only records the position as the definitions' owner
+CREATE ROLE snowseq_counter_taker;
+GRANT EXECUTE ON FUNCTION snowseq_counter_next(text) TO snowseq_counter_taker;
+SELECT snowseq_create_counter('granted');
+SET ROLE snowseq_counter_taker;
+SELECT snowseq_counter_next('granted');
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION snowseq_counter_next(text) FROM snowseq_counter_taker;
+DROP ROLE snowseq_counter_taker;
+
+-- the end of bigint: the status view shows the last value, raise refuses
+-- what next would refuse
+SELECT snowseq_create_counter('edge', start => 9223372036854775800);
+SELECT max(v) FROM (SELECT snowseq_counter_next('edge') AS v FROM generate_series(1, 8)) t;
+SELECT snowseq_counter_next('edge');
+SELECT last_value FROM snowseq_counter_status WHERE name = 'edge';
+SELECT snowseq_create_counter('edge2');
+SELECT snowseq_counter_raise('edge2', 9223372036854775806);
+SELECT snowseq_counter_next('edge2');
+SELECT snowseq_counter_raise('edge2', 9223372036854775805);
+SELECT snowseq_counter_next('edge2');
