@@ -22,6 +22,7 @@ OBJS = \
 	src/ff1.o \
 	src/crypt.o \
 	src/keyring.o \
+	src/pubtext.o \
 	src/remote.o \
 	src/fence.o \
 	src/move.o \
@@ -46,7 +47,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 
 # SQL behaviour (test/sql, test/expected), on a temporary instance with
 # snowseq preloaded
-REGRESS = api errors gene route security counter crypt convert scatter uuid
+REGRESS = api errors gene route security counter crypt pubtext convert scatter uuid
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/snowseq.conf \
 	--temp-instance=./tmp_check_regress
 

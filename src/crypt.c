@@ -546,30 +546,45 @@ PG_FUNCTION_INFO_V1(snowseq_use_key);
 PG_FUNCTION_INFO_V1(snowseq_retire_key);
 PG_FUNCTION_INFO_V1(snowseq_key_store_trigger);
 
+/*
+ * The public ID of a gene ID, with every check of snowseq_encrypt; fcinfo
+ * is that of the calling SQL function, whose schema holds the key table.
+ */
+int64
+CryptEncryptId(FunctionCallInfo fcinfo, int64 id)
+{
+	CryptCheckNegative(id, "ID to encrypt");
+	ShmemCheckPreloaded();
+	return CryptEncrypt(fcinfo, id);
+}
+
 /* snowseq_encrypt(id) -> bigint: the public ID of a gene ID. */
 Datum
 snowseq_encrypt(PG_FUNCTION_ARGS)
 {
-	int64		id;
-
 	CryptCheckNull(fcinfo, "ID to encrypt");
-	id = PG_GETARG_INT64(0);
-	CryptCheckNegative(id, "ID to encrypt");
-	ShmemCheckPreloaded();
-	PG_RETURN_INT64(CryptEncrypt(fcinfo, id));
+	PG_RETURN_INT64(CryptEncryptId(fcinfo, PG_GETARG_INT64(0)));
 }
 
 /* snowseq_decrypt(public_id) -> bigint: the gene ID of a public ID, or an ERROR. */
 Datum
 snowseq_decrypt(PG_FUNCTION_ARGS)
 {
-	int64		public_id;
+	CryptCheckNull(fcinfo, "public ID");
+	PG_RETURN_INT64(CryptDecryptId(fcinfo, PG_GETARG_INT64(0)));
+}
+
+/*
+ * The gene ID of a public ID, or the ERROR of snowseq_decrypt; fcinfo as
+ * for CryptEncryptId.
+ */
+int64
+CryptDecryptId(FunctionCallInfo fcinfo, int64 public_id)
+{
 	int64		id = 0;
 	CryptKey   *k;
 	int			version;
 
-	CryptCheckNull(fcinfo, "public ID");
-	public_id = PG_GETARG_INT64(0);
 	CryptCheckNegative(public_id, "public ID");
 	switch (CryptDecrypt(fcinfo, public_id, &id, &k))
 	{
@@ -606,7 +621,7 @@ snowseq_decrypt(PG_FUNCTION_ARGS)
 					 errhint("Check the number for a typing error.")));
 			break;
 	}
-	PG_RETURN_INT64(id);
+	return id;
 }
 
 /* snowseq_is_public_id(public_id) -> bool: would snowseq_decrypt return an ID? */

@@ -6,6 +6,10 @@
 #ifndef SNOWSEQ_CRYPT_H
 #define SNOWSEQ_CRYPT_H
 
+#include "fmgr.h"
+
 extern void CryptInit(void);
+extern int64 CryptEncryptId(FunctionCallInfo fcinfo, int64 id);
+extern int64 CryptDecryptId(FunctionCallInfo fcinfo, int64 public_id);
 
 #endif							/* SNOWSEQ_CRYPT_H */
