@@ -79,6 +79,7 @@ port = $port
 shared_preload_libraries = 'snowseq'
 snowseq.node_id = $id
 wal_level = logical
+max_prepared_transactions = 10
 max_wal_size = '4GB'
 jit = off
 EOF

@@ -28,18 +28,25 @@
  *			 source table keeps serving the rest of the partition) and marks
  *			 the fence "moved"; one router transaction takes the parent's
  *			 lock, detaches the partition, attaches what is left of it and
- *			 the new foreign table, rewrites the map, and commits the source
- *			 transaction while it still holds the lock: no query through the
- *			 router sees a row twice or misses one (a router statement stuck
- *			 on the delete makes it run under the router's lock instead);
- *	finish	 drop the publication (the slot went with the subscription); a
- *			 whole-partition move deletes the source rows now, in batches.
+ *			 the new foreign table, and rewrites the map; the source
+ *			 transaction locks the source table and is prepared (two-phase),
+ *			 the router commits, then the source commits: no query through
+ *			 the router sees a row twice or misses one (a router statement
+ *			 stuck on the delete makes it run under the router's lock
+ *			 instead), and a router that dies between the two commits leaves
+ *			 the source table waiting for the outcome its record decides;
+ *	finish	 commit the prepared source transaction, drop the publication
+ *			 (the slot went with the subscription); a whole-partition move
+ *			 deletes the source rows now, in batches.
  *
  * Each step commits, and the record in snowseq_moves says how far a move
- * got; a move holds an advisory lock on the router for its whole life.  A
- * move that fails undoes itself: the old placement never stopped serving.
- * One whose router died is finished or undone by snowseq_move_cleanup(),
- * which the next move of the same table runs first.
+ * got (while it copies, also how far the copy got, for
+ * snowseq_move_progress); a move holds an advisory lock on the router for
+ * its whole life.  A move that fails undoes itself: the old placement never
+ * stopped serving.  One whose router died in or after the switch is
+ * finished or undone when the router starts again (worker.c's move
+ * resolver); one that died earlier, by snowseq_move_cleanup(), which the
+ * next move of the same table runs first.
  */
 #include "postgres.h"
 
@@ -62,12 +69,14 @@
 #include "utils/partcache.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 #include "utils/wait_event.h"
 
 #include "snowseq.h"
 #include "move.h"
+#include "testpoint.h"
 
 #define MOVE_BLOCK_ATTEMPTS		5	/* tries to hold writes back and catch up */
 #define MOVE_LOCKERS_WAIT_MS	2000	/* for writers already under way */
@@ -79,6 +88,7 @@
 #define MOVE_TRIGGER_ATTEMPTS	50	/* source table lock tries for the trigger */
 #define MOVE_DELETE_BATCH		50000
 #define MOVE_STALL_MS			(300 * 1000)	/* no progress for so long: fail */
+#define MOVE_PROGRESS_MS		500 /* the copy's progress is committed so often */
 
 /* one thing done or left behind, for snowseq_move_cleanup's result */
 typedef struct MoveReport
@@ -119,6 +129,7 @@ typedef struct Move
 	int			dest_created;	/* 1 created by the move, 0 reused, -1 not yet */
 	int			fence_id;		/* 0: none yet */
 	Oid			sub_oid;		/* the subscription on the destination */
+	Oid			mover;			/* the role that runs the move */
 	char	   *state;			/* as committed in snowseq_moves */
 	char	   *node;			/* this router's node id */
 	/* what the router needs for the new foreign table */
@@ -131,6 +142,10 @@ typedef struct Move
 	int			lock_pid;		/* its backend there */
 	RemoteConn *dst;
 	TimestampTz blocked_at;
+	TimestampTz copy_start;		/* the copy's clock, for its notices */
+	TimestampTz copy_noticed;
+	TimestampTz copy_probed;
+	bool		copied;			/* the copy is done and caught up */
 	List	   *report;			/* MoveReport */
 	bool		leftovers;		/* something could not be removed */
 	MemoryContext cxt;
@@ -825,6 +840,8 @@ MoveRecordNew(Move *m)
 				 quote_literal_cstr(m->new_part_q), quote_literal_cstr(m->src_table),
 				 quote_literal_cstr(m->dst_table), quote_literal_cstr(m->id_col),
 				 quote_literal_cstr(m->token)), SPI_OK_INSERT);
+	/* the resolver at the router's start acts as this role, with its user mappings */
+	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
 	m->state = "prepare";
 	/* held until the move ends: others see it running */
 	Sql(psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
@@ -938,6 +955,76 @@ MoveCopyMark(Move *m)
 	return psprintf("snowseq %s: copy in progress", m->token);
 }
 
+/*
+ * Refuse a source table that other rows reference.  The moved rows leave it
+ * with triggers off (session_replication_role = replica: the fence would
+ * turn the delete away, and a user's delete triggers must not take a move
+ * for a deletion), so nothing would cascade, set null or refuse: whatever
+ * references them would be left dangling.  A table with such a foreign key
+ * does not move.  Checked before the move starts, and again in the source
+ * transaction once it holds the table's lock, so that no foreign key can
+ * appear between the check and the delete.
+ */
+static void
+MoveRefuseReferenced(Move *m, RemoteConn *rc)
+{
+	PGresult   *res = RemoteExec(rc, psprintf("SELECT pg_catalog.quote_ident(c.conname), c.conrelid::pg_catalog.regclass::text, "
+											  "c.confdeltype::text FROM pg_catalog.pg_constraint c "
+											  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
+											  "AND c.confrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) "
+											  "ORDER BY c.conrelid, c.conname LIMIT 1",
+											  quote_literal_cstr(m->src_table)),
+								  "look up foreign keys referencing the source table");
+
+	if (PQntuples(res) == 1)
+	{
+		char	   *con = pstrdup(PQgetvalue(res, 0, 0));
+		char	   *tab = pstrdup(PQgetvalue(res, 0, 1));
+		char		action = PQgetvalue(res, 0, 2)[0];
+
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("foreign key %s of table %s on server \"%s\" references table %s, whose rows would move",
+						con, tab, m->src_name, m->src_table),
+				 errdetail("Moving genes deletes their rows from %s; the rows of %s that reference them would %s.",
+						   m->src_table, tab,
+						   action == 'c' ? "be deleted with them" :
+						   action == 'n' || action == 'd' ? "lose their reference" :
+						   "be left without them"),
+				 errhint("Drop the foreign key before moving genes of this table, or keep it on one server.")));
+	}
+	PQclear(res);
+}
+
+/* The two-phase name of the source transaction of a move. */
+static char *
+MoveGid(Move *m)
+{
+	return quote_literal_cstr(m->token);
+}
+
+/*
+ * Commit or roll back the prepared source transaction of a move, if it is
+ * there: the router's committed state decides (switched: commit).  Until
+ * then it holds the source table, so no query reads a half-moved state.
+ */
+static void
+MoveResolvePrepared(Move *m, bool commit)
+{
+	RemoteConn *src = Src(m);
+	char	   *v = RemoteValue(src, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
+											  "WHERE gid OPERATOR(pg_catalog.=) %s", MoveGid(m)),
+								"look up the prepared source transaction");
+
+	if (strcmp(v, "0") == 0)
+		return;
+	RemoteCommand(src, psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", MoveGid(m)),
+				  commit ? "commit the prepared source transaction" : "roll back the prepared source transaction");
+	MoveNote(m, m->src_name, psprintf("prepared transaction %s", m->token),
+			 commit ? "committed" : "rolled back");
+}
+
 /* Step: check both servers and decide about the destination table. */
 static void
 MovePrepareChecks(Move *m)
@@ -976,6 +1063,14 @@ MovePrepareChecks(Move *m)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("wal_level is \"%s\" on server \"%s\"", v ? v : "?", m->src_name),
 				 errhint("Set wal_level = logical on the source server and restart it.")));
+	/* the switch commits on the source in two phases */
+	v = RemoteValue(src, "SELECT pg_catalog.current_setting('max_prepared_transactions')",
+					"read max_prepared_transactions");
+	if (v == NULL || strcmp(v, "0") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("max_prepared_transactions is 0 on server \"%s\"", m->src_name),
+				 errhint("Set max_prepared_transactions to 1 or more on the source server and restart it: the switch commits there in two phases.")));
 
 	/* the source table: a plain table whose replica identity holds the ID */
 	res = RemoteExec(src, psprintf(
@@ -1008,6 +1103,7 @@ MovePrepareChecks(Move *m)
 						m->src_table, m->src_name, m->id_col),
 				 errhint("Logical replication filters updates and deletes on the replica identity: give the table a primary key on its ID.")));
 	PQclear(res);
+	MoveRefuseReferenced(m, src);
 
 	/*
 	 * The copy lands in a table named like the source table (logical
@@ -1163,18 +1259,34 @@ MovePrepareObjects(Move *m)
 								quote_identifier(m->token), m->src_table, MoveIdCondition(m)),
 				  "create the publication");
 
-	/* the destination subscribes: the password in the conninfo is never logged */
-	RemoteCommand(dst, "SET log_statement = 'none'; SET log_min_error_statement = 'panic'; "
-				  "SET log_min_duration_statement = -1", "turn statement logging off");
-	RemoteCommand(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s "
-								"WITH (slot_name = %s, create_slot = true, copy_data = true, enabled = true, "
-								"streaming = off, binary = false)",
-								quote_identifier(m->token),
-								quote_literal_cstr(RemoteConninfo(GetForeignServerByName(m->src_name, false)->serverid)),
-								quote_identifier(m->token), quote_literal_cstr(m->token)),
-				  "create the subscription");
-	RemoteCommand(dst, "RESET log_statement; RESET log_min_error_statement; RESET log_min_duration_statement",
-				  "turn statement logging on");
+	/*
+	 * The destination subscribes.  The connection string holds no secret:
+	 * the destination authenticates to the source with its own password
+	 * file or certificate, so nothing in this SQL text is worth hiding.
+	 */
+	{
+		char		state[6];
+		char	   *err = RemoteTryMessage(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s "
+														 "WITH (slot_name = %s, create_slot = true, copy_data = true, enabled = true, "
+														 "streaming = off, binary = false)",
+														 quote_identifier(m->token),
+														 quote_literal_cstr(RemoteConninfo(GetForeignServerByName(m->src_name, false)->serverid)),
+														 quote_identifier(m->token), quote_literal_cstr(m->token)),
+										   "create the subscription", state);
+
+		if (err != NULL && strncmp(state, "08", 2) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+					 errmsg("server \"%s\" could not connect to server \"%s\" to copy the genes", m->dst_name, m->src_name),
+					 errdetail_internal("%s", err),
+					 errhint("Moves send no password: give the operating system user of server \"%s\" a password file entry "
+							 "for server \"%s\" (~/.pgpass, or the file named by the passfile option of the foreign server), "
+							 "or use certificate authentication between shard servers.", m->dst_name, m->src_name)));
+		if (err != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_EXCEPTION),
+					 errmsg("could not create the subscription on server \"%s\": %s", m->dst_name, err)));
+	}
 	v = RemoteValue(dst, psprintf("SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s",
 								  quote_literal_cstr(m->token)), "look up the subscription");
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
@@ -1266,9 +1378,48 @@ MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 	}
 }
 
-/* Step: wait for the initial copy, then catch up twice (the second is short). */
+/* Step: the copy begins: the rows it has to copy, for its progress. */
 static void
-MoveCopy(Move *m)
+MoveCopyStart(Move *m)
+{
+	char	   *rows = RemoteValue(Src(m), psprintf("SELECT pg_catalog.count(*) FROM %s WHERE %s",
+												   m->src_table, MoveIdCondition(m)),
+								   "count the rows to copy");
+
+	m->copy_start = m->copy_noticed = m->copy_probed = GetCurrentTimestamp();
+	m->copied = false;
+	MoveRecordSet(m, psprintf("rows_total = %s, rows_copied = 0, copy_started_at = pg_catalog.clock_timestamp(), "
+							  "progress_at = pg_catalog.clock_timestamp()", rows));
+}
+
+/*
+ * Record the copy's progress, as the destination and the source see it:
+ * rows copied, the copy's size, the subscription's lag.
+ */
+static void
+MoveCopyProgress(Move *m, const char *rows)
+{
+	char	   *bytes = RemoteValue(Dst(m), psprintf("SELECT pg_catalog.pg_table_size(pg_catalog.to_regclass(%s))",
+													 quote_literal_cstr(m->src_table)),
+									"read the size of the copy");
+	char	   *lag = RemoteValue(Src(m), psprintf("SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), "
+												   "confirmed_flush_lsn)::pg_catalog.int8 FROM pg_catalog.pg_replication_slots "
+												   "WHERE slot_name OPERATOR(pg_catalog.=) %s",
+												   quote_literal_cstr(m->token)),
+								  "read the lag of the subscription");
+
+	MoveRecordSet(m, psprintf("rows_copied = %s, bytes_copied = %s, lag_bytes = %s, "
+							  "progress_at = pg_catalog.clock_timestamp()",
+							  rows ? rows : "rows_copied", bytes ? bytes : "NULL", lag ? lag : "NULL"));
+}
+
+/*
+ * Step: watch the copy for a while (MOVE_PROGRESS_MS), then record its
+ * progress (committed by the caller, for snowseq_move_progress).  Once the
+ * copy is done, catch up twice (the second is short) and set m->copied.
+ */
+static void
+MoveCopyWatch(Move *m)
 {
 	char	   *sql = psprintf("SELECT sr.srsubstate, coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) "
 							   "coalesce(st.apply_error_count, 0), "
@@ -1279,15 +1430,13 @@ MoveCopy(Move *m)
 							   "LEFT JOIN pg_catalog.pg_stat_subscription_stats st ON st.subid OPERATOR(pg_catalog.=) s.oid "
 							   "WHERE s.subname OPERATOR(pg_catalog.=) %s",
 							   quote_literal_cstr(m->token));
-	TimestampTz start = GetCurrentTimestamp();
-	TimestampTz noticed = start;
-	TimestampTz probed = start;
-	char	   *rows;
+	TimestampTz watch = GetCurrentTimestamp();
+	char	   *rows = NULL;
+	bool		ready = false;
 
-	for (;;)
+	while (!ready && MsSince(watch) < MOVE_PROGRESS_MS)
 	{
 		PGresult   *res = RemoteExec(Dst(m), sql, "read the state of the copy");
-		bool		ready;
 
 		if (PQntuples(res) != 1)
 			ereport(ERROR,
@@ -1295,32 +1444,41 @@ MoveCopy(Move *m)
 					 errmsg("subscription %s on server \"%s\" is gone", m->token, m->dst_name)));
 		MoveCheckSubscription(m, PQgetvalue(res, 0, 1));
 		ready = strcmp(PQgetvalue(res, 0, 0), "r") == 0;
-		if (!ready && MsSince(noticed) > 10000)
+		if (!PQgetisnull(res, 0, 2))
+			rows = pstrdup(PQgetvalue(res, 0, 2));
+		if (!ready && MsSince(m->copy_noticed) > 10000)
 		{
 			ereport(NOTICE,
 					(errmsg("copying genes %d to %d to server \"%s\": %s rows after %.0f s",
 							m->first, m->last, m->dst_name,
-							PQgetisnull(res, 0, 2) ? "?" : PQgetvalue(res, 0, 2), MsSince(start) / 1000)));
-			noticed = GetCurrentTimestamp();
+							rows ? rows : "?", MsSince(m->copy_start) / 1000)));
+			m->copy_noticed = GetCurrentTimestamp();
 		}
 		PQclear(res);
 		if (ready)
 			break;
 		/* the source going down must not leave the move waiting forever */
-		if (MsSince(probed) > 2000)
+		if (MsSince(m->copy_probed) > 2000)
 		{
 			RemoteCommand(Src(m), "SELECT 1", "reach the source");
-			probed = GetCurrentTimestamp();
+			m->copy_probed = GetCurrentTimestamp();
 		}
 		MoveSleep(100);
+	}
+	if (!ready)
+	{
+		MoveCopyProgress(m, rows);
+		return;
 	}
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	rows = RemoteValue(Dst(m), psprintf("SELECT pg_catalog.count(*) FROM %s", m->src_table), "count the copied rows");
 	ereport(NOTICE,
 			(errmsg("copied %s rows of genes %d to %d to server \"%s\" in %.1f s",
-					rows, m->first, m->last, m->dst_name, MsSince(start) / 1000)));
-	MoveRecordSet(m, psprintf("copied_at = pg_catalog.clock_timestamp(), rows_copied = %s", rows));
+					rows, m->first, m->last, m->dst_name, MsSince(m->copy_start) / 1000)));
+	MoveCopyProgress(m, rows);
+	MoveRecordSet(m, "copied_at = pg_catalog.clock_timestamp()");
+	m->copied = true;
 }
 
 /* ---------------------------------------------------------------------
@@ -1594,10 +1752,27 @@ MoveSwitch(Move *m)
 		MoveSourceTransaction(m);
 	}
 	MoveSwitchRouter(m);
+
+	/*
+	 * Two commits, one decision: the source transaction is prepared, and
+	 * holds the source table until it is resolved; the router's commit of
+	 * state 'switched' decides whether it commits (MoveFinish) or rolls back
+	 * (MoveRollback).  A router that dies in between leaves no half-moved
+	 * state readable: the source table waits for the resolution, which the
+	 * router runs at its next start.  No router query runs on the source
+	 * now (the router holds the parent's lock), so the lock is quick; it
+	 * also keeps foreign keys from appearing between the check and the
+	 * commit.
+	 */
+	RemoteCommand(Lock(m), psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
+									MOVE_SWITCH_MAX_WAIT_MS, m->src_table),
+				  "lock the source table");
+	MoveRefuseReferenced(m, Lock(m));
+	RemoteCommand(Lock(m), psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the source transaction");
+	SNOWSEQ_TESTPOINT("move_after_source_commit");
 	MoveRecordSet(m, "state = 'switched', switched_at = pg_catalog.clock_timestamp(), "
 				  "pause_ms = pg_catalog.round((extract(epoch FROM pg_catalog.clock_timestamp() "
 				  "OPERATOR(pg_catalog.-) blocked_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1)");
-	RemoteCommand(Lock(m), "COMMIT", "commit the source transaction");
 }
 
 /* ---------------------------------------------------------------------
@@ -1666,6 +1841,7 @@ MoveDeleteSource(Move *m)
 							   m->src_table, m->src_table, MoveIdCondition(m), MOVE_DELETE_BATCH);
 	int64		total = 0;
 
+	MoveRefuseReferenced(m, src);
 	RemoteCommand(src, "SET session_replication_role = replica", "turn triggers off");
 	for (;;)
 	{
@@ -1689,6 +1865,7 @@ MoveFinish(Move *m)
 	char	   *rows;
 
 	RemoteClose(m->lock);
+	MoveResolvePrepared(m, true);
 	MoveDropSubscription(m);
 	MoveDropPublication(m);
 	MoveDropSlots(m);
@@ -1698,8 +1875,11 @@ MoveFinish(Move *m)
 								   quote_literal_cstr(psprintf("snowseq: genes %d to %d of %s, moved here by %s",
 															   m->first, m->last, m->parent_q, m->token))),
 				  "mark the destination table");
-	rows = RemoteValue(Dst(m), psprintf("SELECT pg_catalog.count(*) FROM %s", m->dst_table), "count the moved rows");
-	MoveRecordSet(m, psprintf("state = 'done', finished_at = pg_catalog.clock_timestamp(), rows_copied = %s", rows));
+	rows = RemoteValue(Dst(m), psprintf("SELECT pg_catalog.count(*) OPERATOR(pg_catalog.||) ', ' OPERATOR(pg_catalog.||) "
+										"pg_catalog.pg_table_size(%s) FROM %s",
+										quote_literal_cstr(m->dst_table), m->dst_table), "count the moved rows");
+	MoveRecordSet(m, psprintf("state = 'done', finished_at = pg_catalog.clock_timestamp(), "
+							  "(rows_copied, bytes_copied) = (%s)", rows));
 	MoveNote(m, NULL, "move", "finished");
 }
 
@@ -1709,6 +1889,13 @@ MoveUndoLock(Move *m)
 {
 	/* closing the session aborts the source transaction and frees the locks */
 	RemoteClose(m->lock);
+}
+
+/* Undo: roll back the prepared source transaction, if any. */
+static void
+MoveRollbackSource(Move *m)
+{
+	MoveResolvePrepared(m, false);
 }
 
 /* set by MoveUndoFence: the source transaction had committed */
@@ -1813,6 +2000,16 @@ MoveRollback(Move *m)
 
 	m->leftovers = false;
 	MoveUndoLock(m);
+	/* the router did not commit its switch: neither does the source */
+	if (strcmp(m->state, "switch") == 0)
+	{
+		MoveUndoStep(m, MoveRollbackSource, m->src_name, psprintf("prepared transaction %s", m->token));
+		if (m->leftovers)
+		{
+			MoveNote(m, m->src_name, "move", "unresolved: the prepared source transaction could not be rolled back");
+			return UNKNOWN;
+		}
+	}
 	/* nothing was created before the checks ended */
 	if (strcmp(m->state, "prepare") == 0 && m->dest_created < 0)
 	{
@@ -1902,7 +2099,7 @@ MoveResolve(Move *m, const char *error)
  * ---------------------------------------------------------------------
  */
 
-static void CleanupMoves(Oid parent, Move *collect);
+static int	CleanupMoves(Oid parent, Move *collect, bool switching_only, int elevel);
 static void MoveReportCopy(Move *collect, Move *m);
 
 /* The committed state of a move. */
@@ -1957,6 +2154,16 @@ MoveRun(Move *m, MoveStep step, const char *next_state)
 	return true;
 }
 
+/* Watch the copy to its end, committing its progress as it goes; false as MoveRun. */
+static bool
+MoveCopyAll(Move *m)
+{
+	while (!m->copied)
+		if (!MoveRun(m, MoveCopyWatch, NULL))
+			return false;
+	return true;
+}
+
 /* Move genes first..last of a table to a server: the whole procedure. */
 static void
 MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *to_server)
@@ -1968,7 +2175,7 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	SetExtSchema(fcinfo);
 
 	/* moves of this table that were interrupted end first */
-	CleanupMoves(parent, NULL);
+	CleanupMoves(parent, NULL, false, NOTICE);
 	SPI_commit();
 
 	m = MoveNew();
@@ -1984,13 +2191,16 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 
 	if (!MoveRun(m, MovePrepareChecks, NULL) ||
 		!MoveRun(m, MovePrepareObjects, "copy") ||
-		!MoveRun(m, MoveCopy, NULL) ||
+		!MoveRun(m, MoveCopyStart, NULL) ||
+		!MoveCopyAll(m) ||
 		!MoveRun(m, MoveBlock, "switch") ||
 		!MoveRun(m, MoveSwitch, "switched"))
 	{
 		SPI_finish();
 		return;
 	}
+	/* the router committed its switch: MoveFinish commits the source's */
+	SNOWSEQ_TESTPOINT("move_after_router_commit");
 	{
 		char	   *pause = SqlValue(m->cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
 													  Ext("snowseq_moves"), m->id));
@@ -2051,6 +2261,8 @@ MoveLoad(HeapTuple t, TupleDesc d)
 	v = TEXT("sub_oid");
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 	m->state = TEXT("state");
+	v = TEXT("mover");
+	m->mover = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 #undef COL
 #undef TEXT
 	m->parent_q = get_rel_name(m->parent) ?
@@ -2065,21 +2277,25 @@ MoveLoad(HeapTuple t, TupleDesc d)
 }
 
 /*
- * Resolve the moves that are not running (of one table, or all): undo or
- * finish them.  Reports into collect, if given.
+ * Resolve the moves that are not running (of one table, or all; with
+ * switching_only, those interrupted in or after the switch): undo or
+ * finish them.  Reports into collect, if given, or at elevel.  Returns how
+ * many are still unresolved (running ones do not count).
  */
-static void
-CleanupMoves(Oid parent, Move *collect)
+static int
+CleanupMoves(Oid parent, Move *collect, bool switching_only, int elevel)
 {
 	SPITupleTable *rows;
 	uint64		n;
+	int			left = 0;
 
 	Sql(psprintf("SELECT *, (pg_catalog.parse_ident(dest_table))[1] AS dst_nsp, "
 				 "(pg_catalog.parse_ident(dest_table))[2] AS dst_rel, "
 				 "(pg_catalog.parse_ident(source_table))[2] AS src_rel "
-				 "FROM %s WHERE state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s ORDER BY move_id",
+				 "FROM %s WHERE state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s%s ORDER BY move_id",
 				 Ext("snowseq_moves"),
-				 OidIsValid(parent) ? psprintf("AND parent OPERATOR(pg_catalog.=) %u", parent) : ""),
+				 OidIsValid(parent) ? psprintf("AND parent OPERATOR(pg_catalog.=) %u ", parent) : "",
+				 switching_only ? "AND state OPERATOR(pg_catalog.=) ANY (ARRAY['switch', 'switched'])" : ""),
 		SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;
@@ -2093,9 +2309,23 @@ CleanupMoves(Oid parent, Move *collect)
 			MoveNote(m, NULL, "move", "running");
 		else
 		{
+			char	   *state;
+			Oid			save_user;
+			int			save_sec;
+
+			/* at the router's start: as the role that ran the move, if it is still there */
+			GetUserIdAndSecContext(&save_user, &save_sec);
+			if (switching_only && OidIsValid(m->mover) &&
+				SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(m->mover)))
+				SetUserIdAndSecContext(m->mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 			MoveResolve(m, "interrupted");
+			SetUserIdAndSecContext(save_user, save_sec);
 			Sql(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
 				SPI_OK_SELECT);
+			state = MoveState(m);
+			if (state == NULL || (strcmp(state, "done") != 0 && strcmp(state, "failed") != 0 &&
+								  strcmp(state, "rollback") != 0))
+				left++;
 		}
 		if (collect == NULL)
 		{
@@ -2105,7 +2335,7 @@ CleanupMoves(Oid parent, Move *collect)
 			{
 				MoveReport *r = lfirst(lc);
 
-				ereport(NOTICE,
+				ereport(elevel,
 						(errmsg("interrupted move " INT64_FORMAT " of genes %d to %d: %s%s%s: %s",
 								m->id, m->first, m->last, r->server ? r->server : "",
 								r->server ? ": " : "", r->object, r->action)));
@@ -2115,6 +2345,35 @@ CleanupMoves(Oid parent, Move *collect)
 			MoveReportCopy(collect, m);
 		MemoryContextDelete(m->cxt);
 	}
+	return left;
+}
+
+/*
+ * At the start of a router (from its resolver worker, in a transaction):
+ * resolve the moves of this database interrupted in or after the switch,
+ * as snowseq_move_cleanup() would, so that the prepared source transaction
+ * of each, which holds its source table, commits or rolls back as the
+ * router's record says.  Returns how many are left unresolved.
+ */
+int
+MoveResolveSwitches(int elevel)
+{
+	int			left = 0;
+	char	   *nsp;
+
+	SPI_connect();
+	nsp = SqlValue(TopMemoryContext, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
+				   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+				   "WHERE e.extname OPERATOR(pg_catalog.=) 'snowseq'");
+	if (nsp != NULL)
+	{
+		if (ext_nsp != NULL)
+			pfree(ext_nsp);
+		ext_nsp = nsp;
+		left = CleanupMoves(InvalidOid, NULL, true, elevel);
+	}
+	SPI_finish();
+	return left;
 }
 
 /* Add the report of a move to a collection. */
@@ -2156,6 +2415,9 @@ CleanupOrphansOn(Move *o)
 					 "coalesce(pg_catalog.pg_size_pretty(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), restart_lsn)), '') "
 					 "FROM pg_catalog.pg_replication_slots WHERE slot_name::text OPERATOR(pg_catalog.~) '^snowseq_move_' "
 					 "AND database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
+					 "UNION ALL SELECT 'prepared transaction', gid, gid, '' FROM pg_catalog.pg_prepared_xacts "
+					 "WHERE gid OPERATOR(pg_catalog.~) '^snowseq_move_' "
+					 "AND database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
 					 "UNION ALL SELECT 'publication', pubname::text, pubname::text, '' FROM pg_catalog.pg_publication "
 					 "WHERE pubname::text OPERATOR(pg_catalog.~) '^snowseq_move_' "
 					 "UNION ALL SELECT 'subscription', subname::text, subname::text, '' FROM pg_catalog.pg_subscription "
@@ -2174,6 +2436,7 @@ CleanupOrphansOn(Move *o)
 		char	   *token = PQgetvalue(res, i, 2);
 		char	   *wal = PQgetvalue(res, i, 3);
 		char	   *object = psprintf("%s %s", kind, name);
+		bool		switched = false;
 
 		o->id = 0;
 		o->parent = InvalidOid;
@@ -2197,8 +2460,17 @@ CleanupOrphansOn(Move *o)
 			/* a move still under way, or to be resolved, owns its objects */
 			if (strcmp(state, "done") != 0 && strcmp(state, "failed") != 0)
 				continue;
+			switched = strcmp(state, "done") == 0;
 		}
 		o->token = token;
+		if (strcmp(kind, "prepared transaction") == 0)
+		{
+			/* it holds its table for ever: the record decides, or presumed abort */
+			RemoteCommand(rc, psprintf("%s PREPARED %s", switched ? "COMMIT" : "ROLLBACK", quote_literal_cstr(name)),
+						  "resolve the prepared transaction");
+			MoveNote(o, o->src_name, object, switched ? "committed" : "rolled back");
+			continue;
+		}
 		if (strcmp(kind, "replication slot") == 0)
 		{
 			MoveDropSlotNamed(rc, name);
@@ -2376,7 +2648,7 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	SetExtSchema(fcinfo);
 	collect = MoveNew();
 	SPI_connect();
-	CleanupMoves(InvalidOid, collect);
+	CleanupMoves(InvalidOid, collect, false, NOTICE);
 	CleanupOrphans(collect);
 	SPI_finish();
 	foreach(lc, collect->report)

@@ -37,8 +37,12 @@ extern bool RemoteUsable(RemoteConn *rc);
 extern PGresult *RemoteExec(RemoteConn *rc, const char *sql, const char *what);
 extern void RemoteCommand(RemoteConn *rc, const char *sql, const char *what);
 extern bool RemoteTry(RemoteConn *rc, const char *sql, const char *what, char *sqlstate);
+extern char *RemoteTryMessage(RemoteConn *rc, const char *sql, const char *what, char *sqlstate);
 extern char *RemoteValue(RemoteConn *rc, const char *sql, const char *what);
 extern char *RemoteConninfo(Oid serverid);
 extern void RemoteCheckUsableAs(RemoteConn *rc);
+
+/* move.c */
+extern int	MoveResolveSwitches(int elevel);
 
 #endif							/* SNOWSEQ_MOVE_H */

@@ -390,6 +390,29 @@ RemoteTry(RemoteConn *rc, const char *sql, const char *what, char *sqlstate)
 	return ok;
 }
 
+/*
+ * Run SQL for its effect; on a remote error return its message (and its
+ * SQLSTATE, in a buffer of 6) instead of raising, NULL on success.
+ */
+char *
+RemoteTryMessage(RemoteConn *rc, const char *sql, const char *what, char *sqlstate)
+{
+	PGresult   *res = RemoteRun(rc, sql, what);
+	char	   *message = NULL;
+
+	sqlstate[0] = '\0';
+	if (!RemoteOk(res))
+	{
+		const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+		strlcpy(sqlstate, st ? st : "", 6);
+		message = pstrdup(primary ? primary : "unknown error");
+	}
+	PQclear(res);
+	return message;
+}
+
 /* Run SQL for its effect. */
 void
 RemoteCommand(RemoteConn *rc, const char *sql, const char *what)
@@ -426,9 +449,12 @@ AppendConninfoValue(StringInfo buf, const char *v)
 
 /*
  * The connection string another server uses to reach this foreign server,
- * for CREATE SUBSCRIPTION.  It holds the user mapping's password, if any:
- * it is sent once, in a session whose statement logging is off, and never
- * appears in a message.
+ * for CREATE SUBSCRIPTION: the server's options and the user mapping's, but
+ * never a secret (password, sslpassword).  SQL text shows up in statistics,
+ * activity views and sampled logs that no setting of one session can turn
+ * off, so the other server authenticates with what it holds itself: a
+ * password file (passfile, PGPASSFILE or ~/.pgpass of its operating system
+ * user), a certificate, or a trusted address.
  */
 char *
 RemoteConninfo(Oid serverid)
@@ -444,6 +470,8 @@ RemoteConninfo(Oid serverid)
 	{
 		DefElem    *d = lfirst(lc);
 
+		if (strcmp(d->defname, "password") == 0 || strcmp(d->defname, "sslpassword") == 0)
+			continue;
 		appendStringInfo(&buf, "%s%s=", buf.len > 0 ? " " : "", d->defname);
 		AppendConninfoValue(&buf, defGetString(d));
 	}

@@ -31,7 +31,7 @@ my $tmp = $PostgreSQL::Test::Utils::tmp_check;
 # ---------------------------------------------------------------------
 # Topology
 # ---------------------------------------------------------------------
-my @shard_conf = ('wal_level = logical', 'max_replication_slots = 10', 'max_wal_senders = 10',
+my @shard_conf = ('wal_level = logical', 'max_replication_slots = 10', 'max_wal_senders = 10', 'max_prepared_transactions = 10',
 	'wal_sender_timeout = 5s');
 my $router = snowseq_node('router', node_id => 1);
 my $sa = snowseq_node('shard_a', node_id => 2, conf => \@shard_conf);
