@@ -140,3 +140,93 @@ WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback']::
 COMMENT ON VIEW @extschema@.snowseq_move_progress IS
 	'moves under way (or interrupted): phase, rows copied of the total, bytes, lag and estimated time left';
 -- ---- end of moves: progress (1.2) ----
+
+-- ---- features: IDs for a past instant, 128-bit gene IDs (1.2) ----
+
+-- VOLATILE PARALLEL SAFE, as snowseq_next(): one value of the backfill
+-- clock per call.  Not STRICT: a NULL instant is an ERROR, not a NULL ID.
+-- EXECUTE is a GRANT: a caller backfilling a late instant holds every
+-- other backfill of the server to later instants.
+CREATE FUNCTION snowseq_id_at(ts timestamptz) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_id_at'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_id_at(timestamptz) IS
+	'new snowflake ID whose time field is that of the past instant ts, with snowseq.backfill_node_id: never equal to an ID of the clock or another (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_id_at(timestamptz) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_uuid_at(ts timestamptz) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_at'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_at(timestamptz) IS
+	'new version 7 UUID whose time is that of the past instant ts, with snowseq.backfill_node_id: never equal to a UUID of snowseq_uuid() or another (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_uuid_at(timestamptz) FROM PUBLIC;
+
+-- STABLE: depends on the layout settings, as snowseq_min_id().
+CREATE FUNCTION snowseq_uuid_min(ts timestamptz) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_min'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_min(timestamptz) IS
+	'smallest UUID of the time unit of ts: WHERE id >= snowseq_uuid_min(...) uses the primary key';
+
+CREATE FUNCTION snowseq_uuid_max(ts timestamptz) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_max'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_max(timestamptz) IS
+	'largest UUID of the time unit of ts or before';
+
+-- VOLATILE PARALLEL SAFE, as snowseq_gene_next(): one value of this
+-- node's 128-bit segment counter per call; a NULL key is an ERROR.
+CREATE FUNCTION snowseq_gene_uuid(key text) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_text'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION snowseq_gene_uuid(key bigint) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_int8'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION snowseq_gene_uuid(key bytea) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_bytea'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(text) IS
+	'next 128-bit gene ID of a text key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
+COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(bigint) IS
+	'next 128-bit gene ID of a bigint key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
+COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(bytea) IS
+	'next 128-bit gene ID of a bytea key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
+
+-- IMMUTABLE: the top 23 bits whatever the configuration, so it can be used
+-- in generated columns, index expressions and partition keys.
+CREATE FUNCTION shard_of(id uuid) RETURNS integer
+	AS 'MODULE_PATHNAME', 'shard_of_uuid'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.shard_of(uuid) IS
+	'23-bit gene of a 128-bit gene ID; shard_of(id) >> 8 is the 15-bit gene of the same key';
+
+-- STABLE PARALLEL RESTRICTED, as snowseq_route(bigint): reads the cached map.
+CREATE FUNCTION snowseq_route(id uuid) RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_route_uuid'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.snowseq_route(uuid) IS
+	'shard that holds a 128-bit gene ID, from snowseq_shard_map (the same shard as the 64-bit IDs of its key)';
+
+-- ---- end of features (1.2) ----
+
+-- ---- untyped arguments of shard_of and snowseq_route (1.2) ----
+-- With uuid overloads beside the bigint ones, an untyped literal or an
+-- untyped driver parameter (shard_of($1) from node-postgres or pgx) would
+-- be ambiguous; a text overload is what PostgreSQL picks for it, and reads
+-- the value as 1.1 did: up to 20 characters a bigint, longer a uuid.
+CREATE FUNCTION shard_of(id text) RETURNS integer
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN CASE WHEN pg_catalog.length(id) OPERATOR(pg_catalog.<=) 20
+				THEN @extschema@.shard_of(CAST(id AS pg_catalog.int8))
+				ELSE @extschema@.shard_of(CAST(id AS pg_catalog.uuid)) END;
+COMMENT ON FUNCTION @extschema@.shard_of(text) IS
+	'shard_of of a bigint or uuid written as text (an untyped literal or parameter)';
+
+CREATE FUNCTION snowseq_route(id text) RETURNS text
+	LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
+	RETURN CASE WHEN pg_catalog.length(id) OPERATOR(pg_catalog.<=) 20
+				THEN @extschema@.snowseq_route(CAST(id AS pg_catalog.int8))
+				ELSE @extschema@.snowseq_route(CAST(id AS pg_catalog.uuid)) END;
+COMMENT ON FUNCTION @extschema@.snowseq_route(text) IS
+	'snowseq_route of a bigint or uuid written as text (an untyped literal or parameter)';
+-- ---- end of untyped arguments (1.2) ----

@@ -39,6 +39,8 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	uint64		clock_floor = 0;
 	uint64		seg_floor = 0;
 	uint64		seg_limit;
+	uint64		backfill_floor = 0;
+	uint64		wide_floor = 0;
 	SavedSlot	raised;
 	char		resumes[MAXDATELEN + 1];
 
@@ -89,6 +91,19 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 			else if (slot->tag == RESERVE_TAG_SEGMENT)
 				seg_floor = same_config ? slot->bound :
 					SegmentFloorAfterReset(&old.config, slot->bound);
+			else if (slot->tag == RESERVE_TAG_WIDE_SEGMENT)
+				wide_floor = slot->bound;
+			else if (slot->tag == RESERVE_TAG_BACKFILL)
+				backfill_floor = slot->bound;
+		}
+		/* IDs for past instants carry another node id: the clock stays above them too */
+		for (int i = 0; i < old.nslots && !same_config && backfill_floor > 0; i++)
+		{
+			SavedConfig any = old.config;
+
+			any.node_id = -1;
+			if (old.slots[i].tag == RESERVE_TAG_CLOCK)
+				clock_floor = Max(clock_floor, ClockFloorAfterReset(&any, old.slots[i].bound));
 		}
 	}
 	if (floor_given)
@@ -107,6 +122,25 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	raised.tag = RESERVE_TAG_SEGMENT;
 	raised.bound = seg_floor;
 	ReservationRaise(seg, seg_floor, &raised);
+	memset(&raised, 0, sizeof(raised));
+	raised.tag = RESERVE_TAG_WIDE_SEGMENT;
+	raised.bound = wide_floor;
+	ReservationRaise(&SnowseqRes[RESERVE_WIDE_SEGMENT], wide_floor, &raised);
+
+	/*
+	 * IDs for past instants: where the old state left off.  Without it, or
+	 * in another layout, any new one could equal an old one: none is made
+	 * any more (the sequence values count as used up).
+	 */
+	if (!same_config)
+		backfill_floor = (uint64) 1 << snowseq_seq_bits;
+	memset(&raised, 0, sizeof(raised));
+	raised.tag = RESERVE_TAG_BACKFILL;
+	raised.bound = backfill_floor;
+	ReservationRaise(&SnowseqRes[RESERVE_BACKFILL], backfill_floor, &raised);
+	SpinLockAcquire(&Snowseq->backfill_mutex);
+	Snowseq->backfill_lap_open = false;
+	SpinLockRelease(&Snowseq->backfill_mutex);
 
 	/* named counters of the old state keep their bounds */
 	if (rr == STATE_READ_OK)

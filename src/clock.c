@@ -33,7 +33,21 @@ static int	node_bits;
 static uint64 seq_mask;
 static uint64 time_limit;		/* first time field value past the end */
 static uint64 counter_limit;	/* first counter value past the time field */
-static uint64 node_part;		/* node id << seq_bits */
+
+/*
+ * An ID is ((counter & high_mask) << node_bits) | node_part | (counter &
+ * low_mask), whatever the field order: with the sequence below the node
+ * (time | node | seq) the high part is the time field and the low part the
+ * sequence; with the sequence above it (time | seq | node) the whole
+ * counter moves up and the node id fills the bottom.  Same operations
+ * either way.
+ */
+static uint64 high_mask;
+static uint64 low_mask;
+static int	node_shift;			/* where the node field starts */
+static int	seq_shift;			/* where the sequence field starts */
+static uint64 node_part;		/* node id << node_shift */
+static uint64 backfill_node_part;	/* backfill node id << node_shift */
 
 /* Derive the hot-path constants from the settings; called at preload. */
 void
@@ -44,7 +58,23 @@ ClockInit(void)
 	seq_mask = ((uint64) 1 << seq_bits) - 1;
 	time_limit = (uint64) 1 << snowseq_time_bits;
 	counter_limit = time_limit << seq_bits;
-	node_part = snowseq_node_id < 0 ? 0 : (uint64) snowseq_node_id << seq_bits;
+	if (snowseq_seq_before_node)
+	{
+		high_mask = ~UINT64CONST(0);
+		low_mask = 0;
+		node_shift = 0;
+		seq_shift = node_bits;
+	}
+	else
+	{
+		high_mask = ~seq_mask;
+		low_mask = seq_mask;
+		node_shift = seq_bits;
+		seq_shift = 0;
+	}
+	node_part = snowseq_node_id < 0 ? 0 : (uint64) snowseq_node_id << node_shift;
+	backfill_node_part = snowseq_backfill_node_id < 0 ? 0 :
+		(uint64) snowseq_backfill_node_id << node_shift;
 }
 
 /* First counter value past the end of the time field. */
@@ -352,11 +382,18 @@ ClockAdvanceDue(bool in_use)
 	return ReserveAdvanceIfDue(&SnowseqRes[RESERVE_CLOCK], &spec, in_use);
 }
 
-/* Splice the node id into a counter value: [0][time][node][seq]. */
+/* Splice the node id into a counter value: [0][time][node][seq] or [0][time][seq][node]. */
 int64
 ClockComposeId(uint64 counter)
 {
-	return (int64) (((counter & ~seq_mask) << node_bits) | node_part | (counter & seq_mask));
+	return (int64) (((counter & high_mask) << node_bits) | node_part | (counter & low_mask));
+}
+
+/* The same for a value of the backfill clock, with the backfill node id. */
+int64
+ClockComposeBackfillId(uint64 counter)
+{
+	return (int64) (((counter & high_mask) << node_bits) | backfill_node_part | (counter & low_mask));
 }
 
 /* The instant of a clock counter value's time field (infinity past the range). */
@@ -389,8 +426,11 @@ ClockFloorAfterReset(const SavedConfig *old, uint64 old_bound)
 	old_limit = (uint64) 1 << (old->time_bits + old->seq_bits);
 	b = Min(old_bound, old_limit - 1);
 	old_node = old->node_id < 0 ? ((uint64) 1 << old->node_bits) - 1 : (uint64) old->node_id;
-	max_old = ((b >> old->seq_bits) << old_shift) | (old_node << old->seq_bits) |
-		(b & (((uint64) 1 << old->seq_bits) - 1));
+	if (old->seq_before_node)
+		max_old = (b << old->node_bits) | old_node;
+	else
+		max_old = ((b >> old->seq_bits) << old_shift) | (old_node << old->seq_bits) |
+			(b & (((uint64) 1 << old->seq_bits) - 1));
 	t = (max_old >> (node_bits + seq_bits)) + 1;
 
 	/*
@@ -484,8 +524,8 @@ CheckId(int64 id)
 }
 
 /* Time field of the instant ts, or -1 before the epoch; ERROR past the end. */
-static int64
-TimeFieldOf(TimestampTz ts)
+int64
+ClockTimeFieldOf(TimestampTz ts)
 {
 	int64		ms;
 	uint64		units;
@@ -586,8 +626,8 @@ snowseq_parse(PG_FUNCTION_ARGS)
 	tupdesc = BlessTupleDesc(tupdesc);
 	u = (uint64) id;
 	values[0] = TimestampTzGetDatum(IdInstant(id));
-	values[1] = Int32GetDatum((int32) ((u >> seq_bits) & (((uint64) 1 << node_bits) - 1)));
-	values[2] = Int32GetDatum((int32) (u & seq_mask));
+	values[1] = Int32GetDatum((int32) ((u >> node_shift) & (((uint64) 1 << node_bits) - 1)));
+	values[2] = Int32GetDatum((int32) ((u >> seq_shift) & seq_mask));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
@@ -608,14 +648,14 @@ snowseq_node(PG_FUNCTION_ARGS)
 	int64		id = PG_GETARG_INT64(0);
 
 	CheckId(id);
-	PG_RETURN_INT32((int32) (((uint64) id >> seq_bits) & (((uint64) 1 << node_bits) - 1)));
+	PG_RETURN_INT32((int32) (((uint64) id >> node_shift) & (((uint64) 1 << node_bits) - 1)));
 }
 
 /* snowseq_min_id(ts) -> bigint: the smallest ID any node issues at or after ts. */
 Datum
 snowseq_min_id(PG_FUNCTION_ARGS)
 {
-	int64		t = TimeFieldOf(PG_GETARG_TIMESTAMPTZ(0));
+	int64		t = ClockTimeFieldOf(PG_GETARG_TIMESTAMPTZ(0));
 
 	if (t < 0)
 		PG_RETURN_INT64(0);
@@ -626,7 +666,7 @@ snowseq_min_id(PG_FUNCTION_ARGS)
 Datum
 snowseq_max_id(PG_FUNCTION_ARGS)
 {
-	int64		t = TimeFieldOf(PG_GETARG_TIMESTAMPTZ(0));
+	int64		t = ClockTimeFieldOf(PG_GETARG_TIMESTAMPTZ(0));
 
 	if (t < 0)
 		PG_RETURN_INT64(0);

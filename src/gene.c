@@ -20,60 +20,139 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/uuid.h"
 
 #include "snowseq.h"
+
+/* The hash of a byte string whose low 15 bits are its gene (23 bits: its wide gene). */
+static uint64
+GeneHashOfBytes(const char *data, size_t len)
+{
+	uint64_t	mm[2];
+
+	lmmh_x64_128(data, (unsigned int) len, 0, mm);
+	return XXH64(data, len, 0) ^ mm[0];
+}
 
 /* The gene of a byte string. */
 int
 GeneOfBytes(const char *data, size_t len)
 {
-	uint64_t	mm[2];
-
-	lmmh_x64_128(data, (unsigned int) len, 0, mm);
-	return (int) ((XXH64(data, len, 0) ^ mm[0]) & SNOWSEQ_MAX_GENE);
+	return (int) (GeneHashOfBytes(data, len) & SNOWSEQ_MAX_GENE);
 }
 
 /*
- * Gene of a text key, hashed as UTF-8 whatever the database encoding.  A
- * char(n) key is hashed without its padding, as its cast to text is.
+ * Hash of a text key, as UTF-8 whatever the database encoding.  A char(n)
+ * key is hashed without its padding, as its cast to text is.
  */
-static int
-GeneOfChars(char *data, int len)
+static uint64
+HashOfChars(char *data, int len)
 {
 	char	   *utf8 = pg_server_to_any(data, len, PG_UTF8);
-	int			gene;
+	uint64		h;
 
 	if (utf8 != data)
 		len = strlen(utf8);
-	gene = GeneOfBytes(utf8, len);
+	h = GeneHashOfBytes(utf8, len);
 	if (utf8 != data)
 		pfree(utf8);
-	return gene;
+	return h;
+}
+
+/* Hash of a text key. */
+static uint64
+HashOfText(text *t)
+{
+	return HashOfChars(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+}
+
+/* Hash of a bigint key: its 8 bytes, little-endian. */
+static uint64
+HashOfInt8(int64 v)
+{
+	unsigned char b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char) ((uint64) v >> (8 * i));
+	return GeneHashOfBytes((const char *) b, 8);
+}
+
+/* Hash of a bytea key. */
+static uint64
+HashOfBytea(bytea *b)
+{
+	return GeneHashOfBytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
+}
+
+/* Gene of a text key given as characters. */
+static int
+GeneOfChars(char *data, int len)
+{
+	return (int) (HashOfChars(data, len) & SNOWSEQ_MAX_GENE);
 }
 
 /* Gene of a text key. */
 static int
 GeneOfText(text *t)
 {
-	return GeneOfChars(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	return (int) (HashOfText(t) & SNOWSEQ_MAX_GENE);
 }
 
-/* Gene of a bigint key: its 8 bytes, little-endian. */
+/* Gene of a bigint key. */
 static int
 GeneOfInt8(int64 v)
 {
-	unsigned char b[8];
-
-	for (int i = 0; i < 8; i++)
-		b[i] = (unsigned char) ((uint64) v >> (8 * i));
-	return GeneOfBytes((const char *) b, 8);
+	return (int) (HashOfInt8(v) & SNOWSEQ_MAX_GENE);
 }
 
 /* Gene of a bytea key. */
 static int
 GeneOfBytea(bytea *b)
 {
-	return GeneOfBytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
+	return (int) (HashOfBytea(b) & SNOWSEQ_MAX_GENE);
+}
+
+/*
+ * The 23-bit gene of a 128-bit gene ID: the 15-bit gene on top, so that
+ * wide >> 8 is the gene of the same key, then the next 8 bits of the hash.
+ */
+static uint32
+WideGeneOfHash(uint64 h)
+{
+	return (uint32) (((h & SNOWSEQ_MAX_GENE) << SNOWSEQ_WIDE_EXTRA_BITS) |
+					 ((h >> SNOWSEQ_GENE_BITS) & ((1 << SNOWSEQ_WIDE_EXTRA_BITS) - 1)));
+}
+
+/*
+ * A 128-bit gene ID of a key's hash (layout in snowseq.h): key version 0,
+ * the next wide segment of this node.
+ */
+static pg_uuid_t *
+GeneUuid(uint64 h)
+{
+	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+	uint64		counter;
+	uint64		hi;
+	uint64		lo;
+
+	SnowseqCheckUsable();
+	counter = WideSegmentNext();
+	/* segment = counter << 30 | node: bits 78..74, 73..62, 61..0 */
+	hi = ((uint64) WideGeneOfHash(h) << 41) |
+		((counter >> 44) << 16) |
+		(UINT64CONST(8) << 12) |
+		((counter >> 32) & 0xFFF);
+	lo = (UINT64CONST(2) << 62) |
+		((counter & UINT64CONST(0xFFFFFFFF)) << SNOWSEQ_WIDE_NODE_BITS) |
+		(uint64) snowseq_node_id;
+	for (int i = 7; i >= 0; i--)
+	{
+		uuid->data[i] = (unsigned char) hi;
+		uuid->data[8 + i] = (unsigned char) lo;
+		hi >>= 8;
+		lo >>= 8;
+	}
+	return uuid;
 }
 
 /* ERROR for a NULL key: an ID without a gene is never issued. */
@@ -102,6 +181,33 @@ PG_FUNCTION_INFO_V1(snowseq_gene_next_text);
 PG_FUNCTION_INFO_V1(snowseq_gene_next_int8);
 PG_FUNCTION_INFO_V1(snowseq_gene_next_bytea);
 PG_FUNCTION_INFO_V1(snowseq_fill_gene_id);
+PG_FUNCTION_INFO_V1(snowseq_gene_uuid_text);
+PG_FUNCTION_INFO_V1(snowseq_gene_uuid_int8);
+PG_FUNCTION_INFO_V1(snowseq_gene_uuid_bytea);
+
+/* snowseq_gene_uuid(text) -> uuid */
+Datum
+snowseq_gene_uuid_text(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_UUID_P(GeneUuid(HashOfText(PG_GETARG_TEXT_PP(0))));
+}
+
+/* snowseq_gene_uuid(bigint) -> uuid */
+Datum
+snowseq_gene_uuid_int8(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_UUID_P(GeneUuid(HashOfInt8(PG_GETARG_INT64(0))));
+}
+
+/* snowseq_gene_uuid(bytea) -> uuid */
+Datum
+snowseq_gene_uuid_bytea(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_UUID_P(GeneUuid(HashOfBytea(PG_GETARG_BYTEA_PP(0))));
+}
 
 /* snowseq_gene(text) -> int */
 Datum

@@ -7,6 +7,7 @@
 #include "postgres.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 
@@ -35,6 +36,10 @@ int			snowseq_max_lead_ms = 10000;
 int			snowseq_max_counters = 64;
 static char *snowseq_epoch = NULL;
 int64		SnowseqEpochMs = 0;
+int			snowseq_backfill_node_id = -1;
+bool		snowseq_seq_before_node = false;
+static char *snowseq_layout = NULL;
+static bool layout_bits_given = false;	/* a bit setting came with the server's settings */
 
 /* ms in a year of 365.25 days: the lifetime warning's threshold */
 #define SNOWSEQ_YEAR_MS		((int64) 31557600000)
@@ -204,6 +209,7 @@ GucInit(void)
 {
 	char	   *raw;
 
+	GucLayoutNoteExplicit();
 	GucDefineInt("snowseq.node_id",
 				 "Node id of this server, unique among the servers that share IDs (-1: unset).",
 				 &snowseq_node_id, -1, -1, INT_MAX, 0);
@@ -242,6 +248,7 @@ GucInit(void)
 	GucDefineInt("snowseq.max_counters",
 				 "Named counters and serials the shared memory has room for.",
 				 &snowseq_max_counters, 64, 0, 100000, 0);
+	GucLayoutInit();
 }
 
 /*
@@ -272,6 +279,7 @@ GucValidate(void)
 	/* checked by EpochCheck already */
 	if (!ParseEpoch(snowseq_epoch, &SnowseqEpochMs, &why))
 		elog(ERROR, "invalid snowseq.epoch: %s", why);
+	GucLayoutApply();
 
 	if (sum > 63)
 		ereport(ERROR,
@@ -318,5 +326,198 @@ GucValidate(void)
 					 errdetail("snowseq.time_bits = %d with snowseq.time_unit_ms = %d from snowseq.epoch last until then; snowseq_next() fails after that.",
 							   snowseq_time_bits, snowseq_time_unit_ms),
 					 errhint("Plan a move to a later snowseq.epoch or more time bits.")));
+	}
+}
+
+/* ---- the field order of the snowflake layout and the backfill node id ---- */
+
+/* A layout as snowseq.layout gives it. */
+typedef struct LayoutSpec
+{
+	int			time_bits;
+	int			node_bits;
+	int			seq_bits;
+	bool		seq_before_node;
+} LayoutSpec;
+
+/*
+ * Parse snowseq.layout, such as 'time:39,seq:8,node:16': each of time,
+ * node and seq once, time first (the top field, so that IDs increase with
+ * time), widths within the ranges of the three bit settings, 63 bits at
+ * most.  False with a reason in *why.
+ */
+static bool
+ParseLayout(const char *value, LayoutSpec *l, char **why)
+{
+	char	   *copy = pstrdup(value);
+	char	   *save = NULL;
+	int			bits[3] = {-1, -1, -1};
+	static const char *const names[3] = {"time", "node", "seq"};
+	static const int min_bits[3] = {1, 0, 1};
+	static const int max_bits[3] = {62, 30, 31};
+	int			order[3];
+	int			nfields = 0;
+
+	for (char *f = strtok_r(copy, ",", &save); f != NULL; f = strtok_r(NULL, ",", &save))
+	{
+		char	   *colon = strchr(f, ':');
+		char	   *name = f;
+		char	   *end;
+		long		v;
+		int			k;
+
+		if (colon == NULL)
+		{
+			*why = psprintf("Field \"%s\" has no width: write name:bits, such as time:41.", f);
+			return false;
+		}
+		*colon = '\0';
+		while (isspace((unsigned char) *name))
+			name++;
+		for (end = name + strlen(name); end > name && isspace((unsigned char) end[-1]); end--)
+			*(end - 1) = '\0';
+		for (k = 0; k < 3; k++)
+			if (pg_strcasecmp(name, names[k]) == 0)
+				break;
+		if (k == 3)
+		{
+			*why = psprintf("Unknown field \"%s\": the fields are time, node and seq.", name);
+			return false;
+		}
+		if (bits[k] >= 0)
+		{
+			*why = psprintf("Field %s is given twice.", names[k]);
+			return false;
+		}
+		errno = 0;
+		v = strtol(colon + 1, &end, 10);
+		while (isspace((unsigned char) *end))
+			end++;
+		if (errno != 0 || end == colon + 1 || *end != '\0' || v < min_bits[k] || v > max_bits[k])
+		{
+			*why = psprintf("Field %s must have %d to %d bits, not \"%s\".",
+							names[k], min_bits[k], max_bits[k], colon + 1);
+			return false;
+		}
+		bits[k] = (int) v;
+		order[nfields++] = k;
+	}
+	for (int k = 0; k < 3; k++)
+		if (bits[k] < 0)
+		{
+			*why = psprintf("Field %s is missing: give all of time, node and seq (node:0 for none).",
+							names[k]);
+			return false;
+		}
+	if (order[0] != 0)
+	{
+		*why = pstrdup("The time field must come first: IDs increase with time only when it is the top field.");
+		return false;
+	}
+	if (bits[0] + bits[1] + bits[2] > 63)
+	{
+		*why = psprintf("The fields add up to %d bits, at most 63 are allowed.",
+						bits[0] + bits[1] + bits[2]);
+		return false;
+	}
+	l->time_bits = bits[0];
+	l->node_bits = bits[1];
+	l->seq_bits = bits[2];
+	l->seq_before_node = order[1] == 2;
+	pfree(copy);
+	return true;
+}
+
+/* Check hook of snowseq.layout: empty, or a layout ParseLayout accepts. */
+static bool
+LayoutCheck(char **newval, void **extra, GucSource source)
+{
+	LayoutSpec	l;
+	char	   *why;
+
+	if (*newval == NULL || **newval == '\0')
+		return true;
+	if (!ParseLayout(*newval, &l, &why))
+	{
+		GUC_check_errdetail("%s", why);
+		GUC_check_errhint("Write the fields from the most significant on, such as 'time:41,node:10,seq:12' or 'time:39,seq:8,node:16'.");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Note whether any of the three bit settings was given: called before they
+ * are defined, while a value given in the configuration is a placeholder.
+ */
+void
+GucLayoutNoteExplicit(void)
+{
+	layout_bits_given = GetConfigOption("snowseq.time_bits", true, false) != NULL ||
+		GetConfigOption("snowseq.node_bits", true, false) != NULL ||
+		GetConfigOption("snowseq.seq_bits", true, false) != NULL;
+}
+
+/* Define snowseq.layout and snowseq.backfill_node_id. */
+void
+GucLayoutInit(void)
+{
+	char	   *raw = GucPlaceholder("snowseq.layout");
+
+	DefineCustomStringVariable("snowseq.layout",
+							   "Fields of a snowflake ID from the most significant on, such as 'time:39,seq:8,node:16'.",
+							   "Empty: time | node | seq with snowseq.time_bits, node_bits and seq_bits.",
+							   &snowseq_layout, "",
+							   PGC_POSTMASTER, 0, LayoutCheck, NULL, NULL);
+	GucRecheck("snowseq.layout", raw);
+	GucDefineInt("snowseq.backfill_node_id",
+				 "Node id that the IDs snowseq_id_at() makes for past instants carry (-1: unset).",
+				 &snowseq_backfill_node_id, -1, -1, INT_MAX, 0);
+}
+
+/*
+ * Apply snowseq.layout to the three bit settings (refusing both kinds of
+ * setting at once), then check the backfill node id against the layout
+ * and the node id.  Runs in the postmaster at preload: an ERROR stops the
+ * server.
+ */
+void
+GucLayoutApply(void)
+{
+	LayoutSpec	l;
+	char	   *why;
+
+	if (snowseq_layout != NULL && snowseq_layout[0] != '\0')
+	{
+		if (layout_bits_given)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("snowseq.layout cannot be combined with snowseq.time_bits, snowseq.node_bits or snowseq.seq_bits"),
+					 errdetail("snowseq.layout = '%s' gives the widths of all fields.", snowseq_layout),
+					 errhint("Set either snowseq.layout or the three bit settings, not both.")));
+		/* checked by LayoutCheck already */
+		if (!ParseLayout(snowseq_layout, &l, &why))
+			elog(ERROR, "invalid snowseq.layout: %s", why);
+		snowseq_time_bits = l.time_bits;
+		snowseq_node_bits = l.node_bits;
+		snowseq_seq_bits = l.seq_bits;
+		snowseq_seq_before_node = l.seq_before_node;
+	}
+
+	if (snowseq_backfill_node_id >= 0)
+	{
+		if ((int64) snowseq_backfill_node_id >= ((int64) 1 << snowseq_node_bits))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("snowseq.backfill_node_id = %d does not fit in snowseq.node_bits = %d",
+							snowseq_backfill_node_id, snowseq_node_bits),
+					 errhint("Use a node id from 0 to %lld that no server uses as its snowseq.node_id.",
+							 (long long) (((int64) 1 << snowseq_node_bits) - 1))));
+		if (snowseq_backfill_node_id == snowseq_node_id)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("snowseq.backfill_node_id = %d is the node id of this server", snowseq_backfill_node_id),
+					 errdetail("IDs for past instants must carry a node id the clock never uses, or they could equal IDs the clock issued."),
+					 errhint("Use a node id that no server uses as its snowseq.node_id or snowseq.backfill_node_id.")));
 	}
 }

@@ -26,13 +26,17 @@ typedef enum ReserveTag
 {
 	RESERVE_TAG_CLOCK = 1,		/* the snowflake logical clock */
 	RESERVE_TAG_SEGMENT = 2,	/* the gene segment counter */
-	RESERVE_TAG_COUNTER = 3		/* a named counter of one database */
+	RESERVE_TAG_COUNTER = 3,	/* a named counter of one database */
+	RESERVE_TAG_BACKFILL = 4,	/* the clock of IDs for past instants */
+	RESERVE_TAG_WIDE_SEGMENT = 5	/* the segment counter of 128-bit gene IDs */
 } ReserveTag;
 
 /* the fixed reservations come first in the array */
 #define RESERVE_CLOCK			0
 #define RESERVE_SEGMENT			1
-#define RESERVE_FIXED			2
+#define RESERVE_BACKFILL		2
+#define RESERVE_WIDE_SEGMENT	3
+#define RESERVE_FIXED			4
 
 typedef struct ReserveId
 {
@@ -166,7 +170,7 @@ typedef struct SavedConfig
 	int32		node_bits;
 	int32		seq_bits;
 	int32		time_unit_ms;
-	int32		pad;
+	int32		seq_before_node;	/* field order: 0 time|node|seq, 1 time|seq|node */
 	int64		epoch_ms;
 } SavedConfig;
 

@@ -31,6 +31,7 @@
 #include "utils/rangetypes.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
+#include "utils/uuid.h"
 
 #include "catcache.h"
 #include "compat.h"
@@ -175,6 +176,41 @@ PG_FUNCTION_INFO_V1(snowseq_route);
 PG_FUNCTION_INFO_V1(snowseq_route_gene);
 PG_FUNCTION_INFO_V1(snowseq_shard_map_changed);
 PG_FUNCTION_INFO_V1(snowseq_create_shards);
+PG_FUNCTION_INFO_V1(shard_of_uuid);
+PG_FUNCTION_INFO_V1(snowseq_route_uuid);
+
+/*
+ * The 23-bit gene of a 128-bit gene ID: its top 23 bits.  ERROR for a UUID
+ * that is not version 8 of the RFC variant, which snowseq_gene_uuid() makes.
+ */
+static int
+WideGeneOfUuid(const pg_uuid_t *uuid)
+{
+	if ((uuid->data[6] >> 4) != 8 || (uuid->data[8] & 0xC0) != 0x80)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" is not a 128-bit gene ID",
+						DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(uuid)))),
+				 errdetail("A 128-bit gene ID is an RFC 9562 version 8 UUID: its third group begins with 8, its fourth with 8, 9, a or b."),
+				 errhint("Make 128-bit gene IDs with snowseq_gene_uuid(key).")));
+	return (uuid->data[0] << 15) | (uuid->data[1] << 7) | (uuid->data[2] >> 1);
+}
+
+/* shard_of(uuid) -> int: the 23-bit gene of a 128-bit gene ID; >> 8 is its 15-bit gene. */
+Datum
+shard_of_uuid(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(WideGeneOfUuid(PG_GETARG_UUID_P(0)));
+}
+
+/* snowseq_route(uuid) -> text: the shard of a 128-bit gene ID, by the same map. */
+Datum
+snowseq_route_uuid(PG_FUNCTION_ARGS)
+{
+	int			gene = WideGeneOfUuid(PG_GETARG_UUID_P(0)) >> SNOWSEQ_WIDE_EXTRA_BITS;
+
+	PG_RETURN_TEXT_P(MapLookup(fcinfo->flinfo->fn_oid, gene));
+}
 
 /* shard_of(id) -> int: the gene of an ID, id >> 48. */
 Datum

@@ -65,14 +65,54 @@ SegmentNext(void)
 	return (next << snowseq_node_bits) | (uint64) snowseq_node_id;
 }
 
-/* Advance the segment reservation if it is due (the worker, holding the lock). */
+/*
+ * The counter of the next segment of a 128-bit gene ID: its own reservation,
+ * advanced like the 64-bit one.  The segment is (counter << 30) | node id,
+ * 79 bits, whatever snowseq.node_bits is (a node id has at most 30 bits).
+ */
+uint64
+WideSegmentNext(void)
+{
+	Reservation *r = &SnowseqRes[RESERVE_WIDE_SEGMENT];
+	uint64		limit = (uint64) 1 << SNOWSEQ_WIDE_COUNTER_BITS;
+	uint64		next;
+	uint64		last;
+	ReserveSpec spec;
+
+	for (;;)
+	{
+		ReserveResult rr = ReserveTake(r, 0, 1, limit, &next, &last);
+
+		if (likely(rr == RESERVE_OK))
+			break;
+		SegmentSpec(&spec);
+		if (rr == RESERVE_LOW)
+		{
+			ReserveRequestAdvance(r, &spec);
+			break;
+		}
+		if (rr == RESERVE_LIMIT)
+			ereport(ERROR,
+					(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+					 errmsg("snowseq 128-bit gene segment counter ran out after %llu segments",
+							(unsigned long long) (limit - 1)),
+					 errhint("Move new rows of this node to another node id.")));
+		ReserveWait(r, &spec, last);
+	}
+	return next;
+}
+
+/* Advance the segment reservations if they are due (the worker, holding the lock). */
 bool
 SegmentAdvanceDue(bool in_use)
 {
 	ReserveSpec spec;
+	bool		did;
 
 	SegmentSpec(&spec);
-	return ReserveAdvanceIfDue(&SnowseqRes[RESERVE_SEGMENT], &spec, in_use);
+	did = ReserveAdvanceIfDue(&SnowseqRes[RESERVE_SEGMENT], &spec, in_use);
+	did |= ReserveAdvanceIfDue(&SnowseqRes[RESERVE_WIDE_SEGMENT], &spec, in_use);
+	return did;
 }
 
 /*

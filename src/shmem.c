@@ -67,6 +67,10 @@ ReservationName(const Reservation *r)
 			return "clock";
 		case RESERVE_TAG_SEGMENT:
 			return "segment";
+		case RESERVE_TAG_BACKFILL:
+			return "backfill";
+		case RESERVE_TAG_WIDE_SEGMENT:
+			return "wide segment";
 		default:
 			return NameStr(r->id.name);
 	}
@@ -295,12 +299,17 @@ ShmemStartup(void)
 		SnowseqRes[RESERVE_CLOCK].in_use = true;
 		SnowseqRes[RESERVE_SEGMENT].id.tag = RESERVE_TAG_SEGMENT;
 		SnowseqRes[RESERVE_SEGMENT].in_use = true;
+		SnowseqRes[RESERVE_BACKFILL].id.tag = RESERVE_TAG_BACKFILL;
+		SnowseqRes[RESERVE_BACKFILL].in_use = true;
+		SnowseqRes[RESERVE_WIDE_SEGMENT].id.tag = RESERVE_TAG_WIDE_SEGMENT;
+		SnowseqRes[RESERVE_WIDE_SEGMENT].in_use = true;
 		pg_atomic_init_u64(&Snowseq->last_wall_ms, 0);
 		pg_atomic_init_u64(&Snowseq->backward_events, 0);
 		pg_atomic_init_u64(&Snowseq->overflow_borrows, 0);
 		pg_atomic_init_u64(&Snowseq->lead_waits, 0);
 		pg_atomic_init_u64(&Snowseq->ref_offset_ms, 0);
 		pg_atomic_init_u32(&Snowseq->advance_requested, 0);
+		SpinLockInit(&Snowseq->backfill_mutex);
 		Snowseq->lock = &(GetNamedLWLockTranche("snowseq"))->lock;
 		ConditionVariableInit(&Snowseq->advanced);
 		Snowseq->nslots = ShmemSlotCount();

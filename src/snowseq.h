@@ -12,6 +12,7 @@
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/spin.h"
 #include "utils/timestamp.h"
 
 #define SNOWSEQ_CACHE_LINE		64
@@ -19,6 +20,17 @@
 #define SNOWSEQ_GENE_BITS		15
 #define SNOWSEQ_SEGMENT_BITS	48
 #define SNOWSEQ_MAX_GENE		((1 << SNOWSEQ_GENE_BITS) - 1)
+
+/*
+ * 128-bit gene IDs (uuid), from the most significant bit on: gene 23 bits
+ * (the 64-bit gene, then 8 more bits of the same hash), key version 20,
+ * segment 5, version 4 (1000: RFC 9562 version 8), segment 12, variant 2
+ * (10), segment 62.  The 79-bit segment is (counter << 30) | node id.
+ */
+#define SNOWSEQ_WIDE_GENE_BITS	23
+#define SNOWSEQ_WIDE_EXTRA_BITS (SNOWSEQ_WIDE_GENE_BITS - SNOWSEQ_GENE_BITS)
+#define SNOWSEQ_WIDE_NODE_BITS	30
+#define SNOWSEQ_WIDE_COUNTER_BITS 49
 
 /* ms since 1970-01-01 UTC and timestamptz (us since 2000-01-01) */
 #define SNOWSEQ_UNIX_TO_PG_MS \
@@ -39,6 +51,8 @@ extern int	snowseq_promote_margin_ms;
 extern int	snowseq_max_lead_ms;
 extern int	snowseq_max_counters;
 extern int64 SnowseqEpochMs;	/* snowseq.epoch in ms since 1970-01-01 UTC */
+extern int	snowseq_backfill_node_id;
+extern bool snowseq_seq_before_node;	/* snowseq.layout: time | seq | node */
 
 extern void GucInit(void);
 extern void GucDefineInt(const char *name, const char *desc, int *var,
@@ -47,6 +61,9 @@ extern void GucDefineBool(const char *name, const char *desc, bool *var,
 						  bool boot, int flags);
 extern void GucReservePrefix(void);
 extern void GucValidate(void);
+extern void GucLayoutNoteExplicit(void);
+extern void GucLayoutInit(void);
+extern void GucLayoutApply(void);
 
 /* ---- time ---- */
 extern TimestampTz SnowseqMsToTimestamptz(int64 ms);
@@ -88,6 +105,12 @@ typedef struct SnowseqShared
 	char		state_message[512];
 	bool		state_file_found;
 
+	/* the lap of the backfill clock (backfill.c), under backfill_mutex */
+	slock_t		backfill_mutex;
+	bool		backfill_lap_open;
+	uint64		backfill_floor; /* lowest sequence value of the lap */
+	uint64		backfill_after; /* the last value handed out + 1, or 0 */
+
 	int			nslots;
 	IssuedSlot	issued[FLEXIBLE_ARRAY_MEMBER];
 } SnowseqShared;
@@ -124,6 +147,8 @@ struct SavedSlot;
 extern void ClockInit(void);
 extern uint64 ClockNext(uint64 n);
 extern int64 ClockComposeId(uint64 counter);
+extern int64 ClockComposeBackfillId(uint64 counter);
+extern int64 ClockTimeFieldOf(TimestampTz ts);
 extern TimestampTz ClockCounterInstant(uint64 counter);
 extern TimestampTz ClockEndOfTime(void);
 extern uint64 ClockCounterLimit(void);
@@ -136,6 +161,12 @@ extern void ClockRaiseForReset(uint64 floor, bool check_lead, struct SavedSlot *
 extern uint64 SegmentNext(void);
 extern bool SegmentAdvanceDue(bool in_use);
 extern uint64 SegmentFloorAfterReset(const struct SavedConfig *old, uint64 old_bound);
+extern uint64 WideSegmentNext(void);
+
+/* backfill.c */
+extern uint64 BackfillNext(TimestampTz ts);
+extern bool BackfillAdvanceDue(bool in_use);
+extern void BackfillCheckInstant(FunctionCallInfo fcinfo);
 
 /* counter.c */
 

@@ -60,6 +60,7 @@ StateConfigCurrent(SavedConfig *c)
 	c->node_bits = snowseq_node_bits;
 	c->seq_bits = snowseq_seq_bits;
 	c->time_unit_ms = snowseq_time_unit_ms;
+	c->seq_before_node = snowseq_seq_before_node ? 1 : 0;
 	c->epoch_ms = SnowseqEpochMs;
 }
 
@@ -73,6 +74,10 @@ StateConfigDiffers(const SavedConfig *c, char *buf, size_t len)
 				 "The layout was %d/%d/%d bits at %d ms and is now %d/%d/%d bits at %d ms.",
 				 c->time_bits, c->node_bits, c->seq_bits, c->time_unit_ms,
 				 snowseq_time_bits, snowseq_node_bits, snowseq_seq_bits, snowseq_time_unit_ms);
+	else if (c->seq_before_node != (snowseq_seq_before_node ? 1 : 0))
+		snprintf(buf, len, "The field order was %s and is now %s.",
+				 c->seq_before_node ? "time, seq, node" : "time, node, seq",
+				 snowseq_seq_before_node ? "time, seq, node" : "time, node, seq");
 	else if (c->epoch_ms != SnowseqEpochMs)
 	{
 		/* timestamptz_to_str() returns a static buffer: copy the first */

@@ -83,9 +83,9 @@ PutBigEndian(unsigned char *p, uint64 v)
 	}
 }
 
-/* The version 7 UUID of a clock value (see the top of this file). */
+/* The version 7 UUID of a clock value and a node id (see the top of this file). */
 static void
-UuidCompose(uint64 counter, pg_uuid_t *uuid)
+UuidCompose(uint64 counter, int node, pg_uuid_t *uuid)
 {
 	int			seq_bits = snowseq_seq_bits;
 	int			extra = Max(seq_bits, 12) - 12; /* counter bits in rand_b */
@@ -106,7 +106,7 @@ UuidCompose(uint64 counter, pg_uuid_t *uuid)
 	hi = ((uint64) ms << 16) | (UINT64CONST(7) << 12) | (seq >> extra);
 	lo = (UINT64CONST(2) << 62) |
 		((seq & LowBits(extra)) << (62 - extra)) |
-		((uint64) snowseq_node_id << random_bits) |
+		((uint64) node << random_bits) |
 		(UuidRandomBits() & LowBits(random_bits));
 	PutBigEndian(uuid->data, hi);
 	PutBigEndian(uuid->data + 8, lo);
@@ -114,6 +114,9 @@ UuidCompose(uint64 counter, pg_uuid_t *uuid)
 
 PG_FUNCTION_INFO_V1(snowseq_uuid);
 PG_FUNCTION_INFO_V1(snowseq_uuid_time);
+PG_FUNCTION_INFO_V1(snowseq_uuid_at);
+PG_FUNCTION_INFO_V1(snowseq_uuid_min);
+PG_FUNCTION_INFO_V1(snowseq_uuid_max);
 
 /* snowseq_uuid() -> uuid: a version 7 UUID from the cluster-wide clock. */
 Datum
@@ -122,7 +125,7 @@ snowseq_uuid(PG_FUNCTION_ARGS)
 	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
 
 	SnowseqCheckUsable();
-	UuidCompose(ClockNext(1), uuid);
+	UuidCompose(ClockNext(1), snowseq_node_id, uuid);
 	PG_RETURN_UUID_P(uuid);
 }
 
@@ -150,4 +153,87 @@ snowseq_uuid_time(PG_FUNCTION_ARGS)
 	for (int i = 0; i < 6; i++)
 		ms = (ms << 8) | uuid->data[i];
 	PG_RETURN_TIMESTAMPTZ(SnowseqMsToTimestamptz(ms));
+}
+
+/*
+ * snowseq_uuid_at(ts) -> uuid: a new version 7 UUID whose time is that of
+ * ts, from the same backfill clock as snowseq_id_at(), with the backfill
+ * node id where snowseq_uuid() has the node id: never equal to one of the
+ * clock's UUIDs, nor to another.
+ */
+Datum
+snowseq_uuid_at(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+
+	BackfillCheckInstant(fcinfo);
+	UuidCompose(BackfillNext(PG_GETARG_TIMESTAMPTZ(0)), snowseq_backfill_node_id, uuid);
+	PG_RETURN_UUID_P(uuid);
+}
+
+/*
+ * A UUID bound: unix_ts_ms ms, every other bit zero (fill false) or one
+ * (fill true); a nil UUID when ms is before 1970.
+ */
+static pg_uuid_t *
+UuidBound(int64 ms, bool fill)
+{
+	pg_uuid_t  *uuid = palloc0(sizeof(pg_uuid_t));
+
+	if (ms < 0)
+		return uuid;
+	PutBigEndian(uuid->data, ((uint64) ms << 16) | (fill ? 0xFFFF : 0));
+	PutBigEndian(uuid->data + 8, fill ? PG_UINT64_MAX : 0);
+	return uuid;
+}
+
+/* The unix_ts_ms of the start of time unit t; ERROR beyond 48 bits. */
+static int64
+UuidUnitMs(uint64 t)
+{
+	int64		ms;
+
+	if (!ClockUnitsToMs(t, &ms) || ms > UUID_MAX_UNIX_MS)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("snowseq time field value %llu is outside the range of UUIDv7 timestamps",
+						(unsigned long long) t),
+				 errdetail("A version 7 UUID holds milliseconds since 1970-01-01 in 48 bits, up to the year 10889.")));
+	return ms;
+}
+
+/*
+ * snowseq_uuid_min(ts) -> uuid: the smallest UUID of the time unit of ts,
+ * below every version 7 UUID made in it or after: WHERE id >=
+ * snowseq_uuid_min(...) uses the index.  The nil UUID before the epoch.
+ */
+Datum
+snowseq_uuid_min(PG_FUNCTION_ARGS)
+{
+	int64		t = ClockTimeFieldOf(PG_GETARG_TIMESTAMPTZ(0));
+
+	if (t < 0)
+		PG_RETURN_UUID_P(UuidBound(-1, false));
+	PG_RETURN_UUID_P(UuidBound(UuidUnitMs((uint64) t), false));
+}
+
+/*
+ * snowseq_uuid_max(ts) -> uuid: the largest UUID of the time unit of ts,
+ * above every version 7 UUID made in it or before.  The nil UUID before
+ * the epoch.
+ */
+Datum
+snowseq_uuid_max(PG_FUNCTION_ARGS)
+{
+	int64		t = ClockTimeFieldOf(PG_GETARG_TIMESTAMPTZ(0));
+	int64		next_ms;
+	int64		end = UUID_MAX_UNIX_MS;
+
+	if (t < 0)
+		PG_RETURN_UUID_P(UuidBound(-1, false));
+	(void) UuidUnitMs((uint64) t);
+	/* the last ms of the unit, at most the last a UUID holds */
+	if (ClockUnitsToMs((uint64) t + 1, &next_ms))
+		end = Min(next_ms - 1, UUID_MAX_UNIX_MS);
+	PG_RETURN_UUID_P(UuidBound(end, true));
 }

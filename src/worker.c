@@ -69,6 +69,7 @@ WorkerAdvanceDue(bool at_start)
 
 		did |= ClockAdvanceDue(in_use);
 		did |= SegmentAdvanceDue(in_use);
+		did |= BackfillAdvanceDue(in_use);
 		/* named counters advance in their database: counter.c */
 	}
 	LWLockRelease(Snowseq->lock);

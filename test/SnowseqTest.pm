@@ -215,7 +215,8 @@ sub check_ids
 }
 
 # A state file (version 2) as a hash: node_id, layout ("t/n/s\@unit"),
-# epoch_ms, clock and segment (their bounds), and counters (name => bound);
+# epoch_ms, clock, segment, backfill and wide_segment (their bounds), and
+# counters (name => bound);
 # undef when the file is missing or not a snowseq state file.  Layout:
 # magic, version, the configuration (six int32, an int64 epoch), the number
 # of reservations, then per reservation its tag, database, name (64 bytes),
@@ -238,6 +239,8 @@ sub read_state_file
 		  unpack('L< L< Z64 Q< Q< Q<', substr($buf, 48 + 96 * $i, 96));
 		if ($tag == 1) { $s{clock} = $bound; }
 		elsif ($tag == 2) { $s{segment} = $bound; }
+		elsif ($tag == 4) { $s{backfill} = $bound; }
+		elsif ($tag == 5) { $s{wide_segment} = $bound; }
 		else { $s{counters}{$name} = $bound; }
 	}
 	return \%s;
