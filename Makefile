@@ -63,6 +63,12 @@ PROVE_TESTS = $(or $(T),test/t/*.pl)
 PROVE_FLAGS = -I ./test
 
 PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir) -DSNOWSEQ_VERSION=\"$(EXTVERSION)\"
+# a test build with snowseq's own Assert()s checked (ERROR when they fail)
+# on a server built without assertions: make SNOWSEQ_DEBUG=1 (src/debug.h,
+# included first in every source file)
+ifdef SNOWSEQ_DEBUG
+PG_CPPFLAGS += -DSNOWSEQ_DEBUG -include $(srcdir)/src/debug.h
+endif
 override PG_CFLAGS += -fno-semantic-interposition -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
 
 EXTRA_CLEAN = tmp_check_regress tmp_check_isolation results output_iso regression.diffs regression.out

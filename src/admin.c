@@ -12,6 +12,7 @@
 #include "utils/datetime.h"
 
 #include "reserve.h"
+#include "testpoint.h"
 
 PG_FUNCTION_INFO_V1(snowseq_reset_state);
 
@@ -115,6 +116,13 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 				 errmsg("the gene segment counter would have to resume at %llu, past its end at %llu",
 						(unsigned long long) seg_floor, (unsigned long long) seg_limit),
 				 errhint("Restore the previous settings, or use fewer snowseq.node_bits.")));
+
+	/*
+	 * isolation tests pause here: the floors are known and the lock is
+	 * held, nothing is raised yet (generation goes on lock-free below the
+	 * durable bounds; test/specs/reset_race.spec)
+	 */
+	SNOWSEQ_TESTPOINT("reset_locked");
 
 	/* raise, never lower: the clock first, since it may refuse */
 	ClockRaiseForReset(clock_floor, !same_config, &raised);

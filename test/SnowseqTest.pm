@@ -10,11 +10,13 @@ use warnings;
 use Exporter 'import';
 use File::Temp ();
 use IPC::Run ();
+use POSIX ();
+use Time::HiRes ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(snowseq_node start_faketime set_fake_offset id_clients
+our @EXPORT = qw(snowseq_node start_faketime set_fake_offset seconds_to_next_unit wait_until id_clients
   wait_clients check_ids read_ids all_unique strictly_increasing max_of
   min_of segment_of server_log_since read_state_file script_clients
   read_lines extension_fingerprint compare_fingerprints);
@@ -71,6 +73,37 @@ sub set_fake_offset
 	print $fh "$offset\n";
 	close $fh;
 	rename "$file.tmp", $file or die "cannot rename $file: $!";
+}
+
+# Whole seconds from now (the real clock) to the start of the next time
+# unit of $unit_ms (whole seconds) counted from the default epoch,
+# 2025-01-01 00:00 UTC.  As a libfaketime offset, plus a second, it puts a
+# server's wall clock just past a unit boundary: no unit ends for nearly a
+# whole unit, so a test with long units owns every change of the time unit
+# (it steps the offset) instead of racing the real clock.
+sub seconds_to_next_unit
+{
+	my ($unit_ms) = @_;
+	die "time unit $unit_ms ms is not whole seconds" if $unit_ms % 1000;
+	my $unit = $unit_ms / 1000;
+	my $since = Time::HiRes::time() - 1735689600;
+	return POSIX::ceil((POSIX::floor($since / $unit) + 1) * $unit - $since);
+}
+
+# Poll until $cond->() is true (every 10 ms, up to the tests' default
+# timeout, which PG_TEST_TIMEOUT_DEFAULT raises on a slow machine); returns
+# whether it became true.  For conditions outside the server (files,
+# processes); for the server's state use poll_query_until.
+sub wait_until
+{
+	my ($cond) = @_;
+	my $deadline = Time::HiRes::time() + $PostgreSQL::Test::Utils::timeout_default;
+	until ($cond->())
+	{
+		return 0 if Time::HiRes::time() > $deadline;
+		Time::HiRes::usleep(10_000);
+	}
+	return 1;
 }
 
 # Start $n psql clients, each running $sql, with the rows each received

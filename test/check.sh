@@ -7,6 +7,9 @@
 #        PROVE_FLAGS='-I ./test -v' ...             (verbose TAP output)
 #        SKIP_BENCH=1 bash test/check.sh            (no benchmark smoke run)
 #        SKIP_TAP=1 bash test/check.sh              (pg_regress and isolation specs only)
+#        DEBUG_BUILD=1 bash test/check.sh           (snowseq built with SNOWSEQ_DEBUG:
+#                                      its Assert()s ERROR when they fail, on a
+#                                      server built without assertions)
 #        PG_CONFIG=/usr/lib/postgresql/17/bin/pg_config bash test/check.sh
 #                                      (another PostgreSQL; test/matrix.sh)
 #        SNOWSEQ_OLD_PG_CONFIG=/usr/lib/postgresql/17/bin/pg_config ...
@@ -18,6 +21,11 @@ cd "$(dirname "$0")/.."
 . test/lib.sh
 
 ensure_packages
+if [ -n "${DEBUG_BUILD:-}" ]; then
+	SNOWSEQ_DEBUG=1
+	export SNOWSEQ_DEBUG
+	echo "snowseq: test build with assertions (SNOWSEQ_DEBUG)"
+fi
 [ -n "${SKIP_BUILD:-}" ] || build_and_install
 if [ -n "${SNOWSEQ_OLD_PG_CONFIG:-}" ]; then
 	[ -n "${SKIP_BUILD:-}" ] || build_and_install_elsewhere "$SNOWSEQ_OLD_PG_CONFIG"

@@ -38,10 +38,11 @@ ensure_packages() {
 	PGBIN=$("$PG_CONFIG" --bindir)
 }
 
-# Build warning-free (-Werror) and install into the PostgreSQL tree.
+# Build warning-free (-Werror) and install into the PostgreSQL tree; with
+# SNOWSEQ_DEBUG set, the test build whose Assert()s are checked.
 build_and_install() {
 	make -s PG_CONFIG="$PG_CONFIG" clean >/dev/null
-	make -s PG_CONFIG="$PG_CONFIG" PG_CFLAGS=-Werror
+	make -s PG_CONFIG="$PG_CONFIG" PG_CFLAGS=-Werror ${SNOWSEQ_DEBUG:+SNOWSEQ_DEBUG=1}
 	$SUDO make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
 }
 

@@ -170,19 +170,32 @@ is($st->{ids_issued} - $issued_before, 4 * $per_session,
 
 my ($batches, $batch) = (200, 1000);
 my $singles = 300_000;
-# The batch sessions pause 5 ms between batches, so that they last long
-# enough for the single-ID sessions, started once the first batches are out,
-# to take IDs between them.
+# The batch sessions stop halfway, before batch 101, on an advisory lock the
+# test holds in each database (advisory locks are per database), until the
+# single-ID sessions have received IDs: those lie between two batches of
+# each batch session, whatever the speed of the machine.
+my $gate = 7236942;
+my @gates = map {
+	my $g = $node->background_psql($_);
+	$g->query_safe("SELECT pg_advisory_lock($gate)");
+	$g
+} ('postgres', 'otherdb');
+my $half = $batches / 2 + 1;
 my $batch_sql = "COPY (SELECT snowseq_next_n($batch) FROM generate_series(1, $batches) g "
-  . "WHERE pg_sleep(0.005 + 0 * g) IS NOT NULL) TO STDOUT";
+  . "WHERE g <> $half OR pg_advisory_lock_shared($gate) IS NOT NULL) TO STDOUT";
 my $batch_clients = [
 	@{ db_clients($node, 'postgres', 1, $batch_sql, 'batch') },
 	@{ db_clients($node, 'otherdb', 1, $batch_sql, 'batch_other') },
 ];
-ok(wait_for_output($batch_clients->[0][1]) && wait_for_output($batch_clients->[1][1]),
-	'batch sessions are running');
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = $gate AND NOT granted", '2'),
+	'both batch sessions issued half their batches and wait');
 my $next_clients = db_clients($node, 'postgres', 2,
 	"COPY (SELECT snowseq_next() FROM generate_series(1, $singles)) TO STDOUT", 'single');
+ok(wait_for_output($next_clients->[0][1]) && wait_for_output($next_clients->[1][1]),
+	'the single-ID sessions received IDs');
+$_->query_safe("SELECT pg_advisory_unlock($gate)") for @gates;
+$_->quit for @gates;
 my $mix = [ @$next_clients, @$batch_clients ];
 clients_ok($mix, 'batches and single IDs');
 my $mixed = check_ids($mix, 'batches and single IDs');
@@ -276,42 +289,47 @@ $node->stop;
 #    up with once the load stops.
 ###########################################################################
 
-# 51/10/2: four IDs per millisecond, so 100,000 IDs need 25 s of logical time
-my ($tb, $nb, $sb) = (51, 10, 2);
-my $ovf = snowseq_node('overflow', node_id => 5,
-	conf => [ "snowseq.time_bits = $tb", "snowseq.node_bits = $nb", "snowseq.seq_bits = $sb" ]);
-my $n_ovf = 100_000;
-my $epoch_ms = 1000 * $ovf->safe_psql('postgres', 'SELECT extract(epoch FROM epoch) FROM snowseq_status');
+# Borrowing by construction, not by speed: two IDs per one-hour time unit
+# (51/10/1 at 3,600,000 ms) under libfaketime, so 20 IDs need 10 hours of
+# logical time and any machine takes them far faster than that.  The fake
+# wall clock starts a second past a unit boundary (no unit ends while the
+# IDs are taken) and is stepped past the borrowed time by the test, instead
+# of the test sleeping until the real clock gets there.
+my ($tb, $nb, $sb) = (51, 10, 1);
+my $unit_ms = 3_600_000;
+my $n_ovf = 20;
+my $ovf_clock = "$PostgreSQL::Test::Utils::tmp_check/overflow_clock_offset";
+my $to_unit = seconds_to_next_unit($unit_ms) + 1;
+set_fake_offset($ovf_clock, "+${to_unit}s");
+my $ovf = snowseq_node('overflow', node_id => 5, faketime => $ovf_clock,
+	conf => [ "snowseq.time_bits = $tb", "snowseq.node_bits = $nb", "snowseq.seq_bits = $sb",
+			  "snowseq.time_unit_ms = $unit_ms", 'snowseq.max_lead_ms = 86400000' ]);
 my $ovf_c = db_clients($ovf, 'postgres', 1,
 	"COPY (SELECT snowseq_next() FROM generate_series(1, $n_ovf)) TO STDOUT", 'overflow');
 clients_ok($ovf_c, 'overflow');
-my $after = status_row($ovf, 'overflow_borrows', 'extract(epoch FROM drift)',
-	'last_time > wall_clock', 'extract(epoch FROM wall_clock)');
+my $after = status_row($ovf, 'overflow_borrows', 'extract(epoch FROM drift)', 'last_time > wall_clock');
 my $ovf_ids = check_ids($ovf_c, "overflow ($tb/$nb/$sb layout)");
 is(scalar(@$ovf_ids), $n_ovf, "one statement received $n_ovf IDs");
 ok(!(grep { (decode_id($_, $nb, $sb))[1] != 5 } @$ovf_ids), 'every ID carries node id 5');
-my $first_ms = (decode_id($ovf_ids->[0], $nb, $sb))[0];
-my $last_ms = (decode_id($ovf_ids->[-1], $nb, $sb))[0];
-cmp_ok($last_ms - $first_ms, '>=', $n_ovf / (1 << $sb) - 1,
-	"the IDs span at least $n_ovf / 4 time units");
+my $first_unit = (decode_id($ovf_ids->[0], $nb, $sb))[0];
+my $last_unit = (decode_id($ovf_ids->[-1], $nb, $sb))[0];
+is($last_unit - $first_unit, $n_ovf / (1 << $sb) - 1,
+	"the IDs span " . ($n_ovf / 2) . " time units, two IDs each");
 cmp_ok($after->{overflow_borrows}, '>', 0, "overflow_borrows > 0 ($after->{overflow_borrows})");
 is($after->{'last_time > wall_clock'}, 't', 'right after, last_time is ahead of the wall clock');
 my $drift = $after->{'extract(epoch FROM drift)'};
-cmp_ok($drift, '>', 1, "right after, drift is positive ($drift s)");
-my $ahead = ($last_ms + $epoch_ms) / 1000 - $after->{'extract(epoch FROM wall_clock)'};
-note sprintf('the last ID is %.3f s ahead of the wall clock', $ahead);
+cmp_ok($drift, '>', ($n_ovf / 2 - 2) * $unit_ms / 1000, "right after, drift is the borrowed time ($drift s)");
 
-# no load: wait for the wall clock to pass the borrowed time
-my $wait = ($last_ms + $epoch_ms) / 1000 - time() + 1;
-note sprintf('waiting %.1f s for the wall clock to catch up', $wait);
-sleep($wait) if $wait > 0;
-my $caught = status_row($ovf, 'last_time <= wall_clock', 'extract(epoch FROM drift)');
-is($caught->{'last_time <= wall_clock'}, 't', 'after a pause, last_time <= wall_clock');
+# no load: the wall clock passes the borrowed time (stepped past it)
+set_fake_offset($ovf_clock, '+' . ($to_unit + ($n_ovf / 2) * $unit_ms / 1000) . 's');
+ok($ovf->poll_query_until('postgres', 'SELECT last_time <= wall_clock FROM snowseq_status', 't'),
+	'after a pause, last_time <= wall_clock');
+my $caught = status_row($ovf, 'extract(epoch FROM drift)');
 cmp_ok($caught->{'extract(epoch FROM drift)'}, '==', 0, 'after a pause, drift is 0');
 my ($next, $lag) = split /\|/, $ovf->safe_psql('postgres',
 	'SELECT id, extract(epoch FROM clock_timestamp() - snowseq_time(id)) FROM snowseq_next() id');
 cmp_ok($next, '>', $ovf_ids->[-1], 'the next ID is above every ID before');
-ok(abs($lag) < 2, "the next ID's time is the wall clock again (off by $lag s)");
+ok($lag >= 0 && $lag < $unit_ms / 1000, "the next ID's time is the wall clock's time unit again (off by $lag s)");
 $ovf->stop;
 
 done_testing();

@@ -87,18 +87,15 @@ sub start_phase
 my $advances_seen = 0;
 
 # Wait until every client has written IDs to its file (so the crash comes
-# while all four are generating), then a little longer.
+# while all four are generating), then until they have taken another 2,000
+# IDs (the server's count: enough for reservations to advance under them).
 sub wait_phase_running
 {
 	my ($phase) = @_;
-	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-	while (time < $deadline)
-	{
-		my $ready = grep { -s $_->[1][0][1] } @$phase;
-		last if $ready == @$phase;
-		usleep(50_000);
-	}
-	usleep(700_000);
+	ok(wait_until(sub { (grep { -s $_->[1][0][1] } @$phase) == @$phase }), 'every client is generating');
+	my $issued = $node->safe_psql('postgres', 'SELECT ids_issued FROM snowseq_status');
+	ok($node->poll_query_until('postgres', "SELECT ids_issued >= $issued + 2000 FROM snowseq_status", 't'),
+		'the clients generate');
 	$advances_seen += $node->safe_psql('postgres', 'SELECT reservation_advances FROM snowseq_status');
 }
 

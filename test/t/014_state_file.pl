@@ -113,7 +113,10 @@ sub expect_refusal
 		like($err, qr/DETAIL:  $detail/, "$what: $f details what changed");
 		like($err, qr/HINT:  $hint/, "$what: $f hints at the way out");
 	}
-	# give the reservation worker a moment, in case it would write anyway
+	# give the reservation worker a moment, in case it would write anyway:
+	# a time on purpose, since what is checked is that nothing happens, and
+	# there is no event to wait for (a worker that wrote would do so at
+	# once, woken by the failed calls)
 	usleep(300_000);
 	is(ids_issued(), $issued, "$what: no ID issued by the failed calls");
 	ok(state_bytes() eq $file, "$what: state file left as it was");

@@ -61,9 +61,10 @@ ok(!(grep { !/^INV-\d{8}-\d{10}$/ } @all_serial), 'four clients: every serial ha
 # an immediate stop while clients take values: after the restart nothing
 # received before is issued again
 $c = script_clients($node, 'crash', [ sprintf($COUNTER_SQL, 3000000), sprintf($SERIAL_SQL, 3000000) ]);
-my $deadline = time() + 30;
-usleep(50_000) until (-s $c->[0][1] && -s $c->[1][1]) || time() > $deadline;
-usleep(300_000);
+# (wait until both received values, then as much again: not a length of time)
+wait_until(sub { -s $c->[0][1] && -s $c->[1][1] });
+my @size = map { -s $_->[1] } @$c;
+wait_until(sub { -s $c->[0][1] >= 2 * $size[0] && -s $c->[1][1] >= 2 * $size[1] });
 $node->stop('immediate');
 wait_clients($c);
 my @crash_counter = read_lines($c->[0][1]);
@@ -91,9 +92,9 @@ my $standby = PostgreSQL::Test::Cluster->new('counters_standby');
 $standby->init_from_backup($node, 'counters_backup', has_streaming => 1);
 $standby->start;
 $c = script_clients($node, 'failover', [ sprintf($COUNTER_SQL, 3000000), sprintf($SERIAL_SQL, 3000000) ]);
-$deadline = time() + 30;
-usleep(50_000) until (-s $c->[0][1] && -s $c->[1][1]) || time() > $deadline;
-usleep(500_000);
+wait_until(sub { -s $c->[0][1] && -s $c->[1][1] });
+@size = map { -s $_->[1] } @$c;
+wait_until(sub { -s $c->[0][1] >= 2 * $size[0] && -s $c->[1][1] >= 2 * $size[1] });
 $node->stop('immediate');
 wait_clients($c);
 push @all_counter, read_lines($c->[0][1]);
@@ -125,11 +126,15 @@ my $to_midnight = 86400 - (time() % 86400);
 set_fake_offset($ft, sprintf('+%ds', $to_midnight - 3));
 my $fake_now = $s->query_safe("SELECT to_char(clock_timestamp(), 'HH24:MI:SS')");
 like($fake_now, qr/^23:59:5\d$/, "midnight: the server's clock stands just before midnight ($fake_now)");
+# serials until ten batches of the new day were taken (the fake clock
+# crosses midnight 3 s after it was set), 20 ms apart: pacing, not waiting
 my @daily;
-my $t_end = time() + 6;
-while (time() < $t_end)
+my ($new_day, $deadline) = (0, time() + $PostgreSQL::Test::Utils::timeout_default);
+while ($new_day < 10 && time() < $deadline)
 {
-	push @daily, split /\n/, $s->query_safe("SELECT snowseq_serial('daily') FROM generate_series(1, 200)");
+	my @batch = split /\n/, $s->query_safe("SELECT snowseq_serial('daily') FROM generate_series(1, 200)");
+	$new_day++ if @daily && substr($batch[-1], 0, 10) ne substr($daily[0], 0, 10);
+	push @daily, @batch;
 	usleep(20_000);
 }
 my %by_day;

@@ -282,20 +282,21 @@ sub batch_file
 	close $fh;
 }
 
-# a client: psql runs the batch $sql again and again until $until (epoch
-# seconds); IDs to $tag.out, errors to $tag.err
+# a client: psql runs the batch $sql again and again until the file $stop
+# exists (0.2 s between retries after a failure: pacing, while a shard is
+# down); IDs to $tag.out, errors to $tag.err
 sub loop_client
 {
-	my ($node, $sql, $tag, $until) = @_;
+	my ($node, $sql, $tag, $stop) = @_;
 	my ($out, $err) = ("$tmp/restart_$tag.out", "$tmp/restart_$tag.err");
 	unlink $out, $err;
 	my $script = q{
-		while [ "$(date +%s)" -lt "$3" ]; do
+		while [ ! -e "$3" ]; do
 			psql -X -Atq -d "$1" -f "$2" >> "$4" 2>> "$5" || sleep 0.2
 		done
 	};
 	my $h = IPC::Run::start(
-		[ 'bash', '-c', $script, 'client', $node->connstr('postgres'), $sql, $until, $out, $err ]);
+		[ 'bash', '-c', $script, 'client', $node->connstr('postgres'), $sql, $stop, $out, $err ]);
 	return { h => $h, out => $out, err => $err, tag => $tag };
 }
 
@@ -304,19 +305,30 @@ sub on_shard_b { return grep { ($_ >> 48) >= 16384 } @_; }
 
 batch_file("$tmp/batch_router.sql", \@any_buyers, 1000);
 batch_file("$tmp/batch_shard_b.sql", \@b_buyers, 1000);
-my $until = int(time()) + 10;
-my @via_router = map { loop_client($router, "$tmp/batch_router.sql", "router_$_", $until) } 1 .. 2;
-my @direct_b = map { loop_client($sb, "$tmp/batch_shard_b.sql", "shard_b_$_", $until) } 1 .. 2;
+my $stop = "$tmp/restart_stop";
+unlink $stop;
+my @via_router = map { loop_client($router, "$tmp/batch_router.sql", "router_$_", $stop) } 1 .. 2;
+my @direct_b = map { loop_client($sb, "$tmp/batch_shard_b.sql", "shard_b_$_", $stop) } 1 .. 2;
 my @load = (@via_router, @direct_b);
 
-# let the load run, then crash shard_b under it and start it again
-usleep(3_000_000);
+# the load runs (every client has committed orders, the router's on
+# shard_b too); shard_b crashes under it; it stays down until a statement
+# through the router has failed for it; it starts again, and the load goes
+# on until both kinds of client have written to it again.  Each step waits
+# for what it needs, not for a length of time.
+ok(wait_until(sub { !(grep { !read_ids($_->{out}) } @load) && on_shard_b(ids_of(@via_router)) > 0 }),
+	'(4) every client commits orders, the router on shard_b too');
 my $before = scalar(ids_of(@load));
 $sb->stop('immediate');
-usleep(300_000);
+ok(wait_until(sub { grep { -e $_->{err} && slurp_file($_->{err}) =~ /could not connect to server "shard_b"/ } @via_router }),
+	'(4) a statement through the router failed while shard_b was down');
 $sb->start;
 my $restarted_router_b = scalar(on_shard_b(ids_of(@via_router)));
 my $restarted_direct = scalar(ids_of(@direct_b));
+ok(wait_until(sub { on_shard_b(ids_of(@via_router)) > $restarted_router_b && ids_of(@direct_b) > $restarted_direct }),
+	'(4) after the restart both kinds of client write to shard_b again');
+open my $stop_fh, '>', $stop or die "cannot write $stop: $!";
+close $stop_fh;
 $_->{h}->finish for @load;
 my @seen = ids_of(@load);
 note "restart: " . scalar(@seen) . " orders seen committed, $before of them before the crash";

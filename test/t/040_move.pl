@@ -149,14 +149,23 @@ sub pause_clients
 {
 	open my $fh, '>', $pause or die;
 	close $fh;
-	my $deadline = time() + 60;
-	while (grep { !-e "$tmp/move_$_->{tag}.paused" } @clients)
-	{
-		die 'clients did not pause' if time() > $deadline;
-		usleep(20_000);
-	}
+	wait_until(sub { !grep { !-e "$tmp/move_$_->{tag}.paused" } @clients }) or die 'clients did not pause';
 }
 sub resume_clients { unlink $pause; }
+
+# How many complete lines a file holds.
+sub count_lines { return scalar(read_lines($_[0])); }
+
+# Let the clients work under the layout as it stands: until each writer has
+# received another 100 rows and the reader 2 more results (not a length of
+# time).
+sub let_clients_write
+{
+	my ($what) = @_;
+	my %n = map { $_->{out} => count_lines($_->{out}) } @clients;
+	ok(wait_until(sub { !grep { count_lines($_->{out}) < $n{ $_->{out} } + ($_ == $reader ? 2 : 100) } @clients }),
+		"$what: the clients write and read");
+}
 
 # lines a client printed, complete ones only
 sub lines_of
@@ -343,7 +352,7 @@ sub move
 	return ($rc, $err);
 }
 
-usleep(1_500_000);
+let_clients_write('before any move');
 check_state('before any move');
 
 # ---------------------------------------------------------------------
@@ -357,7 +366,7 @@ is(layout(), '4095=shard_c,16383=shard_a,32767=shard_b '
 	  . q{orders_1 FOR VALUES FROM ('4611686018427387904') TO (MAXVALUE); }
 	  . q{orders_g0_4095 FOR VALUES FROM ('0') TO ('1152921504606846976')},
 	'(1) the map and the partitions: genes 0..4095 on shard_c, 4096..16383 left on shard_a');
-usleep(1_000_000);
+let_clients_write('(1) after A -> C');
 check_state('(1) after A -> C');
 
 # a direct write on A of a moved gene is refused; other genes still pass
@@ -379,7 +388,7 @@ is($derr, '', '(1) shard_a still takes direct writes of the genes it keeps');
 ($rc, $err) = move(q{snowseq_split_shard('orders', 24576, 'shard_c')});
 is($rc, 0, '(2) snowseq_split_shard moves genes 24576..32767 from shard_b to shard_c');
 like(layout(), qr/^4095=shard_c,16383=shard_a,24575=shard_b,32767=shard_c /, '(2) the map: B keeps 16384..24575');
-usleep(1_000_000);
+let_clients_write('(2) after splitting B');
 check_state('(2) after splitting B');
 
 # ---------------------------------------------------------------------
@@ -390,7 +399,7 @@ is($rc, 0, '(3) snowseq_merge_shards moves genes 0..4095 back to shard_a');
 ($rc, $err) = move(q{snowseq_merge_shards('orders', 30000)});
 is($rc, 0, '(3) snowseq_merge_shards moves genes 24576..32767 back to shard_b');
 like(layout(), qr/^16383=shard_a,32767=shard_b /, '(3) the map is two rows again: adjacent ranges on one server are joined');
-usleep(1_000_000);
+let_clients_write('(3) after merging back');
 check_state('(3) after merging back');
 is(join(',', leftovers()), '', '(3) no slot, publication, subscription, fence or copy is left anywhere');
 is($router->safe_psql('postgres', q{SELECT string_agg(state, ',' ORDER BY move_id) FROM snowseq_moves}),
@@ -612,6 +621,8 @@ print $hfh "INSERT INTO events VALUES (snowseq_gene_next('$hot_keys[$_ % @hot_ke
 close $hfh;
 unlink $hot_out;
 my $hot_stop = "$tmp/move_hot_stop";
+# (|| sleep 0.1 in these loops: a pause before running a failed psql again,
+# while a server is busy with a move; nothing waits on it)
 my $hot = IPC::Run::start([ 'bash', '-c', q{while [ ! -e "$3" ] && [ -d "${3%/*}" ]; do psql -X -Atq -d "$1" -f "$2" >> "$4" 2>> "$4.err" || sleep 0.1; done},
 	'hot', $router->connstr('bulk'), "$tmp/move_hot.sql", $hot_stop, $hot_out ]);
 # and a reader of the events, which only ever grow
@@ -622,10 +633,14 @@ my $events_reads = "$tmp/move_events_reads.out";
 unlink $events_reads;
 my $ereader = IPC::Run::start([ 'bash', '-c', q{while [ ! -e "$3" ] && [ -d "${3%/*}" ]; do psql -X -Atq -d "$1" -f "$2" >> "$4" 2>/dev/null || sleep 0.1; done},
 	'ereader', $router->connstr('bulk'), "$tmp/move_events_reader.sql", $hot_stop, $events_reads ]);
-usleep(500_000);
+# the hot writer and the reader run before the move (11 reads), and go on
+# after it (10 more): reads all along, on any machine
+ok(wait_until(sub { count_lines($hot_out) > 0 && count_lines($events_reads) > 10 }), '(6) the hot writer and the reader run');
 $bg_err = '';
 $bg = bulk_move(q{snowseq_move_genes('events', 16384, 20479, 'bulk_c')});
 $bg->finish;
+my $reads_after = count_lines($events_reads) + 10;
+ok(wait_until(sub { count_lines($events_reads) >= $reads_after }), '(6) the reader goes on after the move');
 open my $hsfh, '>', $hot_stop or die;
 close $hsfh;
 $hot->finish;
@@ -721,12 +736,14 @@ my $upd_out = "$tmp/move_upd.out";
 unlink $upd_out, $hot_stop;
 my $upd = IPC::Run::start([ 'bash', '-c', q{while [ ! -e "$3" ] && [ -d "${3%/*}" ]; do psql -X -Atq -d "$1" -f "$2" >> "$4" 2>> "$4.err" || sleep 0.1; done},
 	'upd', $router->connstr('bulk'), "$tmp/move_upd.sql", $hot_stop, $upd_out ]);
-usleep(500_000);
+# the updater runs before the move and after it (its rows, not a time)
+ok(wait_until(sub { count_lines($upd_out) >= 20 }), '(8) the updater runs');
 $bulk_before = bulk_layout();
 $bg_err = '';
 $bg = bulk_move(q{snowseq_move_genes('events', 20480, 24575, 'bulk_c')});
 $bg->finish;
-usleep(300_000);
+my $upd_after = count_lines($upd_out) + 20;
+ok(wait_until(sub { count_lines($upd_out) >= $upd_after }), '(8) the updater goes on after the split');
 open $hsfh, '>', $hot_stop or die;
 close $hsfh;
 $upd->finish;

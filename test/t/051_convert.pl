@@ -145,7 +145,9 @@ $node->safe_psql('postgres', q{
 	INSERT INTO t2 (region) SELECT 1 FROM generate_series(1, 100);
 });
 
-# its key 10 s ahead of the clock: the conversion waits for it, then refuses.
+# its key an hour ahead of the clock (however slow the machine, the clock
+# does not get there during the test): the conversion waits for it, then
+# refuses.
 # (The first insert into a partition in a session also locks the parent,
 # to read the partition bounds; later ones do not.  The writer has done
 # one already, so only a lock on the partition itself makes the conversion
@@ -153,10 +155,9 @@ $node->safe_psql('postgres', q{
 my $writer = $node->background_psql('postgres');
 $writer->query_safe('BEGIN; INSERT INTO t2_2 (region) VALUES (2); ROLLBACK');
 my $ahead = $writer->query_safe(
-	'BEGIN; INSERT INTO t2_2 (id, region) VALUES (snowseq_next() + (10000::bigint << 22), 2) RETURNING id');
+	'BEGIN; INSERT INTO t2_2 (id, region) VALUES (snowseq_next() + (3600000::bigint << 22), 2) RETURNING id');
 my $conv = async_psql('ahead', "SELECT snowseq_convert('t2', 'id')");
 ok(wait_for_lock_wait('SELECT snowseq_convert%'), 'the conversion waits for the open transaction');
-usleep(300_000);
 $writer->query_safe('COMMIT');
 wait_clients([$conv]);
 like(${ $conv->[2] }, qr/ERROR:  column "id" of table "t2" holds values up to $ahead, above the IDs snowseq issues now/,
@@ -164,14 +165,15 @@ like(${ $conv->[2] }, qr/ERROR:  column "id" of table "t2" holds values up to $a
 is($node->safe_psql('postgres', "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 't2'::regclass"),
 	"nextval('t2_id_seq'::regclass)", 'the table was left as it was');
 
-# its key 0.5 s ahead, committed after 1.5 s: the conversion, waiting
-# meanwhile, counts it and every new key is above it
+# its key 0.5 s ahead, committed once the clock has passed it (the test
+# takes IDs until one is above the key): the conversion, waiting meanwhile,
+# counts it and every new key is above it
 $node->safe_psql('postgres', "DELETE FROM t2 WHERE id = $ahead");
 $ahead = $writer->query_safe(
 	'BEGIN; INSERT INTO t2_2 (id, region) VALUES (snowseq_next() + (500::bigint << 22), 2) RETURNING id');
 $conv = async_psql('passed', "SELECT snowseq_convert('t2', 'id')");
 ok(wait_for_lock_wait('SELECT snowseq_convert%'), 'a second conversion waits too');
-usleep(1_500_000);
+ok($node->poll_query_until('postgres', "SELECT snowseq_next() > $ahead", 't'), 'the clock passes the key');
 $writer->query_safe('COMMIT');
 $writer->quit;
 is(wait_clients([$conv]), 0, 'once it commits, the conversion succeeds (the clock has passed the key)');

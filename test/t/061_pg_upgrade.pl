@@ -31,7 +31,10 @@ my @KEYS = ('alice', 'bob', 'carol');
 
 # seq_bits = 2: 4 IDs per ms, so that a burst of 1.2M IDs puts the clock
 # five minutes ahead of the wall clock, where a cluster that lost the
-# reservation would issue its IDs again
+# reservation would issue its IDs again.  The burst is 293 batches of 4,096
+# (the most one call takes): the clock gets there in a few hundred calls,
+# however fast the machine runs, not only if 1.2M single calls take less
+# than a minute.
 my @CONF = ('snowseq.seq_bits = 2', 'snowseq.max_lead_ms = 600000', "timezone = 'UTC'");
 
 my $old = snowseq_node('old', conf => \@CONF, extension => 0,
@@ -73,7 +76,8 @@ sub take_ids
 
 my ($old_sf, $old_gene) = take_ids($old);
 # the burst: the logical clock runs ahead of the wall clock
-my $burst_max = $old->safe_psql('shop', 'SELECT max(x) FROM (SELECT snowseq_next() x FROM generate_series(1, 1200000)) s');
+my $burst_max = $old->safe_psql('shop',
+	'SELECT max(x) FROM generate_series(1, 293) g, LATERAL snowseq_next_n(4096 + 0 * g) x');
 my ($more_sf, $more_gene) = take_ids($old);
 push @$old_sf, $burst_max, @$more_sf;
 push @{ $old_gene->{$_} }, @{ $more_gene->{$_} } for @KEYS;
