@@ -30,38 +30,49 @@ SegmentSpec(ReserveSpec *spec)
 	spec->jumps_are_use = false;
 }
 
-/* The next segment of this node. */
-uint64
-SegmentNext(void)
+/*
+ * The next value of a segment counter below limit, advancing its
+ * reservation as every counter does; false when the counter ran out.
+ */
+static bool
+SegmentTake(Reservation *r, uint64 limit, uint64 *value)
 {
-	Reservation *r = &SnowseqRes[RESERVE_SEGMENT];
-	uint64		limit = SegmentLimit();
-	uint64		next;
 	uint64		last;
 	ReserveSpec spec;
 
 	for (;;)
 	{
-		ReserveResult rr = ReserveTake(r, 0, 1, limit, &next, &last);
+		ReserveResult rr = ReserveTake(r, 0, 1, limit, value, &last);
 
 		if (likely(rr == RESERVE_OK))
-			break;
+			return true;
 		SegmentSpec(&spec);
 		if (rr == RESERVE_LOW)
 		{
 			ReserveRequestAdvance(r, &spec);
-			break;
+			return true;
 		}
 		if (rr == RESERVE_LIMIT)
-			ereport(ERROR,
-					(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-					 errmsg("snowseq gene segment counter ran out after %llu segments",
-							(unsigned long long) (limit - 1)),
-					 errdetail("A segment holds %d counter bits and %d node bits.",
-							   SNOWSEQ_SEGMENT_BITS - snowseq_node_bits, snowseq_node_bits),
-					 errhint("Fewer snowseq.node_bits leave more segments per node.")));
+			return false;
 		ReserveWait(r, &spec, last);
 	}
+}
+
+/* The next segment of this node. */
+uint64
+SegmentNext(void)
+{
+	uint64		limit = SegmentLimit();
+	uint64		next;
+
+	if (!SegmentTake(&SnowseqRes[RESERVE_SEGMENT], limit, &next))
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("snowseq gene segment counter ran out after %llu segments",
+						(unsigned long long) (limit - 1)),
+				 errdetail("A segment holds %d counter bits and %d node bits.",
+						   SNOWSEQ_SEGMENT_BITS - snowseq_node_bits, snowseq_node_bits),
+				 errhint("Fewer snowseq.node_bits leave more segments per node.")));
 	return (next << snowseq_node_bits) | (uint64) snowseq_node_id;
 }
 
@@ -73,32 +84,15 @@ SegmentNext(void)
 uint64
 WideSegmentNext(void)
 {
-	Reservation *r = &SnowseqRes[RESERVE_WIDE_SEGMENT];
 	uint64		limit = (uint64) 1 << SNOWSEQ_WIDE_COUNTER_BITS;
 	uint64		next;
-	uint64		last;
-	ReserveSpec spec;
 
-	for (;;)
-	{
-		ReserveResult rr = ReserveTake(r, 0, 1, limit, &next, &last);
-
-		if (likely(rr == RESERVE_OK))
-			break;
-		SegmentSpec(&spec);
-		if (rr == RESERVE_LOW)
-		{
-			ReserveRequestAdvance(r, &spec);
-			break;
-		}
-		if (rr == RESERVE_LIMIT)
-			ereport(ERROR,
-					(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-					 errmsg("snowseq 128-bit gene segment counter ran out after %llu segments",
-							(unsigned long long) (limit - 1)),
-					 errhint("Move new rows of this node to another node id.")));
-		ReserveWait(r, &spec, last);
-	}
+	if (!SegmentTake(&SnowseqRes[RESERVE_WIDE_SEGMENT], limit, &next))
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("snowseq 128-bit gene segment counter ran out after %llu segments",
+						(unsigned long long) (limit - 1)),
+				 errhint("Move new rows of this node to another node id.")));
 	return next;
 }
 
