@@ -1,10 +1,10 @@
 # Bar chart: ns per ID of each generator in one backend.
-# Called by bench/bench.py with: datafile, outfile, term, nrows, floor, subtitle.
+# Called by bench/bench.py with: datafile, outfile, term, nrows, height (pixels), floor, subtitle.
 # datafile: label <TAB> ns per ID <TAB> bar colour (0xRRGGBB), one row per generator.
 if (term eq 'pngcairo') {
-	set terminal pngcairo size 960,600 font 'Sans,10' noenhanced
+	set terminal pngcairo size 960,height font 'Sans,10' noenhanced
 } else {
-	set terminal png size 960,600 noenhanced
+	set terminal png size 960,height noenhanced
 }
 set output outfile
 set datafile separator "\t"

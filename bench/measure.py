@@ -77,6 +77,12 @@ NEXT_N_MAX = 1 << 22          # snowseq_next_n(n) takes at most 2^22 per call
 KEY8_TEXT = "buyer-42"
 PUBLIC_ID_SOURCE = (4242 << 48) | 123456789   # a gene ID; bench/setup.sql encrypts it too
 KEY36_TEXT = "0b7e6a4e-5d8c-4f5e-9a57-3c0d1f2e4b6a"
+# the instants of snowseq_id_at() and snowseq_uuid_at(): one per ms from
+# here on (after the default snowseq.epoch, and N ms before now)
+PAST_INSTANT = "2025-06-01 00:00:00+00"
+# the call-cost rows whose series is one of instants, and the loop they are
+# measured over
+INSTANT_KEYS = ("loop_ts", "snowseq_id_at", "snowseq_uuid_at")
 CALL_GENERATORS = [
     ("loop", "(loop only: count(i))", None),
     ("clock_timestamp", "clock_timestamp() (floor)", "clock_timestamp()"),
@@ -99,6 +105,29 @@ CALL_GENERATORS = [
      "snowseq_decrypt((SELECT public_id FROM bench_public))"),
     ("snowseq_encrypt_gene", "snowseq_encrypt(snowseq_gene_next(bigint))",
      "snowseq_encrypt(snowseq_gene_next(4242424242::bigint))"),
+    # public IDs as text (14 characters of base32 with a check character):
+    # the same constant ID, and the code bench/setup.sql made of it
+    ("snowseq_public_text", "snowseq_public_text(constant ID)",
+     "snowseq_public_text(%d::bigint)" % PUBLIC_ID_SOURCE),
+    ("snowseq_from_public_text", "snowseq_from_public_text(constant code)",
+     "snowseq_from_public_text((SELECT code FROM bench_public))"),
+    # IDs for past instants: one call per instant of a timestamp series
+    # (the instants ascend, so every call is the cheap case: no step back in
+    # time within a query); "loop over instants" is that series alone
+    ("loop_ts", "(loop over instants only: count(t))", None),
+    ("snowseq_id_at", "snowseq_id_at(ts), ts ascending", "snowseq_id_at(t)"),
+    ("snowseq_uuid_at", "snowseq_uuid_at(ts), ts ascending", "snowseq_uuid_at(t)"),
+    # UUID range bounds of a constant instant (STABLE: evaluated per row)
+    ("snowseq_uuid_min", "snowseq_uuid_min(constant ts)",
+     "snowseq_uuid_min('%s'::timestamptz)" % PAST_INSTANT),
+    ("snowseq_uuid_max", "snowseq_uuid_max(constant ts)",
+     "snowseq_uuid_max('%s'::timestamptz)" % PAST_INSTANT),
+    # 128-bit gene IDs, beside snowseq_gene_next() of the same keys
+    ("gene_uuid_int8", "snowseq_gene_uuid(bigint)", "snowseq_gene_uuid(4242424242::bigint)"),
+    ("gene_uuid_text8", "snowseq_gene_uuid(8-byte text)", "snowseq_gene_uuid('%s'::text)" % KEY8_TEXT),
+    # shard_of(uuid) is IMMUTABLE: its argument is read once per query by an
+    # InitPlan (a constant argument would be folded when the query is planned)
+    ("shard_of_uuid", "shard_of(uuid)", "shard_of((SELECT id FROM bench_gene_uuid))"),
     ("nextval_c1", "nextval() CACHE 1", "nextval('bench_seq_cache1')"),
     ("nextval_c100", "nextval() CACHE 100", "nextval('bench_seq_cache100')"),
     ("counter", "snowseq_counter_next(name)", "snowseq_counter_next('bench_counter')"),
@@ -205,7 +234,7 @@ SETTINGS = [
     "synchronous_commit", "full_page_writes", "wal_level", "wal_compression",
     "max_wal_size", "checkpoint_timeout", "autovacuum", "jit", "max_connections",
     "huge_pages", "data_checksums", "server_encoding", "lc_collate",
-    "shared_preload_libraries", "snowseq.node_id", "snowseq.time_bits",
+    "shared_preload_libraries", "snowseq.node_id", "snowseq.backfill_node_id", "snowseq.time_bits",
     "snowseq.node_bits", "snowseq.seq_bits", "snowseq.reserve_buffer_ms",
 ]
 
@@ -282,6 +311,10 @@ def call_query(key, expr, n):
     """The query that issues n IDs and the number it really issues."""
     if key == "loop":
         return "SELECT count(i) FROM generate_series(1, %d) i" % n, n
+    if key in INSTANT_KEYS:
+        series = ("generate_series('%s'::timestamptz, '%s'::timestamptz + interval '%d ms', "
+                  "interval '1 ms') t" % (PAST_INSTANT, PAST_INSTANT, n - 1))
+        return "SELECT count(%s) FROM %s" % (expr or "t", series), n
     if key.startswith("snowseq_next_n"):
         calls = max(1, -(-n // NEXT_N_MAX))
         per = n // calls
@@ -321,15 +354,17 @@ def bench_calls(cfg):
         log("  rep %d (ns/ID): %s" % (rep + 1, ", ".join(line)))
     res = []
     floor = median(samples["clock_timestamp"])
-    loop = median(samples["loop"])
     for key, label, expr in generators:
         ns = median(samples[key])
+        # the cost over the loop the query runs: the series of instants for
+        # the functions of an instant, the integer series for the others
+        base = "loop_ts" if key in INSTANT_KEYS else "loop"
         res.append({
             "key": key, "label": label,
             "query": call_query(key, expr, n)[0],
             "ns": ns, "min": min(samples[key]), "max": max(samples[key]),
             "samples": samples[key], "ids": issued[key],
-            "x_floor": ns / floor, "over_loop": ns - loop,
+            "x_floor": ns / floor, "over_loop": ns - median(samples[base]), "loop": base,
         })
     return res
 

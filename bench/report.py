@@ -50,11 +50,13 @@ def write_report(path, ctx):
     L.append("A throwaway cluster made by `initdb` for the run (`-E UTF8 --locale=C`). The settings "
              "are initdb's (it writes `max_connections` and `shared_buffers` into postgresql.conf, hence "
              "*configuration file* below) except these lines the harness adds: `shared_preload_libraries = 'snowseq'`, "
-             "`snowseq.node_id = 1`, `listen_addresses = ''` (Unix socket only), `jit = off` "
+             "`snowseq.node_id = 1`, %s`listen_addresses = ''` (Unix socket only), `jit = off` "
              "(JIT compilation would otherwise add a varying compile time to the large queries), "
              "`autovacuum = off` (so no vacuum of a previous insert table runs during the next "
              "measurement), `max_wal_size = 8GB` and `checkpoint_timeout = 1h` (so that no "
-             "checkpoint falls inside a timed insert; the harness runs `CHECKPOINT` before each one).\n")
+             "checkpoint falls inside a timed insert; the harness runs `CHECKPOINT` before each one).\n"
+             % ("`snowseq.backfill_node_id = 2` (the node id of the IDs `snowseq_id_at()` and `snowseq_uuid_at()` "
+                "make), " if any(x[0] == "snowseq.backfill_node_id" for x in ctx["settings"]) else ""))
     L.append(md_table(["setting", "value", "source"], ctx["settings"], ["---", "---", "---"]))
     L.append("\n## Method\n")
     L.append("* Sizes: %s IDs per call-cost query; pgbench `-T %d` with %s clients; inserts of %s rows "
@@ -82,6 +84,17 @@ def write_report(path, ctx):
              "constant gene ID and `snowseq_decrypt` of its public ID (read once per query by an InitPlan), "
              "under a key made by `bench/setup.sql`, so that no generator cost is mixed in; "
              "`snowseq_encrypt(snowseq_gene_next(...))` is what an application pays per public order number.")
+    if any(r["key"] == "snowseq_public_text" for r in ctx["calls"]):
+        L.append("* Public IDs as text: `snowseq_public_text` of the same constant ID and `snowseq_from_public_text` of "
+                 "its code (read once per query by an InitPlan), beside `snowseq_encrypt` and `snowseq_decrypt` in "
+                 "the same run. IDs for past instants (`snowseq_id_at`, `snowseq_uuid_at`): one call per instant "
+                 "of a series of instants 1 ms apart, ascending (`generate_series` of timestamptz), whose cost alone "
+                 "is the *loop over instants* row; their *over loop* is over that row. Every query starts again "
+                 "at the first instant, a step back in time, which uses up one of the 2^seq_bits (4,096) sequence values "
+                 "of each time unit for the backfill node id. `snowseq_uuid_min`/`snowseq_uuid_max` of a constant "
+                 "instant; `snowseq_gene_uuid` with the same keys as `snowseq_gene_next`; `shard_of(uuid)` of a "
+                 "128-bit gene ID read once per query by an InitPlan (it is IMMUTABLE: a constant argument would "
+                 "be folded when the query is planned).")
     L.append("* Inserts: the buyers (uniform random, fixed seed) are precomputed once into `bench_src(n, buyer)`, "
              "vacuumed and frozen; every variant runs `INSERT INTO bench_t (buyer, amount) SELECT buyer, n "
              "FROM bench_src LIMIT <rows>` (the gene variant without a trigger adds "
@@ -170,6 +183,9 @@ def write_report(path, ctx):
                      "%.1f–%.1f" % (r["min"], r["max"]), "`%s`" % r["query"]))
     L.append(md_table(["generator", "ns/ID", "over loop (ns)", "x clock_timestamp()", "spread (ns)",
                        "query"], rows, ["---", "---:", "---:", "---:", "---:", "---"]))
+    if any(r.get("loop") == "loop_ts" for r in ctx["calls"]):
+        L.append("\n*over loop* of `snowseq_id_at()` and `snowseq_uuid_at()` is over the *loop over instants* "
+                 "row (the series of timestamps their queries run), of every other row over *loop only*.")
 
     # 2
     L.append("\n## 2. Many clients\n")
@@ -287,12 +303,13 @@ def write_plots(ctx, outdir, datadir):
     d = os.path.join(datadir, "call_cost.dat")
     with open(d, "w") as f:
         for r in ctx["calls"]:
-            colour = (0x4c72b0 if r["key"].startswith(("snowseq", "gene")) or r["key"] in ("counter", "serial") else
-                      0x999999 if r["key"] in ("loop", "clock_timestamp", "random") else 0xdd8452)
+            colour = (0x4c72b0 if r["key"].startswith(("snowseq", "gene", "shard_of"))
+                      or r["key"] in ("counter", "serial") else
+                      0x999999 if r["key"] in ("loop", "loop_ts", "clock_timestamp", "random") else 0xdd8452)
             f.write("%s\t%.2f\t%d\n" % (r["label"], r["ns"], colour))
     plot("call_cost.gp", d, os.path.join(outdir, ctx["png"]["calls"]), term,
-         "nrows=%d; floor=%f; subtitle='%s'" % (
-             len(ctx["calls"]), next(r["ns"] for r in ctx["calls"] if r["key"] == "clock_timestamp"),
+         "nrows=%d; height=%d; floor=%f; subtitle='%s'" % (
+             len(ctx["calls"]), max(600, 120 + 20 * len(ctx["calls"])), next(r["ns"] for r in ctx["calls"] if r["key"] == "clock_timestamp"),
              ctx["subtitle"]))
     # clients: IDs/s vs clients, one line per generator, one panel per script
     files = []
@@ -395,9 +412,13 @@ README_BEGIN = "<!-- begin: speed tables, written by bench/report.py from the re
 README_END = "<!-- end: speed tables -->"
 
 # cost per call rows of the README (the report has them all)
-README_CALLS = ["loop", "clock_timestamp", "snowseq_next", "gene_int8", "gene_text8", "snowseq_uuid",
-                "snowseq_scatter", "counter", "serial", "serial_glue", "snowseq_encrypt", "snowseq_decrypt",
-                "nextval_c1", "nextval_c100", "gen_random_uuid", "uuidv7_builtin", "uuidv7", "instagram"]
+# (rows of 1.2's functions are "—" in the columns of runs made before them)
+README_CALLS = ["loop", "clock_timestamp", "snowseq_next", "gene_int8", "gene_text8", "gene_uuid_int8",
+                "gene_uuid_text8", "shard_of_uuid", "snowseq_uuid", "snowseq_uuid_min", "snowseq_uuid_max",
+                "loop_ts", "snowseq_id_at", "snowseq_uuid_at", "snowseq_scatter", "counter", "serial",
+                "serial_glue", "snowseq_encrypt", "snowseq_decrypt", "snowseq_public_text",
+                "snowseq_from_public_text", "nextval_c1", "nextval_c100", "gen_random_uuid", "uuidv7_builtin",
+                "uuidv7", "instagram"]
 # inserts rows of the README, at the largest size of each run
 README_INSERTS = ["snowseq_next", "snowseq_uuid", "gene_select", "bigserial", "identity", "nextval_c100",
                   "gen_random_uuid", "uuidv7_builtin", "uuidv7", "instagram"]
@@ -466,7 +487,8 @@ def readme_section(runs):
                 cells.append(t["short"] + ("" if t["ok"] else " **MISS**"))
         rows.append([text[tid].replace("<=", "≤").replace(">=", "≥")] + cells)
     L.append(md_table(["target"] + cols, rows, ["---"] + ["---:"] * len(cols)))
-    L.append("\nA MISS is printed, not hidden; — means the server has no such generator. "
+    L.append("\nA MISS is printed, not hidden; — means not measured in that run (the server has no such "
+             "generator, or the run was made before it existed). "
              "Cost per call, `SELECT count(f()) FROM generate_series(1, N)` in one backend:\n")
     rows = []
     for key in README_CALLS:
@@ -474,7 +496,7 @@ def readme_section(runs):
         if not any(found):
             continue
         label = next(c["label"] for c in found if c)
-        rows.append([label] + [fmt_int(c["ns"]) if c else "" for c in found])
+        rows.append([label] + [fmt_int(c["ns"]) if c else "—" for c in found])
     L.append(md_table(["ns per call (loop included)"] + cols, rows, ["---"] + ["---:"] * len(cols)))
     L.append("\nInserts of the same rows into a fresh table, rows per second (and primary key index "
              "size), at %s rows:\n" % " / ".join(fmt_int(r["inserts"][-1]["rows"]) for r in runs))
@@ -484,7 +506,7 @@ def readme_section(runs):
         if not any(found):
             continue
         label = next(v["label"] for v in found if v)
-        rows.append([label] + ["%s (%s MB)" % (fmt_int(v["rows_per_s"]), fmt_mb(v["index_bytes"])) if v else ""
+        rows.append([label] + ["%s (%s MB)" % (fmt_int(v["rows_per_s"]), fmt_mb(v["index_bytes"])) if v else "—"
                                for v in found])
     L.append(md_table(["primary key"] + cols, rows, ["---"] + ["---:"] * len(cols)))
     L.append("")

@@ -102,6 +102,7 @@ unix_socket_directories = '$tmp'
 port = 5432
 shared_preload_libraries = 'snowseq'
 snowseq.node_id = 1
+snowseq.backfill_node_id = 2
 jit = off
 autovacuum = off
 max_wal_size = '8GB'
@@ -141,11 +142,22 @@ done
 if [ "$mode" = smoke ]; then
 	grep -q '^| snowseq_next() call cost' "$out/benchmarks.md" ||
 		{ echo "bench: no targets table in the report" >&2; exit 1; }
+	for t in 'snowseq_public_text(constant ID) under 500 ns' 'snowseq_from_public_text(constant code) under 500 ns'; do
+		grep -q "^| $t" "$out/benchmarks.md" ||
+			{ echo "bench: no target \"$t\" in the report" >&2; exit 1; }
+	done
+	# with the results of other versions' runs, which may predate some rows
 	cp README.md "$tmp/README.md"
-	python3 -B bench/report.py --readme "$tmp/README.md" "$out/results.json"
-	sed -n '/^<!-- begin: speed tables/,/^<!-- end: speed tables/p' "$tmp/README.md" |
-		grep -q '^| snowseq_next() call cost ≤ 1.10x' ||
+	others=$(find docs -mindepth 2 -maxdepth 2 -path 'docs/pg*/results.json' | sort)
+	# shellcheck disable=SC2086
+	python3 -B bench/report.py --readme "$tmp/README.md" "$out/results.json" $others
+	sed -n '/^<!-- begin: speed tables/,/^<!-- end: speed tables/p' "$tmp/README.md" >"$tmp/speed.md"
+	grep -q '^| snowseq_next() call cost ≤ 1.10x' "$tmp/speed.md" ||
 		{ echo "bench: no targets table in README.md's speed section" >&2; exit 1; }
+	for row in 'snowseq_public_text(constant ID)' 'snowseq_id_at(ts), ts ascending' 'shard_of(uuid)'; do
+		grep -qF "| $row |" "$tmp/speed.md" ||
+			{ echo "bench: no row \"$row\" in README.md's speed section" >&2; exit 1; }
+	done
 	echo "bench smoke test passed"
 elif [ "$mode" = full ] && [ "$out" = docs ]; then
 	others=$(find docs -mindepth 2 -maxdepth 2 -path 'docs/pg*/results.json' | sort)

@@ -47,8 +47,14 @@ BEGIN
 END
 $$;
 
--- Public IDs: a key in use, and the public ID of the constant gene ID that
--- bench.py encrypts ((4242 << 48) | 123456789), which it decrypts.
+-- Public IDs: a key in use, and the public ID and public text code of the
+-- constant gene ID that bench.py encrypts ((4242 << 48) | 123456789), which
+-- it decrypts and decodes.
 SELECT snowseq_use_key(snowseq_new_key());
 CREATE TABLE bench_public AS
-	SELECT snowseq_encrypt((4242::bigint << 48) | 123456789) AS public_id;
+	SELECT snowseq_encrypt((4242::bigint << 48) | 123456789) AS public_id,
+		snowseq_public_text((4242::bigint << 48) | 123456789) AS code;
+
+-- a 128-bit gene ID, whose shard bench.py reads with shard_of(uuid)
+CREATE TABLE bench_gene_uuid AS
+	SELECT snowseq_gene_uuid(4242424242::bigint) AS id;

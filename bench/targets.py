@@ -114,6 +114,17 @@ def targets(calls, clients, client_res, inserts, wal, shmem, skipped=None):
         t.append(_target(key, "%s under 1 us per call" % c[key]["label"],
                          "%.1f ns (%.1f ns over the loop)" % (ns, c[key]["over_loop"]),
                          "%.1f ns" % ns, ns < 1000.0))
+    # public IDs as text: under 500 ns per call (loop included), and what
+    # the text form costs against snowseq_encrypt() measured in the same run
+    # (results of runs before they existed have no such rows: no target)
+    if "snowseq_encrypt" in c:
+        enc = c["snowseq_encrypt"]["ns"]
+        for key in [k for k in ("snowseq_public_text", "snowseq_from_public_text") if k in c]:
+            ns = c[key]["ns"]
+            t.append(_target(key, "%s under 500 ns per call" % c[key]["label"],
+                             "%.1f ns (%.1f ns over the loop) = %s snowseq_encrypt()'s %.1f ns"
+                             % (ns, c[key]["over_loop"], fmt_x(ns / enc), enc),
+                             "%.1f ns (%s encrypt)" % (ns, fmt_x(ns / enc)), ns < 500.0))
     t.append(_target("shmem", "snowseq shared memory does not grow",
                      "%s bytes before, %s bytes after %s IDs" % (
                          fmt_int(shmem["before"]["shmem_bytes"]), fmt_int(shmem["after"]["shmem_bytes"]),
