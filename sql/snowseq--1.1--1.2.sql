@@ -67,6 +67,86 @@ COMMENT ON VIEW @extschema@.snowseq_counter_status IS
 	'named counters and serials of this database: definition, last value this node issued (serials: in the last period), raw reservation';
 -- ---- end counters ----
 
+-- ---- counters: owners and grants (1.2) ----
+-- A counter or serial has an owner (the role that created it) and USAGE
+-- grants, as a sequence has: only roles with the owner's privileges, or
+-- with USAGE granted to them, to a role they are members of, or to PUBLIC,
+-- draw values, raise it or see its state.  EXECUTE on the functions is
+-- still needed as well.  Both columns are rows of the configuration
+-- table: pg_dump keeps them, with role names (regrole and aclitem print
+-- names), so the roles must exist where a dump is restored.  A row
+-- written without an owner (a plain INSERT, or a dump made by 1.1) is
+-- owned by the role that writes it.
+ALTER TABLE @extschema@.snowseq_counters
+	ADD COLUMN owner pg_catalog.regrole NOT NULL
+		DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(CAST(CURRENT_USER AS pg_catalog.text))),
+	ADD COLUMN acl pg_catalog.aclitem[];
+COMMENT ON COLUMN @extschema@.snowseq_counters.owner IS
+	'the role that owns the counter: it and its members may use it, grant and revoke it';
+COMMENT ON COLUMN @extschema@.snowseq_counters.acl IS
+	'USAGE grants of the counter (snowseq_grant_counter, snowseq_revoke_counter); NULL: its owner only';
+-- Counters made before 1.2 are owned by the owner of this table and
+-- granted to PUBLIC: every role with EXECUTE keeps drawing from them.
+UPDATE @extschema@.snowseq_counters c
+	SET owner = CAST(t.relowner AS pg_catalog.regrole),
+		acl = ARRAY[pg_catalog.makeaclitem(0, t.relowner, 'USAGE', false)]
+	FROM pg_catalog.pg_class t
+	WHERE t.oid OPERATOR(pg_catalog.=) CAST('@extschema@.snowseq_counters' AS pg_catalog.regclass);
+
+-- Only a role with the counter owner's privileges may grant and revoke:
+-- the functions check it, EXECUTE is everyone's.  role is a role name as
+-- pg_roles has it, or 'public'.
+CREATE FUNCTION snowseq_grant_counter(name text, role text) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_grant_counter'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_grant_counter(text, text) IS
+	'lets a role (or public) draw from a counter or serial, raise it and see its state; only its owner may grant';
+CREATE FUNCTION snowseq_revoke_counter(name text, role text) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_revoke_counter'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_revoke_counter(text, text) IS
+	'takes back a grant of snowseq_grant_counter; it holds from the next call of every session';
+
+-- The view shows the counters the caller may use, and their owners.
+CREATE OR REPLACE VIEW @extschema@.snowseq_counter_status AS
+	SELECT c.name, c.kind, c.start, c.nodes, c.format, c.time_zone, c.dropped,
+		CAST(LEAST(
+			CASE WHEN c.kind OPERATOR(pg_catalog.=) 'counter'
+					  AND s.issued OPERATOR(pg_catalog.>) c.restart_base
+				 THEN CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
+					  ((CAST(s.issued AS pg_catalog.numeric) OPERATOR(pg_catalog.-) 1
+						OPERATOR(pg_catalog.-) c.restart_base)
+					   OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
+					  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
+				 WHEN c.kind OPERATOR(pg_catalog.=) 'serial' AND s.issued OPERATOR(pg_catalog.>) 0
+				 THEN CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
+					  ((CAST(s.issued OPERATOR(pg_catalog.&) 1099511627775 AS pg_catalog.numeric)
+						OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
+					  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
+			END,
+			-- the largest value of the counter's progression that bigint holds
+			(CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
+			 (st.node_id OPERATOR(pg_catalog.%) c.nodes))
+			OPERATOR(pg_catalog.+)
+			(pg_catalog.div(CAST(9223372036854775807 AS pg_catalog.numeric)
+							OPERATOR(pg_catalog.-) c.start
+							OPERATOR(pg_catalog.-) (st.node_id OPERATOR(pg_catalog.%) c.nodes),
+							CAST(c.nodes AS pg_catalog.numeric))
+			 OPERATOR(pg_catalog.*) c.nodes)) AS pg_catalog.int8) AS last_value,
+		s.issued, s.reserved, c.owner
+	FROM @extschema@.snowseq_counters c
+	CROSS JOIN LATERAL @extschema@.snowseq_counter_state(c.name) s
+	CROSS JOIN @extschema@.snowseq_status st
+	WHERE pg_catalog.pg_has_role(c.owner, 'USAGE')
+		OR EXISTS (SELECT FROM pg_catalog.aclexplode(c.acl) g
+				   WHERE g.privilege_type OPERATOR(pg_catalog.=) 'USAGE'
+					 AND (g.grantee OPERATOR(pg_catalog.=) 0
+						  OR pg_catalog.pg_has_role(g.grantee, 'USAGE')));
+COMMENT ON VIEW @extschema@.snowseq_counter_status IS
+	'named counters and serials of this database that the caller may use: definition, last value this node issued (serials: in the last period), raw reservation, owner';
+GRANT SELECT ON @extschema@.snowseq_counter_status TO PUBLIC;
+-- ---- end counters: owners and grants ----
+
 -- ---- public text IDs (1.2) ----
 -- A public ID as 14 characters of Crockford's base32, the last a check
 -- character: case and hyphens are ignored on input, O reads as 0, I and L

@@ -35,6 +35,14 @@
  * above every value it issued.  Only restart => true replaces the floor
  * (in the transaction that restarts).  Advances of a counter's reservation
  * therefore happen in a backend of its database, never in the worker.
+ *
+ * Rights, as a sequence's USAGE: a definition row names its owner (the
+ * role that created it) and its grants (aclitem[], USAGE only).  Drawing,
+ * raising and reading the state need the owner's privileges or a grant to
+ * the user, a role it has the privileges of, or PUBLIC.  The decision is
+ * cached with the definition for one user id; a reload of the definitions
+ * or a change of roles or memberships (syscache callbacks: role membership
+ * is no table of snowseq's) makes it be taken again.
  */
 #include "postgres.h"
 
@@ -56,6 +64,8 @@
 #include "miscadmin.h"
 #include "pgtime.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/hsearch.h"
@@ -116,6 +126,12 @@ typedef struct CounterEntry
 	Oid			nsp;			/* the extension's schema */
 	Oid			floor_seq;		/* its floor sequence, if it has one yet */
 	char	   *format;			/* serials: the format */
+	/* rights */
+	bool		rights;			/* the table has owner and acl (1.2 on) */
+	Oid			owner;			/* the owning role */
+	Acl		   *acl;			/* USAGE grants, or NULL: the owner only */
+	Oid			allowed_user;	/* a user found allowed, or InvalidOid */
+	uint64		allowed_roles;	/* counter_roles when it was found so */
 	/* serials */
 	PeriodKind	period;
 	pg_tz	   *tz;
@@ -138,6 +154,9 @@ static Oid	CounterFloorSeq(Oid nsp, const NameData *name);
 
 static HTAB *counter_cache = NULL;
 static MemoryContext counter_cxt = NULL;
+
+/* Counts changes of roles and role memberships seen by this backend. */
+static uint64 counter_roles = 1;
 
 /* Schema-qualified name of the definitions table, in the extension's schema. */
 static char *
@@ -755,6 +774,82 @@ CounterFloorLoad(CounterEntry *e)
 	LWLockRelease(Snowseq->lock);
 }
 
+/* A role or a membership changed: rights found before are looked at again. */
+static void
+CounterRolesChanged(Datum arg, int cacheid, uint32 hashvalue)
+{
+	counter_roles++;
+}
+
+/* Does the definitions table in schema nsp have owners and grants (1.2 on)? */
+static bool
+CounterHasRights(Oid nsp)
+{
+	Oid			relid = get_relname_relid("snowseq_counters", nsp);
+
+	return OidIsValid(relid) &&
+		get_attnum(relid, "owner") != InvalidAttrNumber &&
+		get_attnum(relid, "acl") != InvalidAttrNumber;
+}
+
+/* The grants of a definition row as stored: NULL for none (NULL or empty). */
+static Acl *
+CounterAcl(Datum d, bool isnull)
+{
+	Acl		   *acl;
+
+	if (isnull)
+		return NULL;
+	acl = DatumGetAclPCopy(d);
+	if (ARR_NDIM(acl) == 0)
+		return NULL;
+	return acl;
+}
+
+/*
+ * May user draw from a counter and see its state: it has the privileges of
+ * the owner (is it, a member of its role or a superuser), or USAGE granted
+ * to it, to a role whose privileges it has, or to PUBLIC.
+ */
+static bool
+CounterMayUse(Oid user, Oid owner, Acl *acl)
+{
+	if (has_privs_of_role(user, owner))
+		return true;
+	return acl != NULL && aclmask(acl, user, owner, ACL_USAGE, ACLMASK_ANY) != 0;
+}
+
+/* ERROR: the current user may not use this counter. */
+static void
+CounterDenied(const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for counter \"%s\"", name),
+			 errhint("The counter's owner, or a member of the owner's role, may grant it with snowseq_grant_counter(name, role).")));
+}
+
+/*
+ * ERROR unless the current user may use a cached counter.  The decision is
+ * kept for one user id until the definition is reloaded (any change of the
+ * table, a grant or a revoke among them) or a role or membership changes.
+ */
+static inline void
+CounterCheckUse(CounterEntry *e)
+{
+	Oid			user;
+
+	if (!e->rights)
+		return;
+	user = GetUserId();
+	if (likely(e->allowed_user == user && e->allowed_roles == counter_roles))
+		return;
+	if (!CounterMayUse(user, e->owner, e->acl))
+		CounterDenied(NameStr(e->name));
+	e->allowed_user = user;
+	e->allowed_roles = counter_roles;
+}
+
 /*
  * Load a definition into the cache; ERROR if there is none.  catcache.c's
  * rule: the generation is read before the definition, with the newest
@@ -775,6 +870,7 @@ CounterLoad(Oid fn_oid, const NameData *name)
 	bool		isnull;
 	char	   *kind;
 	MemoryContext old;
+	bool		rights;
 
 	if (counter_cache == NULL)
 	{
@@ -788,13 +884,17 @@ CounterLoad(Oid fn_oid, const NameData *name)
 		ctl.hcxt = counter_cxt;
 		counter_cache = hash_create("snowseq counters", 64, &ctl,
 									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		CacheRegisterSyscacheCallback(AUTHOID, CounterRolesChanged, (Datum) 0);
+		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, CounterRolesChanged, (Datum) 0);
 	}
+	rights = CounterHasRights(get_func_namespace(fn_oid));
 
 	SNOWSEQ_TESTPOINT("counter_cache_load");
 	snapshot = CatCacheSnapshot();
 	SPI_connect();
-	if (SPI_execute_with_args(psprintf("SELECT kind, start, nodes, restart_base, format, time_zone, dropped "
-									   "FROM %s WHERE name OPERATOR(pg_catalog.=) $1", table),
+	if (SPI_execute_with_args(psprintf("SELECT kind, start, nodes, restart_base, format, time_zone, dropped%s "
+									   "FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
+									   rights ? ", owner, acl" : "", table),
 							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read %s", table);
 	if (SPI_processed == 0)
@@ -820,10 +920,31 @@ CounterLoad(Oid fn_oid, const NameData *name)
 	}
 	if (found && e->format != NULL)
 		pfree(e->format);
+	if (found && e->acl != NULL)
+		pfree(e->acl);
 	e->valid = false;
 	e->tokens = NULL;
 	e->ntokens = 0;
 	e->format = NULL;
+	e->acl = NULL;
+	e->rights = rights;
+	e->owner = InvalidOid;
+	e->allowed_user = InvalidOid;
+	if (rights)
+	{
+		Datum		d;
+
+		e->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
+		d = SPI_getbinval(tup, desc, 9, &isnull);
+		old = MemoryContextSwitchTo(counter_cxt);
+		e->acl = CounterAcl(d, isnull);
+		MemoryContextSwitchTo(old);
+		/* refused before the counter takes a place or reads its floor */
+		if (!CounterMayUse(GetUserId(), e->owner, e->acl))
+			CounterDenied(NameStr(*name));
+		e->allowed_user = GetUserId();
+		e->allowed_roles = counter_roles;
+	}
 	kind = SPI_getvalue(tup, desc, 1);
 	e->serial = strcmp(kind, "serial") == 0;
 	e->start = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
@@ -875,13 +996,17 @@ CounterLookup(FunctionCallInfo fcinfo, bool serial)
 		e = cc->entry;
 	generation = CatCacheGeneration(&counter_defs);
 	if (likely(e != NULL && e->valid && e->version == generation))
+	{
+		CounterCheckUse(e);
 		return e;
+	}
 
 	CounterName(t, &name);
 	if (counter_cache != NULL)
 		e = hash_search(counter_cache, NameStr(name), HASH_FIND, NULL);
 	if (e == NULL || !e->valid || e->version != generation)
 		e = CounterLoad(fcinfo->flinfo->fn_oid, &name);
+	CounterCheckUse(e);
 	if (e->serial != serial)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -1309,11 +1434,24 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 	def.nodes = nodes;
 	if (SPI_processed == 0)
 	{
+		Oid			itypes[8];
+		Datum		ivalues[8];
+		char		inulls[8];
+		bool		rights = CounterHasRights(nsp);
+
 		def.restart_base = CounterCreateFresh(nsp, name, serial, comment, restart, &replace);
 		values[6] = Int64GetDatum(def.restart_base);
-		CounterSql(psprintf("INSERT INTO %s (name, kind, start, nodes, format, time_zone, restart_base) "
-							"VALUES ($1, $2, $3, $4, $5, $6, $7)", table),
-				   7, types, values, nulls, SPI_OK_INSERT);
+		/* the creating role owns it (1.2 on); no one else may use it yet */
+		memcpy(itypes, types, sizeof(types));
+		memcpy(ivalues, values, sizeof(values));
+		memcpy(inulls, nulls, sizeof(nulls));
+		itypes[7] = REGROLEOID;
+		ivalues[7] = ObjectIdGetDatum(GetUserId());
+		inulls[7] = ' ';
+		CounterSql(psprintf("INSERT INTO %s (name, kind, start, nodes, format, time_zone, restart_base%s) "
+							"VALUES ($1, $2, $3, $4, $5, $6, $7%s)", table,
+							rights ? ", owner" : "", rights ? ", $8" : ""),
+				   rights ? 8 : 7, itypes, ivalues, inulls, SPI_OK_INSERT);
 	}
 	else
 	{
@@ -1499,6 +1637,159 @@ snowseq_counters_changed(PG_FUNCTION_ARGS)
 }
 
 PG_FUNCTION_INFO_V1(snowseq_counter_state);
+PG_FUNCTION_INFO_V1(snowseq_grant_counter);
+PG_FUNCTION_INFO_V1(snowseq_revoke_counter);
+
+/*
+ * ERROR unless the current user may see the state of a counter: read its
+ * owner and grants as they stand (a dropped counter's too, which the cache
+ * does not hold).  A name without a definition has nothing to protect.
+ */
+static void
+CounterCheckState(Oid fn_oid, const NameData *name)
+{
+	Oid			nsp = get_func_namespace(fn_oid);
+	Datum		arg = CStringGetTextDatum(NameStr(*name));
+	Oid			argtype = TEXTOID;
+	bool		allowed = true;
+
+	if (!CounterHasRights(nsp))
+		return;
+	SPI_connect();
+	if (SPI_execute_with_args(psprintf("SELECT owner, acl FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
+									   CounterTableName(fn_oid)),
+							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the definition of counter \"%s\"", NameStr(*name));
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Oid			owner = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		Datum		d = SPI_getbinval(tup, desc, 2, &isnull);
+
+		allowed = CounterMayUse(GetUserId(), owner, CounterAcl(d, isnull));
+	}
+	SPI_finish();
+	if (!allowed)
+		CounterDenied(NameStr(*name));
+}
+
+/*
+ * Grant or revoke USAGE of a counter (drawing values, raising it, seeing
+ * its state) to a role or PUBLIC.  Only a role with the owner's privileges
+ * may; the row is written as the owner of the definitions table, so the
+ * counter's owner needs no right on the table.  The change reaches every
+ * backend through the table's triggers: a revoke holds from the next call.
+ */
+static void
+CounterGrant(FunctionCallInfo fcinfo, bool grant)
+{
+	NameData	name;
+	char	   *role;
+	Oid			grantee;
+	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+	char	   *table = CounterTableName(fcinfo->flinfo->fn_oid);
+	Oid			user = GetUserId();
+	Oid			save_user;
+	int			save_sec;
+	Oid			types[2] = {TEXTOID, ACLITEMARRAYOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	Oid			owner;
+	Acl		   *acl;
+	AclItem    *items;
+	int			n = 0;
+	bool		isnull;
+	HeapTuple	tup;
+	TupleDesc	desc;
+
+	CounterRequire(fcinfo, 0, "counter name");
+	CounterRequire(fcinfo, 1, "role");
+	CounterName(PG_GETARG_TEXT_PP(0), &name);
+	role = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (pg_strcasecmp(role, "public") == 0)
+		grantee = ACL_ID_PUBLIC;
+	else if (!OidIsValid(grantee = get_role_oid(role, true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("role \"%s\" does not exist", role),
+				 errhint("Name a role as pg_roles.rolname has it (not quoted), or 'public'.")));
+	if (!CounterHasRights(nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("counters of snowseq %s have no owners or grants", "1.1"),
+				 errhint("Update the extension: ALTER EXTENSION snowseq UPDATE.")));
+	values[0] = CStringGetTextDatum(NameStr(name));
+
+	CounterAsOwner(get_relname_relid("snowseq_counters", nsp), &save_user, &save_sec);
+	SPI_connect();
+	CounterSql(psprintf("SELECT owner, acl FROM %s WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", table),
+			   1, types, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("snowseq counter \"%s\" does not exist", NameStr(name)),
+				 errhint("Create it with snowseq_create_counter() or snowseq_create_serial().")));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	owner = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	if (!has_privs_of_role(user, owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of counter \"%s\" to %s it", NameStr(name),
+						grant ? "grant" : "revoke"),
+				 errhint("Its owner, a member of the owner's role or a superuser may grant and revoke it.")));
+	values[1] = SPI_getbinval(tup, desc, 2, &isnull);
+	acl = CounterAcl(values[1], isnull);
+
+	/* the grants of other roles, then this one's unless revoked */
+	items = palloc0(sizeof(AclItem) * ((acl ? ACL_NUM(acl) : 0) + 1));
+	for (int i = 0; acl != NULL && i < ACL_NUM(acl); i++)
+		if (ACL_DAT(acl)[i].ai_grantee != grantee)
+			items[n++] = ACL_DAT(acl)[i];
+	if (grant)
+	{
+		items[n].ai_grantee = grantee;
+		items[n].ai_grantor = owner;
+		ACLITEM_SET_PRIVS_GOPTIONS(items[n], ACL_USAGE, ACL_NO_RIGHTS);
+		n++;
+	}
+	if (n == 0)
+		nulls[1] = 'n';
+	else
+	{
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		Datum	   *elems = palloc(sizeof(Datum) * n);
+
+		get_typlenbyvalalign(ACLITEMOID, &typlen, &typbyval, &typalign);
+		for (int i = 0; i < n; i++)
+			elems[i] = PointerGetDatum(&items[i]);
+		values[1] = PointerGetDatum(construct_array(elems, n, ACLITEMOID, typlen, typbyval, typalign));
+	}
+	CounterSql(psprintf("UPDATE %s SET acl = $2 WHERE name OPERATOR(pg_catalog.=) $1", table),
+			   2, types, values, nulls, SPI_OK_UPDATE);
+	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
+}
+
+/* snowseq_grant_counter(name, role): role (or PUBLIC) may use the counter. */
+Datum
+snowseq_grant_counter(PG_FUNCTION_ARGS)
+{
+	CounterGrant(fcinfo, true);
+	PG_RETURN_VOID();
+}
+
+/* snowseq_revoke_counter(name, role): role (or PUBLIC) may no longer use it. */
+Datum
+snowseq_revoke_counter(PG_FUNCTION_ARGS)
+{
+	CounterGrant(fcinfo, false);
+	PG_RETURN_VOID();
+}
 
 /*
  * snowseq_counter_state(name) -> (last bigint, reserved bigint): the raw
@@ -1516,6 +1807,7 @@ snowseq_counter_state(PG_FUNCTION_ARGS)
 
 	ShmemCheckPreloaded();
 	CounterName(PG_GETARG_TEXT_PP(0), &name);
+	CounterCheckState(fcinfo->flinfo->fn_oid, &name);
 	CounterId(&name, &id);
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
