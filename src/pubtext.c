@@ -38,13 +38,14 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
+#include "compat.h"
 #include "crypt.h"
 
 #define PUBTEXT_DIGITS		13	/* base-32 digits of a 63-bit number */
 #define PUBTEXT_LENGTH		(PUBTEXT_DIGITS + 1)	/* and the check character */
 #define PUBTEXT_POLY		0x25	/* x^5 + x^2 + 1 */
 
-static const char pubtext_alphabet[32] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+static const char pubtext_alphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /*
  * Value + 1 of each character that reads as a digit, 0 for every other
