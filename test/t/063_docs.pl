@@ -164,7 +164,7 @@ for my $g (@GUIDES)
 		'>', 0, "docs/$g.md has SQL examples that run");
 }
 
-my $node = snowseq_node('docs', conf => ["max_replication_slots = 4"]);
+my $node = snowseq_node('docs', conf => ["max_replication_slots = 4", "snowseq.backfill_node_id = 1000"]);
 # the roles the GRANT examples name
 $node->safe_psql('postgres', "CREATE ROLE $_") for qw(app dba key_admin loader app_owner);
 
