@@ -1730,8 +1730,10 @@ MoveSourceTransaction(Move *m)
  * Step: the switch, in one router transaction.  The source transaction
  * (a split deletes the moved rows in it; the rest of the partition stays in
  * the table) runs first, then the router takes the parent's lock, rewrites
- * partitions and map, and commits the source transaction while it still
- * holds the lock; the router commits when the step ends.  A router
+ * partitions and map, and prepares the source transaction while it still
+ * holds the lock; the router commits state 'switched' when the step ends,
+ * and only then is the prepared source transaction committed (MoveFinish),
+ * so the router's record decides, whenever either side dies.  A router
  * statement that updates a moved row while the delete runs waits for the
  * source transaction holding the parent's lock: then the source
  * transaction is rolled back (that writer fails at the fence and retries),
