@@ -13,7 +13,7 @@
 # clock          | ck   | ck   | n/a 1  | ck     | ck     | ck    | ck    | ck    | ck      | ck      | 061     | 003 2  | n/a 3
 # gene segments  | ck   | ck   | n/a 1  | ck     | ck     | ck    | ck    | ck    | ck      | ck      | 061     | n/a 4  | n/a 3
 # named counter  | ck   | ck   | ck     | ck     | ck 5   | ck    | ck    | ck    | ck      | ck      | 061     | n/a 4  | n/a 3
-# serial         | ck   | ck   | ck     | ck     | ck 5   | ck    | ck    | ck    | ck      | ck      | 061     | 016 017| n/a 3
+# serial         | ck   | ck   | ck     | ck     | ck 5   | ck    | ck    | ck    | ck      | ck      | 061     | 016 018| n/a 3
 # routing map    | ck   | ck   | ck     | ck     | ck     | ck    | ck    | ck    | ck      | ck      | 061     | n/a 4  | n/a 3
 # move record    | 040  | 040  | 040    | n/a 6  | n/a 6  | 040   | 040   | 040 7 | n/a 8   | n/a 8   | n/a 8   | n/a 4  | n/a 3
 #
