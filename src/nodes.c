@@ -13,6 +13,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/formatting.h"
 #include "utils/resowner.h"
 
 #include "move.h"
@@ -24,13 +25,43 @@ typedef struct NodeInfo
 	char	   *server;			/* NULL: this server */
 	int			node_id;		/* -1: unset */
 	bool		known;			/* node id and layout were read */
-	char	   *layout;			/* "t/n/s@unit ms" */
+	int			backfill_id;	/* snowseq.backfill_node_id, -1: off */
+	char	   *layout;			/* "t/n/s@unit ms", and the field order */
 	int64		epoch_ms;
 	char	   *version;		/* snowseq's extension version there */
 	char	   *cluster;		/* system identifier: the same for one cluster */
 	char	   *problem;
-	char	   *same_id;		/* the others with its node id, or NULL */
+	char	   *clash;			/* its collisions, naming it, or NULL */
 } NodeInfo;
+
+/*
+ * A layout as the result shows it: the widths of time, node and seq, the
+ * unit, and the field order when seq lies above node.
+ */
+static char *
+NodeLayout(const char *t, const char *nb, const char *sb, const char *unit, bool seq_before_node)
+{
+	return psprintf("%s/%s/%s@%sms%s", t, nb, sb, unit, seq_before_node ? " seq above node" : "");
+}
+
+/*
+ * Whether a snowseq.layout value puts seq above node: empty or NULL (a
+ * server without the setting) is time | node | seq.
+ */
+static bool
+NodeSeqBeforeNode(const char *layout)
+{
+	char	   *l;
+	char	   *seq;
+	char	   *node;
+
+	if (layout == NULL || layout[0] == '\0')
+		return false;
+	l = asc_tolower(layout, strlen(layout));
+	seq = strstr(l, "seq");
+	node = strstr(l, "node");
+	return seq != NULL && node != NULL && seq < node;
+}
 
 /* This server, as the others are described. */
 static NodeInfo *
@@ -39,9 +70,11 @@ NodeLocal(void)
 	NodeInfo   *n = palloc0(sizeof(NodeInfo));
 
 	n->node_id = snowseq_node_id;
+	n->backfill_id = snowseq_backfill_node_id;
 	n->known = true;
-	n->layout = psprintf("%d/%d/%d@%dms", snowseq_time_bits, snowseq_node_bits,
-						 snowseq_seq_bits, snowseq_time_unit_ms);
+	n->layout = NodeLayout(psprintf("%d", snowseq_time_bits), psprintf("%d", snowseq_node_bits),
+						   psprintf("%d", snowseq_seq_bits), psprintf("%d", snowseq_time_unit_ms),
+						   snowseq_seq_before_node);
 	n->epoch_ms = SnowseqEpochMs;
 	n->cluster = psprintf(UINT64_FORMAT, GetSystemIdentifier());
 	if (snowseq_node_id < 0)
@@ -60,6 +93,7 @@ NodeRemote(Oid serverid, const char *name)
 
 	n->server = pstrdup(name);
 	n->node_id = -1;
+	n->backfill_id = -1;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
@@ -74,15 +108,21 @@ NodeRemote(Oid serverid, const char *name)
 			n->version = pstrdup(rc->extversion);
 			res = RemoteExec(rc, psprintf("SELECT node_id, time_bits, node_bits, seq_bits, time_unit_ms, "
 										  "(pg_catalog.date_part('epoch', epoch) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8, "
-										  "(SELECT system_identifier FROM pg_catalog.pg_control_system()) "
+										  "(SELECT system_identifier FROM pg_catalog.pg_control_system()), "
+										  "pg_catalog.current_setting('snowseq.layout', true), "
+										  "pg_catalog.current_setting('snowseq.backfill_node_id', true) "
 										  "FROM %s.snowseq_status", rc->extschema),
 							 "read the node id and layout");
 			if (PQgetisnull(res, 0, 0))
 				n->problem = pstrdup("snowseq.node_id is not set there");
 			else
 				n->node_id = atoi(PQgetvalue(res, 0, 0));
-			n->layout = psprintf("%s/%s/%s@%sms", PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
-								 PQgetvalue(res, 0, 3), PQgetvalue(res, 0, 4));
+			/* a server of 1.1 has neither setting: time | node | seq, no backfill */
+			n->layout = NodeLayout(PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
+								   PQgetvalue(res, 0, 3), PQgetvalue(res, 0, 4),
+								   !PQgetisnull(res, 0, 7) && NodeSeqBeforeNode(PQgetvalue(res, 0, 7)));
+			if (!PQgetisnull(res, 0, 8) && PQgetvalue(res, 0, 8)[0] != '\0')
+				n->backfill_id = atoi(PQgetvalue(res, 0, 8));
 			n->epoch_ms = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
 			n->cluster = pstrdup(PQgetvalue(res, 0, 6));
 			n->known = true;
@@ -153,31 +193,61 @@ NodesCheck(void)
 
 	/*
 	 * the same node id in two clusters (two databases, or two server
-	 * objects, of one cluster share its clock), or a layout or epoch unlike
-	 * this server's
+	 * objects, of one cluster share its clock), a backfill node id that is
+	 * another cluster's node id or backfill node id, or a layout (widths,
+	 * unit and field order) or epoch unlike this server's
 	 */
 	foreach(lc, nodes)
 	{
 		NodeInfo   *a = lfirst(lc);
 		NodeInfo   *local = linitial(nodes);
+		const char *who = a->server ? quote_identifier(a->server) : "this server";
 		StringInfoData others;
+		StringInfoData problem;
+		StringInfoData clash;
 
-		if (!a->known || a->node_id < 0)
+		if (!a->known)
 			continue;
-		initStringInfo(&others);
-		foreach(lc2, nodes)
+		initStringInfo(&problem);
+		initStringInfo(&clash);
+		/* four kinds: my node id or my backfill node id is their node id or theirs */
+		for (int kind = 0; kind < 4; kind++)
 		{
-			NodeInfo   *b = lfirst(lc2);
+			int			mine = kind < 2 ? a->node_id : a->backfill_id;
+			static const char *const what[4] = {
+				"node id", "node id", "backfill node id", "backfill node id"
+			};
+			static const char *const used[4] = {
+				"is also used by", "is also the backfill node id of",
+				"is also the node id of", "is also the backfill node id of"
+			};
 
-			if (b != a && b->known && b->node_id == a->node_id && strcmp(b->cluster, a->cluster) != 0)
-				appendStringInfo(&others, "%s%s", others.len ? ", " : "",
-								 b->server ? quote_identifier(b->server) : "this server");
+			if (mine < 0)
+				continue;
+			initStringInfo(&others);
+			foreach(lc2, nodes)
+			{
+				NodeInfo   *b = lfirst(lc2);
+				int			theirs = kind % 2 == 0 ? b->node_id : b->backfill_id;
+
+				if (b != a && b->known && theirs == mine && strcmp(b->cluster, a->cluster) != 0)
+					appendStringInfo(&others, "%s%s", others.len ? ", " : "",
+									 b->server ? quote_identifier(b->server) : "this server");
+			}
+			if (others.len == 0)
+				continue;
+			appendStringInfo(&problem, "%s", problem.len ? "; " : "");
+			appendStringInfo(&problem, "%s %d %s %s", what[kind], mine, used[kind], others.data);
+			appendStringInfo(&clash, "%s", clash.len ? "; " : "");
+			appendStringInfo(&clash, "%s %d of %s %s %s", what[kind], mine, who, used[kind], others.data);
 		}
-		if (others.len > 0)
+		if (problem.len > 0)
 		{
-			a->same_id = others.data;
-			a->problem = psprintf("node id %d is also used by %s: their IDs collide", a->node_id, others.data);
+			a->clash = clash.data;
+			a->problem = psprintf("%s: their IDs collide", problem.data);
 		}
+		else if (a->node_id < 0)
+			continue;
 		else if (a != local && strcmp(a->layout, local->layout) != 0)
 			a->problem = psprintf("layout %s differs from this server's %s: IDs of different layouts can collide",
 								  a->layout, local->layout);
@@ -188,8 +258,9 @@ NodesCheck(void)
 }
 
 /*
- * ERROR when a node id collision involves this server (server == NULL) or
- * the named server: what would issue colliding IDs does not proceed.
+ * ERROR when a node id collision (of node ids or backfill node ids)
+ * involves this server (server == NULL) or the named server: what would
+ * issue colliding IDs does not proceed.
  * Servers that cannot be asked are left out with a WARNING.
  */
 void
@@ -213,13 +284,12 @@ NodesRefuseCollision(const char *server, const char *what)
 		bool		concerned = server == NULL ? n->server == NULL :
 			(n->server != NULL && strcmp(n->server, server) == 0);
 
-		if (concerned && n->same_id != NULL)
+		if (concerned && n->clash != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot %s: node id %d of %s is also used by %s", what, n->node_id,
-							n->server ? quote_identifier(n->server) : "this server", n->same_id),
-					 errdetail("Servers with the same node id issue the same IDs."),
-					 errhint("Give every server its own snowseq.node_id; SELECT * FROM snowseq_check_nodes() lists them all.")));
+					 errmsg("cannot %s: %s", what, n->clash),
+					 errdetail("Servers with the same node id issue the same IDs, and IDs for past instants carry the backfill node id."),
+					 errhint("Give every server its own snowseq.node_id and snowseq.backfill_node_id, none equal to another's; SELECT * FROM snowseq_check_nodes() lists them all.")));
 	}
 }
 

@@ -1,9 +1,11 @@
 # Node ids across a fleet: two servers with the same snowseq.node_id issue
 # the same IDs, and neither can see it alone.  A router asks every
-# postgres_fdw server for its node id and layout: snowseq_check_nodes()
-# reports duplicates, other layouts, servers that cannot be asked and
-# servers without snowseq; snowseq_create_shards and gene-range moves
-# refuse when a duplicate concerns them.
+# postgres_fdw server for its node id, backfill node id and layout (field
+# order included): snowseq_check_nodes() reports duplicates (a backfill
+# node id equal to another's node id or backfill node id too), other
+# layouts, servers that cannot be asked and servers without snowseq;
+# snowseq_create_shards and gene-range moves refuse when a duplicate
+# concerns them.
 use strict;
 use warnings;
 use lib 'test';
@@ -87,10 +89,53 @@ like($err, qr/ERROR:  cannot move genes there: node id 2 of b is also used by a,
 is($router->safe_psql('postgres', "SELECT string_agg(upper_gene || '=' || shard, ',' ORDER BY upper_gene) FROM snowseq_shard_map"),
 	'16383=c,32767=a', 'the map is unchanged');
 
+# backfill node ids and the field order: g's backfill node id is the
+# router's node id, h and i share a backfill node id, j has the router's
+# widths in another field order
+my $g = snowseq_node('node_g', node_id => 6, conf => [ 'snowseq.backfill_node_id = 1' ]);
+my $h = snowseq_node('node_h', node_id => 7, conf => [ 'snowseq.backfill_node_id = 100' ]);
+my $i = snowseq_node('node_i', node_id => 8, conf => [ 'snowseq.backfill_node_id = 100' ]);
+my $j = snowseq_node('node_j', node_id => 9, conf => [ "snowseq.layout = 'time:41,seq:12,node:10'" ]);
+for my $s ([ 'g', $g ], [ 'h', $h ], [ 'i', $i ], [ 'j', $j ])
+{
+	my ($name, $n) = @$s;
+	$router->safe_psql('postgres', sprintf(
+		"CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '%s', port '%s', dbname 'postgres');
+		 CREATE USER MAPPING FOR CURRENT_USER SERVER %s;", $name, $n->host, $n->port, $name));
+}
+$rows = $router->safe_psql('postgres',
+	"SELECT coalesce(server, '(here)'), coalesce(node_id::text, '-'), coalesce(layout, '-'),
+	        coalesce(version, '-'), coalesce(problem, 'ok'), coalesce(cluster, '-')
+	 FROM snowseq_check_nodes() ORDER BY server NULLS FIRST");
+note "snowseq_check_nodes() with backfill node ids and another field order:\n$rows";
+%r = map { my @f = split /\|/; ($f[0] => \@f) } split /\n/, $rows;
+is($r{g}[4], 'backfill node id 1 is also the node id of this server, self: their IDs collide',
+	'g: its backfill node id is the router\'s node id');
+is($r{'(here)'}[4], 'node id 1 is also the backfill node id of g: their IDs collide',
+	'this server: its node id is g\'s backfill node id');
+is($r{h}[4], 'backfill node id 100 is also the backfill node id of i: their IDs collide',
+	'h: the same backfill node id as i');
+is($r{i}[4], 'backfill node id 100 is also the backfill node id of h: their IDs collide',
+	'i: the same backfill node id as h');
+is($r{j}[2], '41/10/12@1ms seq above node', 'j: its layout shows the field order');
+is($r{j}[4], "layout 41/10/12\@1ms seq above node differs from this server's 41/10/12\@1ms: IDs of different layouts can collide",
+	'j: the same widths in another field order are another layout');
+like($r{c}[4], qr/^layout 42\/9\/12\@1ms differs from this server's 41\/10\/12\@1ms/,
+	'c: no backfill node id (-1 is off), still only its other layout');
+$router->safe_psql('postgres', 'CREATE TABLE local_orders2 (id bigint NOT NULL) PARTITION BY RANGE (id)');
+($rc, $out, $err) = $router->psql('postgres', "SELECT snowseq_create_shards('local_orders2', 4)");
+like($err, qr/ERROR:  cannot create shards: node id 1 of this server is also the backfill node id of g/,
+	'create_shards refuses while this server\'s node id is another\'s backfill node id');
+($rc, $out, $err) = $router->psql('postgres', "CALL snowseq_move_genes('orders', 0, 16383, 'h')");
+like($err, qr/ERROR:  cannot move genes there: backfill node id 100 of h is also the backfill node id of i/,
+	'a move to a server whose backfill node id another server has is refused');
+is($router->safe_psql('postgres', "SELECT string_agg(upper_gene || '=' || shard, ',' ORDER BY upper_gene) FROM snowseq_shard_map"),
+	'16383=c,32767=a', 'the map is unchanged');
+
 # and without a grant nobody asks
 $router->safe_psql('postgres', 'CREATE ROLE regress_plain LOGIN');
 ($rc, $out, $err) = $router->psql('postgres', 'SELECT * FROM snowseq_check_nodes()', extra_params => [ '-U', 'regress_plain' ]);
 like($err, qr/permission denied for function snowseq_check_nodes/, 'snowseq_check_nodes is not for PUBLIC');
 
-$_->stop for ($router, $a, $b, $c, $e, $f);
+$_->stop for ($router, $a, $b, $c, $e, $f, $g, $h, $i, $j);
 done_testing();
