@@ -63,6 +63,7 @@
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -130,6 +131,7 @@ typedef struct Move
 	int			fence_id;		/* 0: none yet */
 	Oid			sub_oid;		/* the subscription on the destination */
 	Oid			mover;			/* the role that runs the move */
+	bool		parent_held;	/* the parent's session lock (MoveHoldParent) */
 	char	   *state;			/* as committed in snowseq_moves */
 	char	   *node;			/* this router's node id */
 	/* what the router needs for the new foreign table */
@@ -1727,6 +1729,35 @@ MoveSourceTransaction(Move *m)
 }
 
 /*
+ * Hold the parent's lock beyond the router's commit, until the prepared
+ * source transaction has committed: a reader planning on the new bounds in
+ * between would otherwise read the source table with a snapshot taken
+ * before the commit (the snapshot comes before the lock it then waits for)
+ * and see the moved rows twice.  A session lock, released by
+ * MoveReleaseParent or, if the mover dies, with its backend.
+ */
+static void
+MoveHoldParent(Move *m)
+{
+	LockRelId	rel = {m->parent, MyDatabaseId};
+
+	LockRelationIdForSession(&rel, AccessExclusiveLock);
+	m->parent_held = true;
+}
+
+/* Let go of the parent's session lock, if held. */
+static void
+MoveReleaseParent(Move *m)
+{
+	LockRelId	rel = {m->parent, MyDatabaseId};
+
+	if (!m->parent_held)
+		return;
+	UnlockRelationIdForSession(&rel, AccessExclusiveLock);
+	m->parent_held = false;
+}
+
+/*
  * Step: the switch, in one router transaction.  The source transaction
  * (a split deletes the moved rows in it; the rest of the partition stays in
  * the table) runs first, then the router takes the parent's lock, rewrites
@@ -1771,6 +1802,7 @@ MoveSwitch(Move *m)
 				  "lock the source table");
 	MoveRefuseReferenced(m, Lock(m));
 	RemoteCommand(Lock(m), psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the source transaction");
+	MoveHoldParent(m);
 	SNOWSEQ_TESTPOINT("move_after_source_commit");
 	MoveRecordSet(m, "state = 'switched', switched_at = pg_catalog.clock_timestamp(), "
 				  "pause_ms = pg_catalog.round((extract(epoch FROM pg_catalog.clock_timestamp() "
@@ -1868,6 +1900,7 @@ MoveFinish(Move *m)
 
 	RemoteClose(m->lock);
 	MoveResolvePrepared(m, true);
+	MoveReleaseParent(m);
 	MoveDropSubscription(m);
 	MoveDropPublication(m);
 	MoveDropSlots(m);
@@ -2116,6 +2149,7 @@ MoveState(Move *m)
 static void
 MoveRelease(Move *m)
 {
+	MoveReleaseParent(m);
 	MoveCloseSessions(m);
 	Sql(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id), SPI_OK_SELECT);
 }
