@@ -32,39 +32,8 @@ UPDATE @extschema@.snowseq_key_store SET state = state
 ALTER FUNCTION @extschema@.snowseq_counter_next(text) PARALLEL UNSAFE;
 ALTER FUNCTION @extschema@.snowseq_serial(text) PARALLEL UNSAFE;
 
--- last_value in numeric, at most the last value bigint holds for the
--- counter: never "bigint out of range" at the end of bigint.
-CREATE OR REPLACE VIEW @extschema@.snowseq_counter_status AS
-	SELECT c.name, c.kind, c.start, c.nodes, c.format, c.time_zone, c.dropped,
-		CAST(LEAST(
-			CASE WHEN c.kind OPERATOR(pg_catalog.=) 'counter'
-					  AND s.issued OPERATOR(pg_catalog.>) c.restart_base
-				 THEN CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
-					  ((CAST(s.issued AS pg_catalog.numeric) OPERATOR(pg_catalog.-) 1
-						OPERATOR(pg_catalog.-) c.restart_base)
-					   OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
-					  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
-				 WHEN c.kind OPERATOR(pg_catalog.=) 'serial' AND s.issued OPERATOR(pg_catalog.>) 0
-				 THEN CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
-					  ((CAST(s.issued OPERATOR(pg_catalog.&) 1099511627775 AS pg_catalog.numeric)
-						OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
-					  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
-			END,
-			-- the largest value of the counter's progression that bigint holds
-			(CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
-			 (st.node_id OPERATOR(pg_catalog.%) c.nodes))
-			OPERATOR(pg_catalog.+)
-			(pg_catalog.div(CAST(9223372036854775807 AS pg_catalog.numeric)
-							OPERATOR(pg_catalog.-) c.start
-							OPERATOR(pg_catalog.-) (st.node_id OPERATOR(pg_catalog.%) c.nodes),
-							CAST(c.nodes AS pg_catalog.numeric))
-			 OPERATOR(pg_catalog.*) c.nodes)) AS pg_catalog.int8) AS last_value,
-		s.issued, s.reserved
-	FROM @extschema@.snowseq_counters c
-	CROSS JOIN LATERAL @extschema@.snowseq_counter_state(c.name) s
-	CROSS JOIN @extschema@.snowseq_status st;
-COMMENT ON VIEW @extschema@.snowseq_counter_status IS
-	'named counters and serials of this database: definition, last value this node issued (serials: in the last period), raw reservation';
+-- the view (last_value in numeric, never "bigint out of range" at the
+-- end of bigint) is defined once, with owners and grants, below
 -- ---- end counters ----
 
 -- ---- counters: owners and grants (1.2) ----
