@@ -5,6 +5,7 @@ EXTVERSION = 1.2
 MODULE_big = snowseq
 OBJS = \
 	src/snowseq.o \
+	src/sqlrun.o \
 	src/guc.o \
 	src/shmem.o \
 	src/clock.o \
