@@ -45,7 +45,7 @@
 
 #include "catcache.h"
 #include "snowseq.h"
-#include "move.h"
+#include "remote.h"
 
 typedef struct Fence
 {

@@ -76,7 +76,7 @@
 #include "utils/wait_event.h"
 
 #include "snowseq.h"
-#include "move.h"
+#include "remote.h"
 #include "testpoint.h"
 
 #define MOVE_BLOCK_ATTEMPTS		5	/* tries to hold writes back and catch up */

@@ -16,7 +16,7 @@
 #include "utils/formatting.h"
 #include "utils/resowner.h"
 
-#include "move.h"
+#include "remote.h"
 #include "reserve.h"
 
 /* What one server says about itself. */

@@ -38,7 +38,7 @@
 #include "utils/wait_event.h"
 
 #include "snowseq.h"
-#include "move.h"
+#include "remote.h"
 
 #define RESOLVE_TRIES			30	/* per database, RESOLVE_RETRY_MS apart */
 #define RESOLVE_RETRY_MS		2000
