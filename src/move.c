@@ -77,6 +77,7 @@
 
 #include "snowseq.h"
 #include "remote.h"
+#include "sqlrun.h"
 #include "testpoint.h"
 
 #define MOVE_BLOCK_ATTEMPTS		5	/* tries to hold writes back and catch up */
@@ -150,22 +151,13 @@ typedef struct Move
 	bool		copied;			/* the copy is done and caught up */
 	List	   *report;			/* MoveReport */
 	bool		leftovers;		/* something could not be removed */
+	bool		fence_moved;	/* MoveUndoFence: the source says it switched */
+	int			switch_wait_ms; /* MoveLockParentOnce: 0 NOWAIT, or lock_timeout */
+	char	   *ext;			/* quoted schema of snowseq on this server */
 	MemoryContext cxt;
 } Move;
 
 typedef void (*MoveStep) (Move *m);
-
-static char *ext_nsp = NULL;	/* quoted schema of snowseq on this server */
-
-/* Remember the schema of snowseq here, from the function called. */
-static void
-SetExtSchema(FunctionCallInfo fcinfo)
-{
-	if (ext_nsp != NULL)
-		pfree(ext_nsp);
-	ext_nsp = MemoryContextStrdup(TopMemoryContext,
-								  quote_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid))));
-}
 
 /* ---------------------------------------------------------------------
  * Small helpers
@@ -189,38 +181,11 @@ MsSince(TimestampTz t)
 	return (double) (GetCurrentTimestamp() - t) / 1000.0;
 }
 
-/* Run SQL here through SPI; expect < 0 accepts any success. */
-static void
-Sql(const char *sql, int expect)
-{
-	int			rc = SPI_execute(sql, false, 0);
-
-	if (rc < 0 || (expect >= 0 && rc != expect))
-		elog(ERROR, "snowseq: local statement failed (%s): %s", SPI_result_code_string(rc), sql);
-}
-
-/* The first column of the first row of a query here, in cxt, or NULL. */
-static char *
-SqlValue(MemoryContext cxt, const char *sql)
-{
-	char	   *v = NULL;
-
-	Sql(sql, SPI_OK_SELECT);
-	if (SPI_processed > 0)
-	{
-		char	   *s = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
-		if (s != NULL)
-			v = MemoryContextStrdup(cxt, s);
-	}
-	return v;
-}
-
 /* The name of one of snowseq's objects here, qualified. */
 static char *
-Ext(const char *name)
+MoveExt(Move *m, const char *name)
 {
-	return psprintf("%s.%s", ext_nsp, name);
+	return psprintf("%s.%s", m->ext, name);
 }
 
 /* The name of one of snowseq's objects on a remote server, qualified. */
@@ -306,8 +271,8 @@ MoveNote(Move *m, const char *server, const char *object, const char *action)
 static void
 MoveRecordSet(Move *m, const char *sets)
 {
-	Sql(psprintf("UPDATE %s SET %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-				 Ext("snowseq_moves"), sets, m->id), SPI_OK_UPDATE);
+	SpiRun(psprintf("UPDATE %s SET %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+				 MoveExt(m, "snowseq_moves"), sets, m->id), SPI_OK_UPDATE);
 }
 
 /* Refuse to run inside a transaction block or a function. */
@@ -425,13 +390,14 @@ MoveCloseSessions(Move *m)
 
 /* A new, empty move in a memory context that outlives commits. */
 static Move *
-MoveNew(void)
+MoveNew(const char *ext)
 {
 	MemoryContext cxt = AllocSetContextCreate(PortalContext ? PortalContext : TopMemoryContext,
 											  "snowseq move", ALLOCSET_DEFAULT_SIZES);
 	Move	   *m = MemoryContextAllocZero(cxt, sizeof(Move));
 
 	m->cxt = cxt;
+	m->ext = MemoryContextStrdup(cxt, ext);
 	m->dest_created = -1;
 	return m;
 }
@@ -489,7 +455,7 @@ MovePartition(Move *m)
 	int			pfirst = 0,
 				plast = 0;
 
-	Sql(psprintf("SELECT c.oid, c.relkind, "
+	SpiRun(psprintf("SELECT c.oid, c.relkind, "
 				 "pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname), "
 				 "CASE WHEN b[1] OPERATOR(pg_catalog.=) 'MINVALUE' THEN NULL ELSE pg_catalog.btrim(b[1], '''')::pg_catalog.int8 END, "
 				 "CASE WHEN b[2] OPERATOR(pg_catalog.=) 'MAXVALUE' THEN NULL ELSE pg_catalog.btrim(b[2], '''')::pg_catalog.int8 END, "
@@ -596,7 +562,7 @@ MoveCheckMap(Move *m)
 {
 	int			g = m->first;
 
-	Sql(psprintf("SELECT upper_gene, shard FROM %s ORDER BY upper_gene", Ext("snowseq_shard_map")),
+	SpiRun(psprintf("SELECT upper_gene, shard FROM %s ORDER BY upper_gene", MoveExt(m, "snowseq_shard_map")),
 		SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed && g <= m->last; i++)
 	{
@@ -640,7 +606,7 @@ MovePlan(Move *m, const char *to_server)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("genes %d to %d are not a gene range", m->first, m->last),
 				 errhint("Genes go from 0 to %d, and the first is not above the last.", SNOWSEQ_MAX_GENE)));
-	v = SqlValue(m->cxt, psprintf("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class "
+	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class "
 								  "WHERE oid OPERATOR(pg_catalog.=) %u", m->parent));
 	if (v == NULL || v[0] != 't')
 		ereport(ERROR,
@@ -693,7 +659,7 @@ MovePlan(Move *m, const char *to_server)
 	m->src_rel = MemoryContextStrdup(m->cxt, table);
 
 	/* everyone who reads the partition must be able to read the new one */
-	v = SqlValue(m->cxt, psprintf(
+	v = SpiValue(m->cxt, psprintf(
 								  "SELECT pg_catalog.string_agg(s.usename::text, ', ') FROM pg_catalog.pg_user_mappings s "
 								  "WHERE s.srvid OPERATOR(pg_catalog.=) %u AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_user_mappings d "
 								  "WHERE d.srvid OPERATOR(pg_catalog.=) %u AND (d.umuser OPERATOR(pg_catalog.=) s.umuser OR d.umuser OPERATOR(pg_catalog.=) 0))",
@@ -706,7 +672,7 @@ MovePlan(Move *m, const char *to_server)
 				 errhint("Create them first: after the move their queries would go to server \"%s\".", m->dst_name)));
 
 	/* the new foreign table: the parent's columns, the partition's options */
-	m->new_cols = SqlValue(m->cxt, psprintf(
+	m->new_cols = SpiValue(m->cxt, psprintf(
 											"SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
 											"pg_catalog.format_type(a.atttypid, a.atttypmod) OPERATOR(pg_catalog.||) "
 											"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
@@ -715,14 +681,14 @@ MovePlan(Move *m, const char *to_server)
 											"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
 											"WHERE a.attrelid OPERATOR(pg_catalog.=) %u AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
 											m->parent));
-	m->new_opts = SqlValue(m->cxt, psprintf(
+	m->new_opts = SpiValue(m->cxt, psprintf(
 											"SELECT pg_catalog.string_agg(', ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(option_name) "
 											"OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(option_value), '') "
 											"FROM pg_catalog.pg_options_to_table((SELECT ftoptions FROM pg_catalog.pg_foreign_table "
 											"WHERE ftrelid OPERATOR(pg_catalog.=) %u)) "
 											"WHERE option_name OPERATOR(pg_catalog.<>) ALL (ARRAY['schema_name', 'table_name'])",
 											part));
-	m->new_colopts = SqlValue(m->cxt, psprintf(
+	m->new_colopts = SpiValue(m->cxt, psprintf(
 											   "SELECT pg_catalog.string_agg(', ALTER COLUMN ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname) "
 											   "OPERATOR(pg_catalog.||) ' OPTIONS (' OPERATOR(pg_catalog.||) (SELECT pg_catalog.string_agg("
 											   "pg_catalog.quote_ident(o.option_name) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
@@ -736,7 +702,7 @@ MovePlan(Move *m, const char *to_server)
 static bool
 MoveIsLive(int64 id)
 {
-	char	   *v = SqlValue(CurrentMemoryContext, psprintf(
+	char	   *v = SpiValue(CurrentMemoryContext, psprintf(
 															"SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype OPERATOR(pg_catalog.=) 'advisory' "
 															"AND database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) "
 															"AND classid OPERATOR(pg_catalog.=) %u AND objid OPERATOR(pg_catalog.=) %u "
@@ -750,7 +716,7 @@ MoveIsLive(int64 id)
 static char *
 MoveLocalNode(Move *m)
 {
-	char	   *node = SqlValue(m->cxt, psprintf("SELECT node_id FROM %s", Ext("snowseq_status")));
+	char	   *node = SpiValue(m->cxt, psprintf("SELECT node_id FROM %s", MoveExt(m, "snowseq_status")));
 
 	if (node == NULL)
 		ereport(ERROR,
@@ -770,11 +736,11 @@ MoveRecordNew(Move *m)
 
 	m->node = MoveLocalNode(m);
 	/* one starter at a time; running moves hold no lock that this waits for */
-	Sql(psprintf("SELECT pg_catalog.pg_advisory_xact_lock(%d, 0)", SNOWSEQ_LOCK_MOVE), SPI_OK_SELECT);
-	Sql(psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
+	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_xact_lock(%d, 0)", SNOWSEQ_LOCK_MOVE), SPI_OK_SELECT);
+	SpiRun(psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
 				 "FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
 				 "AND state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) ORDER BY move_id",
-				 Ext("snowseq_moves"), m->parent), SPI_OK_SELECT);
+				 MoveExt(m, "snowseq_moves"), m->parent), SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	t = SPI_tuptable->vals[i];
@@ -809,8 +775,8 @@ MoveRecordNew(Move *m)
 					 errhint("Run SELECT * FROM snowseq_move_cleanup(); once its servers are reachable.")));
 	}
 
-	v = SqlValue(m->cxt, psprintf("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(%s, 'move_id'))",
-								  quote_literal_cstr(Ext("snowseq_moves"))));
+	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(%s, 'move_id'))",
+								  quote_literal_cstr(MoveExt(m, "snowseq_moves"))));
 	m->id = pg_strtoint64(v);
 	m->token = psprintf("snowseq_move_%s_" INT64_FORMAT, m->node, m->id);
 	m->token = MemoryContextStrdup(m->cxt, m->token);
@@ -831,11 +797,11 @@ MoveRecordNew(Move *m)
 	m->dst_rel = MemoryContextStrdup(m->cxt, name);
 	m->dst_table = MemoryContextStrdup(m->cxt, quote_qualified_identifier(m->dst_nsp, m->dst_rel));
 
-	Sql(psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
+	SpiRun(psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
 				 "kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
 				 "token, state) OVERRIDING SYSTEM VALUE VALUES (" INT64_FORMAT ", %u, %d, %d, %s, %s, %s, %s, "
 				 "%s, %s, %s, %s, %s, %s, %s, 'prepare')",
-				 Ext("snowseq_moves"), m->id, m->parent, m->first, m->last,
+				 MoveExt(m, "snowseq_moves"), m->id, m->parent, m->first, m->last,
 				 quote_literal_cstr(m->src_name), quote_literal_cstr(m->dst_name),
 				 quote_literal_cstr(m->kind), quote_literal_cstr(m->part_q),
 				 Int8OrNull(m->part_has_lo, m->part_lo), Int8OrNull(m->part_has_hi, m->part_hi),
@@ -846,7 +812,7 @@ MoveRecordNew(Move *m)
 	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
 	m->state = "prepare";
 	/* held until the move ends: others see it running */
-	Sql(psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
+	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
 		SPI_OK_SELECT);
 }
 
@@ -935,7 +901,7 @@ MoveDstHas(RemoteConn *rc, const char *table)
 static char *
 MoveTableReadBy(Move *m, const char *server, const char *nsp, const char *rel)
 {
-	return SqlValue(m->cxt, psprintf(
+	return SpiValue(m->cxt, psprintf(
 									 "SELECT ft.ftrelid::pg_catalog.regclass::text FROM pg_catalog.pg_foreign_table ft "
 									 "JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) ft.ftserver "
 									 "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) ft.ftrelid "
@@ -1298,12 +1264,12 @@ MovePrepareObjects(Move *m)
 	 * writes come last, so that no transaction stays open here while the
 	 * servers work.
 	 */
-	Sql(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name %s, table_name %s%s)",
+	SpiRun(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name %s, table_name %s%s)",
 				 m->new_part_q, m->new_cols, quote_identifier(m->dst_name),
 				 quote_literal_cstr(m->dst_nsp), quote_literal_cstr(m->dst_rel),
 				 m->new_opts ? m->new_opts : ""), SPI_OK_UTILITY);
 	if (m->new_colopts != NULL)
-		Sql(psprintf("ALTER FOREIGN TABLE %s %s", m->new_part_q, m->new_colopts + 1), SPI_OK_UTILITY);
+		SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", m->new_part_q, m->new_colopts + 1), SPI_OK_UTILITY);
 
 	MoveRecordSet(m, psprintf("state = 'copy', fence_id = %d, sub_oid = %u", m->fence_id, m->sub_oid));
 }
@@ -1603,10 +1569,10 @@ MoveSwitchRouter(Move *m)
 	char	   *hi;
 	char	   *plo = BoundSql(m->part_has_lo, m->part_lo, "MINVALUE");
 	char	   *phi = BoundSql(m->part_has_hi, m->part_hi, "MAXVALUE");
-	char	   *map = Ext("snowseq_shard_map");
+	char	   *map = MoveExt(m, "snowseq_shard_map");
 	char	   *v;
 
-	v = SqlValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
+	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
 								  "OPERATOR(pg_catalog.=) %u AND inhrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
 								  m->parent, quote_literal_cstr(m->new_part_q)));
 	if (strcmp(v, "0") != 0)
@@ -1614,39 +1580,37 @@ MoveSwitchRouter(Move *m)
 	lo = strcmp(m->kind, "suffix") == 0 ? psprintf(INT64_FORMAT, (int64) m->first << SNOWSEQ_SEGMENT_BITS) : plo;
 	hi = strcmp(m->kind, "prefix") == 0 ? psprintf(INT64_FORMAT, (int64) (m->last + 1) << SNOWSEQ_SEGMENT_BITS) : phi;
 
-	Sql(psprintf("ALTER TABLE %s DETACH PARTITION %s", m->parent_q, m->part_q), SPI_OK_UTILITY);
+	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", m->parent_q, m->part_q), SPI_OK_UTILITY);
 	if (strcmp(m->kind, "prefix") == 0)
-		Sql(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
+		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
 					 m->parent_q, m->part_q, hi, phi), SPI_OK_UTILITY);
 	else if (strcmp(m->kind, "suffix") == 0)
-		Sql(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
+		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
 					 m->parent_q, m->part_q, plo, lo), SPI_OK_UTILITY);
-	Sql(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
+	SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
 				 m->parent_q, m->new_part_q, lo, hi), SPI_OK_UTILITY);
 	if (strcmp(m->kind, "whole") == 0)
-		Sql(psprintf("DROP FOREIGN TABLE %s", m->part_q), SPI_OK_UTILITY);
+		SpiRun(psprintf("DROP FOREIGN TABLE %s", m->part_q), SPI_OK_UTILITY);
 
 	/* the map: rows ending at first - 1 and last, the range to the new server */
 	if (m->first > 0)
-		Sql(psprintf("INSERT INTO %s (upper_gene, shard) SELECT %d, (SELECT shard FROM %s WHERE upper_gene "
+		SpiRun(psprintf("INSERT INTO %s (upper_gene, shard) SELECT %d, (SELECT shard FROM %s WHERE upper_gene "
 					 "OPERATOR(pg_catalog.>=) %d ORDER BY upper_gene LIMIT 1) ON CONFLICT (upper_gene) DO NOTHING",
 					 map, m->first - 1, map, m->first - 1), SPI_OK_INSERT);
-	Sql(psprintf("INSERT INTO %s (upper_gene, shard) SELECT %d, (SELECT shard FROM %s WHERE upper_gene "
+	SpiRun(psprintf("INSERT INTO %s (upper_gene, shard) SELECT %d, (SELECT shard FROM %s WHERE upper_gene "
 				 "OPERATOR(pg_catalog.>=) %d ORDER BY upper_gene LIMIT 1) ON CONFLICT (upper_gene) DO NOTHING",
 				 map, m->last, map, m->last), SPI_OK_INSERT);
-	Sql(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.>=) %d AND upper_gene OPERATOR(pg_catalog.<) %d",
+	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.>=) %d AND upper_gene OPERATOR(pg_catalog.<) %d",
 				 map, m->first, m->last), SPI_OK_DELETE);
-	Sql(psprintf("UPDATE %s SET shard = %s WHERE upper_gene OPERATOR(pg_catalog.=) %d",
+	SpiRun(psprintf("UPDATE %s SET shard = %s WHERE upper_gene OPERATOR(pg_catalog.=) %d",
 				 map, quote_literal_cstr(m->dst_name), m->last), SPI_OK_UPDATE);
 	/* neighbours on the same server become one row */
-	Sql(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) %s",
+	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) %s",
 				 map, m->first - 1, quote_literal_cstr(m->dst_name)), SPI_OK_DELETE);
-	Sql(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) "
+	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) "
 				 "(SELECT shard FROM %s WHERE upper_gene OPERATOR(pg_catalog.>) %d ORDER BY upper_gene LIMIT 1)",
 				 map, m->last, map, m->last), SPI_OK_DELETE);
 }
-
-static int	switch_wait_ms = 0;	/* 0: NOWAIT */
 
 /*
  * One try at the parent's lock: without queueing (NOWAIT), or with a short
@@ -1656,15 +1620,15 @@ static int	switch_wait_ms = 0;	/* 0: NOWAIT */
 static void
 MoveLockParentOnce(Move *m)
 {
-	if (switch_wait_ms == 0)
-		Sql(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE NOWAIT", m->parent_q), SPI_OK_UTILITY);
+	if (m->switch_wait_ms == 0)
+		SpiRun(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE NOWAIT", m->parent_q), SPI_OK_UTILITY);
 	else
 	{
-		Sql(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", switch_wait_ms), SPI_OK_SELECT);
-		Sql(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE", m->parent_q), SPI_OK_UTILITY);
+		SpiRun(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", m->switch_wait_ms), SPI_OK_SELECT);
+		SpiRun(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE", m->parent_q), SPI_OK_UTILITY);
 	}
 	/* with the parent locked, nothing else should wait long */
-	Sql(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", MOVE_SWITCH_MAX_WAIT_MS), SPI_OK_SELECT);
+	SpiRun(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", MOVE_SWITCH_MAX_WAIT_MS), SPI_OK_SELECT);
 }
 
 /* Whether a backend on the source waits for the source transaction. */
@@ -1691,7 +1655,7 @@ MoveLockParent(Move *m, bool check_stuck)
 	TimestampTz start = GetCurrentTimestamp();
 	int			tries = 0;
 
-	switch_wait_ms = 0;
+	m->switch_wait_ms = 0;
 	for (;;)
 	{
 		ErrorData  *err = MoveTry(m, MoveLockParentOnce);
@@ -1705,8 +1669,8 @@ MoveLockParent(Move *m, bool check_stuck)
 			return false;
 		/* long queries on the table: queue behind them, briefly, more and more */
 		if (MsSince(start) > MOVE_SWITCH_NOWAIT_MS)
-			switch_wait_ms = Min(Max(switch_wait_ms * 2, 100), MOVE_SWITCH_MAX_WAIT_MS);
-		MoveSleep(switch_wait_ms == 0 ? 2 : 20);
+			m->switch_wait_ms = Min(Max(m->switch_wait_ms * 2, 100), MOVE_SWITCH_MAX_WAIT_MS);
+		MoveSleep(m->switch_wait_ms == 0 ? 2 : 20);
 	}
 	if (MsSince(start) > MOVE_SWITCH_NOWAIT_MS)
 		ereport(NOTICE,
@@ -1933,9 +1897,6 @@ MoveRollbackSource(Move *m)
 	MoveResolvePrepared(m, false);
 }
 
-/* set by MoveUndoFence: the source transaction had committed */
-static bool undo_fence_moved;
-
 /* Undo: remove the fence, unless the source says the move switched. */
 static void
 MoveUndoFence(Move *m)
@@ -1950,7 +1911,7 @@ MoveUndoFence(Move *m)
 	v = RemoteValue(Src(m), psprintf("SELECT state FROM %s WHERE token OPERATOR(pg_catalog.=) %s",
 									 RExt(Src(m), "snowseq_fence"), quote_literal_cstr(m->token)),
 					"read the fence");
-	undo_fence_moved = v != NULL && strcmp(v, "moved") == 0;
+	m->fence_moved = v != NULL && strcmp(v, "moved") == 0;
 }
 
 /* Undo: drop the copy the move made, or empty the table it took. */
@@ -1995,12 +1956,12 @@ MoveUndoTable(Move *m)
 static void
 MoveUndoPartition(Move *m)
 {
-	char	   *v = SqlValue(m->cxt, psprintf("SELECT NOT c.relispartition FROM pg_catalog.pg_class c "
+	char	   *v = SpiValue(m->cxt, psprintf("SELECT NOT c.relispartition FROM pg_catalog.pg_class c "
 											  "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
 											  quote_literal_cstr(m->new_part_q)));
 
 	if (v != NULL && v[0] == 't')
-		Sql(psprintf("DROP FOREIGN TABLE %s", m->new_part_q), SPI_OK_UTILITY);
+		SpiRun(psprintf("DROP FOREIGN TABLE %s", m->new_part_q), SPI_OK_UTILITY);
 }
 
 /* Run an undo action; on failure, note what is left behind. */
@@ -2051,10 +2012,10 @@ MoveRollback(Move *m)
 		MoveNote(m, NULL, "move", "undone");
 		return UNDONE;
 	}
-	undo_fence_moved = false;
+	m->fence_moved = false;
 	MoveUndoStep(m, MoveUndoFence, m->src_name, psprintf("fence of %s", m->src_table));
 	src_known = !m->leftovers;
-	if (undo_fence_moved)
+	if (m->fence_moved)
 		return SWITCHED;
 	if (!src_known && strcmp(m->state, "switch") == 0)
 	{
@@ -2134,15 +2095,15 @@ MoveResolve(Move *m, const char *error)
  * ---------------------------------------------------------------------
  */
 
-static int	CleanupMoves(Oid parent, Move *collect, bool switching_only, int elevel);
+static int	CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, int elevel);
 static void MoveReportCopy(Move *collect, Move *m);
 
 /* The committed state of a move. */
 static char *
 MoveState(Move *m)
 {
-	return SqlValue(m->cxt, psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-									 Ext("snowseq_moves"), m->id));
+	return SpiValue(m->cxt, psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+									 MoveExt(m, "snowseq_moves"), m->id));
 }
 
 /* Let go of a move: its sessions and its advisory lock. */
@@ -2151,7 +2112,7 @@ MoveRelease(Move *m)
 {
 	MoveReleaseParent(m);
 	MoveCloseSessions(m);
-	Sql(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id), SPI_OK_SELECT);
+	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id), SPI_OK_SELECT);
 }
 
 /*
@@ -2205,16 +2166,17 @@ static void
 MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *to_server)
 {
 	Move	   *m;
+	char	   *ext;
 
 	MoveCheckNonAtomic(fcinfo);
 	SPI_connect_ext(SPI_OPT_NONATOMIC);
-	SetExtSchema(fcinfo);
+	ext = ExtSchemaQuoted(fcinfo->flinfo->fn_oid);
 
 	/* moves of this table that were interrupted end first */
-	CleanupMoves(parent, NULL, false, NOTICE);
+	CleanupMoves(ext, parent, NULL, false, NOTICE);
 	SPI_commit();
 
-	m = MoveNew();
+	m = MoveNew(ext);
 	m->parent = parent;
 	m->first = first;
 	m->last = last;
@@ -2238,8 +2200,8 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	/* the router committed its switch: MoveFinish commits the source's */
 	SNOWSEQ_TESTPOINT("move_after_router_commit");
 	{
-		char	   *pause = SqlValue(m->cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-													  Ext("snowseq_moves"), m->id));
+		char	   *pause = SpiValue(m->cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+													  MoveExt(m, "snowseq_moves"), m->id));
 
 		ereport(NOTICE,
 				(errmsg("genes %d to %d of table \"%s\" are on server \"%s\"; their writes were held back for %s ms",
@@ -2264,9 +2226,9 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 
 /* A move rebuilt from its record, for cleanup. */
 static Move *
-MoveLoad(HeapTuple t, TupleDesc d)
+MoveLoad(const char *ext, HeapTuple t, TupleDesc d)
 {
-	Move	   *m = MoveNew();
+	Move	   *m = MoveNew(ext);
 	MemoryContext old = MemoryContextSwitchTo(m->cxt);
 	bool		isnull;
 	char	   *v;
@@ -2319,17 +2281,17 @@ MoveLoad(HeapTuple t, TupleDesc d)
  * many are still unresolved (running ones do not count).
  */
 static int
-CleanupMoves(Oid parent, Move *collect, bool switching_only, int elevel)
+CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, int elevel)
 {
 	SPITupleTable *rows;
 	uint64		n;
 	int			left = 0;
 
-	Sql(psprintf("SELECT *, (pg_catalog.parse_ident(dest_table))[1] AS dst_nsp, "
+	SpiRun(psprintf("SELECT *, (pg_catalog.parse_ident(dest_table))[1] AS dst_nsp, "
 				 "(pg_catalog.parse_ident(dest_table))[2] AS dst_rel, "
 				 "(pg_catalog.parse_ident(source_table))[2] AS src_rel "
 				 "FROM %s WHERE state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s%s ORDER BY move_id",
-				 Ext("snowseq_moves"),
+				 psprintf("%s.snowseq_moves", ext),
 				 OidIsValid(parent) ? psprintf("AND parent OPERATOR(pg_catalog.=) %u ", parent) : "",
 				 switching_only ? "AND state OPERATOR(pg_catalog.=) ANY (ARRAY['switch', 'switched'])" : ""),
 		SPI_OK_SELECT);
@@ -2337,8 +2299,8 @@ CleanupMoves(Oid parent, Move *collect, bool switching_only, int elevel)
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
 	{
-		Move	   *m = MoveLoad(rows->vals[i], rows->tupdesc);
-		char	   *got = SqlValue(m->cxt, psprintf("SELECT pg_catalog.pg_try_advisory_lock(%d, %d)",
+		Move	   *m = MoveLoad(ext, rows->vals[i], rows->tupdesc);
+		char	   *got = SpiValue(m->cxt, psprintf("SELECT pg_catalog.pg_try_advisory_lock(%d, %d)",
 													SNOWSEQ_LOCK_MOVE, (int32) m->id));
 
 		if (strcmp(got, "t") != 0)
@@ -2356,7 +2318,7 @@ CleanupMoves(Oid parent, Move *collect, bool switching_only, int elevel)
 				SetUserIdAndSecContext(m->mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 			MoveResolve(m, "interrupted");
 			SetUserIdAndSecContext(save_user, save_sec);
-			Sql(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
+			SpiRun(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
 				SPI_OK_SELECT);
 			state = MoveState(m);
 			if (state == NULL || (strcmp(state, "done") != 0 && strcmp(state, "failed") != 0 &&
@@ -2398,15 +2360,12 @@ MoveResolveSwitches(int elevel)
 	char	   *nsp;
 
 	SPI_connect();
-	nsp = SqlValue(TopMemoryContext, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
+	nsp = SpiValue(CurrentMemoryContext, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
 				   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
 				   "WHERE e.extname OPERATOR(pg_catalog.=) 'snowseq'");
 	if (nsp != NULL)
 	{
-		if (ext_nsp != NULL)
-			pfree(ext_nsp);
-		ext_nsp = nsp;
-		left = CleanupMoves(InvalidOid, NULL, true, elevel);
+		left = CleanupMoves(nsp, InvalidOid, NULL, true, elevel);
 	}
 	SPI_finish();
 	return left;
@@ -2482,8 +2441,8 @@ CleanupOrphansOn(Move *o)
 			MoveNote(o, o->src_name, object, "kept: made by another router");
 			continue;
 		}
-		Sql(psprintf("SELECT move_id, parent, first_gene, last_gene, state FROM %s WHERE token OPERATOR(pg_catalog.=) %s",
-					 Ext("snowseq_moves"), quote_literal_cstr(token)), SPI_OK_SELECT);
+		SpiRun(psprintf("SELECT move_id, parent, first_gene, last_gene, state FROM %s WHERE token OPERATOR(pg_catalog.=) %s",
+					 MoveExt(o, "snowseq_moves"), quote_literal_cstr(token)), SPI_OK_SELECT);
 		if (SPI_processed == 1)
 		{
 			bool		isnull;
@@ -2537,15 +2496,15 @@ CleanupOrphans(Move *collect)
 	ListCell   *lc;
 	char	   *node = MoveLocalNode(collect);
 
-	Sql(psprintf("SELECT DISTINCT x.s FROM (SELECT source_server s FROM %s UNION SELECT dest_server FROM %s) x "
+	SpiRun(psprintf("SELECT DISTINCT x.s FROM (SELECT source_server s FROM %s UNION SELECT dest_server FROM %s) x "
 				 "WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_foreign_server f WHERE f.srvname OPERATOR(pg_catalog.=) x.s) ORDER BY 1",
-				 Ext("snowseq_moves"), Ext("snowseq_moves")), SPI_OK_SELECT);
+				 MoveExt(collect, "snowseq_moves"), MoveExt(collect, "snowseq_moves")), SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		servers = lappend(servers, MemoryContextStrdup(collect->cxt,
 													   SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)));
 	foreach(lc, servers)
 	{
-		Move	   *o = MoveNew();
+		Move	   *o = MoveNew(collect->ext);
 		ErrorData  *err;
 
 		o->src_name = lfirst(lc);
@@ -2587,7 +2546,7 @@ PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server)
 {
 	bool		found = false;
 
-	Sql(psprintf("SELECT CASE WHEN b[1] OPERATOR(pg_catalog.=) 'MINVALUE' THEN NULL ELSE pg_catalog.btrim(b[1], '''')::pg_catalog.int8 END, "
+	SpiRun(psprintf("SELECT CASE WHEN b[1] OPERATOR(pg_catalog.=) 'MINVALUE' THEN NULL ELSE pg_catalog.btrim(b[1], '''')::pg_catalog.int8 END, "
 				 "CASE WHEN b[2] OPERATOR(pg_catalog.=) 'MAXVALUE' THEN NULL ELSE pg_catalog.btrim(b[2], '''')::pg_catalog.int8 END, "
 				 "(SELECT s.srvname FROM pg_catalog.pg_foreign_table ft JOIN pg_catalog.pg_foreign_server s "
 				 "ON s.oid OPERATOR(pg_catalog.=) ft.ftserver WHERE ft.ftrelid OPERATOR(pg_catalog.=) i.inhrelid) "
@@ -2681,10 +2640,9 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	SetExtSchema(fcinfo);
-	collect = MoveNew();
+	collect = MoveNew(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
 	SPI_connect();
-	CleanupMoves(InvalidOid, collect, false, NOTICE);
+	CleanupMoves(collect->ext, InvalidOid, collect, false, NOTICE);
 	CleanupOrphans(collect);
 	SPI_finish();
 	foreach(lc, collect->report)
@@ -2729,14 +2687,13 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 	List	   *conns = NIL;
 
 	InitMaterializedSRF(fcinfo, 0);
-	SetExtSchema(fcinfo);
-	m = MoveNew();
+	m = MoveNew(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
 	m->parent = parent;
 	SPI_connect();
 	key = MoveParentKey(m);
 
 	/* map entries cut by partitions: one row per piece */
-	Sql(psprintf("WITH map AS (SELECT coalesce(pg_catalog.lag(upper_gene) OVER (ORDER BY upper_gene) OPERATOR(pg_catalog.+) 1, 0) AS f, "
+	SpiRun(psprintf("WITH map AS (SELECT coalesce(pg_catalog.lag(upper_gene) OVER (ORDER BY upper_gene) OPERATOR(pg_catalog.+) 1, 0) AS f, "
 				 "upper_gene AS l, shard FROM %s), "
 				 "parts AS (SELECT c.oid, c.relkind, "
 				 "CASE WHEN b[1] OPERATOR(pg_catalog.=) 'MINVALUE' THEN 0 ELSE (pg_catalog.btrim(b[1], '''')::pg_catalog.int8 OPERATOR(pg_catalog.>>) 48)::pg_catalog.int4 END AS f, "
@@ -2758,7 +2715,7 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 				 "LEFT JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) p.oid "
 				 "LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) p.oid AND a.attname OPERATOR(pg_catalog.=) %s "
 				 "ORDER BY 1",
-				 Ext("snowseq_shard_map"), parent, quote_literal_cstr(key)), SPI_OK_SELECT);
+				 MoveExt(m, "snowseq_shard_map"), parent, quote_literal_cstr(key)), SPI_OK_SELECT);
 	pieces = SPI_tuptable;
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
@@ -2813,7 +2770,7 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 			{
 				SPITupleTable *saved = SPI_tuptable;
 
-				Sql(psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0)::pg_catalog.int8 "
+				SpiRun(psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0)::pg_catalog.int8 "
 							 "FROM %s t WHERE %s", SPI_getvalue(t, d, 10), cond), SPI_OK_SELECT);
 				v[4] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 				v[5] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
