@@ -27,6 +27,10 @@ OBJS = \
 	src/remote.o \
 	src/fence.o \
 	src/move.o \
+	src/move_plan.o \
+	src/move_repl.o \
+	src/move_switch.o \
+	src/move_cleanup.o \
 	src/nodes.o \
 	src/convert.o \
 	src/scatter.o \
