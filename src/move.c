@@ -391,42 +391,8 @@ MovePrepareObjects(Move *m)
 						"open the fence");
 	}
 	m->fence_id = pg_strtoint32(v);
-	RemoteCommand(src, psprintf("CREATE PUBLICATION %s FOR TABLE ONLY %s WHERE (%s) "
-								"WITH (publish = 'insert, update, delete')",
-								quote_identifier(m->token), m->src_table, MoveIdCondition(m)),
-				  "create the publication");
-
-	/*
-	 * The destination subscribes.  The connection string holds no secret:
-	 * the destination authenticates to the source with its own password
-	 * file or certificate, so nothing in this SQL text is worth hiding.
-	 */
-	{
-		char		state[6];
-		char	   *err = RemoteTryMessage(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s "
-														 "WITH (slot_name = %s, create_slot = true, copy_data = true, enabled = true, "
-														 "streaming = off, binary = false)",
-														 quote_identifier(m->token),
-														 quote_literal_cstr(RemoteConninfo(GetForeignServerByName(m->src_name, false)->serverid)),
-														 quote_identifier(m->token), quote_literal_cstr(m->token)),
-										   "create the subscription", state);
-
-		if (err != NULL && strncmp(state, "08", 2) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-					 errmsg("server \"%s\" could not connect to server \"%s\" to copy the genes", m->dst_name, m->src_name),
-					 errdetail_internal("%s", err),
-					 errhint("Moves send no password: give the operating system user of server \"%s\" a password file entry "
-							 "for server \"%s\" (~/.pgpass, or the file named by the passfile option of the foreign server), "
-							 "or use certificate authentication between shard servers.", m->dst_name, m->src_name)));
-		if (err != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_EXCEPTION),
-					 errmsg("could not create the subscription on server \"%s\": %s", m->dst_name, err)));
-	}
-	v = RemoteValue(dst, psprintf("SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s",
-								  quote_literal_cstr(m->token)), "look up the subscription");
-	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
+	MoveCreatePublication(m);
+	MoveCreateSubscription(m);
 
 	/*
 	 * The router: a foreign table on the new table, not attached.  Local
@@ -464,14 +430,8 @@ MoveCopyStart(Move *m)
 static void
 MoveCopyProgress(Move *m, const char *rows)
 {
-	char	   *bytes = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.pg_table_size(pg_catalog.to_regclass(%s))",
-													 quote_literal_cstr(m->src_table)),
-									"read the size of the copy");
-	char	   *lag = RemoteValue(MoveSrc(m), psprintf("SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), "
-												   "confirmed_flush_lsn)::pg_catalog.int8 FROM pg_catalog.pg_replication_slots "
-												   "WHERE slot_name OPERATOR(pg_catalog.=) %s",
-												   quote_literal_cstr(m->token)),
-								  "read the lag of the subscription");
+	char	   *bytes = MoveCopySize(m);
+	char	   *lag = MoveLagBytes(m);
 
 	MoveRecordSet(m, psprintf("rows_copied = %s, bytes_copied = %s, lag_bytes = %s, "
 							  "progress_at = pg_catalog.clock_timestamp()",
@@ -486,31 +446,13 @@ MoveCopyProgress(Move *m, const char *rows)
 static void
 MoveCopyWatch(Move *m)
 {
-	char	   *sql = psprintf("SELECT sr.srsubstate, coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) "
-							   "coalesce(st.apply_error_count, 0), "
-							   "(SELECT tuples_processed FROM pg_catalog.pg_stat_progress_copy p "
-							   "WHERE p.relid OPERATOR(pg_catalog.=) sr.srrelid LIMIT 1) "
-							   "FROM pg_catalog.pg_subscription s "
-							   "JOIN pg_catalog.pg_subscription_rel sr ON sr.srsubid OPERATOR(pg_catalog.=) s.oid "
-							   "LEFT JOIN pg_catalog.pg_stat_subscription_stats st ON st.subid OPERATOR(pg_catalog.=) s.oid "
-							   "WHERE s.subname OPERATOR(pg_catalog.=) %s",
-							   quote_literal_cstr(m->token));
 	TimestampTz watch = GetCurrentTimestamp();
 	char	   *rows = NULL;
 	bool		ready = false;
 
 	while (!ready && MsSince(watch) < MOVE_PROGRESS_MS)
 	{
-		PGresult   *res = RemoteExec(MoveDst(m), sql, "read the state of the copy");
-
-		if (PQntuples(res) != 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("subscription %s on server \"%s\" is gone", m->token, m->dst_name)));
-		MoveCheckSubscription(m, PQgetvalue(res, 0, 1));
-		ready = strcmp(PQgetvalue(res, 0, 0), "r") == 0;
-		if (!PQgetisnull(res, 0, 2))
-			rows = pstrdup(PQgetvalue(res, 0, 2));
+		ready = MoveCopyState(m, &rows);
 		if (!ready && MsSince(m->copy_noticed) > 10000)
 		{
 			ereport(NOTICE,
@@ -519,7 +461,6 @@ MoveCopyWatch(Move *m)
 							rows ? rows : "?", MsSince(m->copy_start) / 1000)));
 			m->copy_noticed = GetCurrentTimestamp();
 		}
-		PQclear(res);
 		if (ready)
 			break;
 		/* the source going down must not leave the move waiting forever */

@@ -113,6 +113,11 @@ extern void MovePrepareChecks(Move *m);
 extern bool PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server);
 
 /* move_repl.c */
+extern void MoveCreatePublication(Move *m);
+extern void MoveCreateSubscription(Move *m);
+extern bool MoveCopyState(Move *m, char **rows);
+extern char *MoveCopySize(Move *m);
+extern char *MoveLagBytes(Move *m);
 extern void MoveCheckSubscription(Move *m, const char *errors);
 extern char *MoveSourceLsn(Move *m);
 extern bool MoveWaitApplied(Move *m, const char *lsn, int timeout_ms);

@@ -43,6 +43,57 @@
 
 #define MOVE_STALL_MS			(300 * 1000)	/* no progress for so long: fail */
 
+/* Create the publication of the moving range on the source. */
+void
+MoveCreatePublication(Move *m)
+{
+	RemoteConn *src = MoveSrc(m);
+
+	RemoteCommand(src, psprintf("CREATE PUBLICATION %s FOR TABLE ONLY %s WHERE (%s) "
+								"WITH (publish = 'insert, update, delete')",
+								quote_identifier(m->token), m->src_table, MoveIdCondition(m)),
+				  "create the publication");
+}
+
+/*
+ * Create the subscription on the destination: it copies the range, then
+ * streams its changes.  The connection string holds no secret: the
+ * destination authenticates to the source with its own password file or
+ * certificate, so nothing in this SQL text is worth hiding.
+ */
+void
+MoveCreateSubscription(Move *m)
+{
+	RemoteConn *dst = MoveDst(m);
+	char	   *v;
+	char	   *err;
+	char		state[6];
+
+	err = RemoteTryMessage(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s "
+													 "WITH (slot_name = %s, create_slot = true, copy_data = true, enabled = true, "
+													 "streaming = off, binary = false)",
+													 quote_identifier(m->token),
+													 quote_literal_cstr(RemoteConninfo(GetForeignServerByName(m->src_name, false)->serverid)),
+													 quote_identifier(m->token), quote_literal_cstr(m->token)),
+									   "create the subscription", state);
+
+	if (err != NULL && strncmp(state, "08", 2) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("server \"%s\" could not connect to server \"%s\" to copy the genes", m->dst_name, m->src_name),
+				 errdetail_internal("%s", err),
+				 errhint("Moves send no password: give the operating system user of server \"%s\" a password file entry "
+						 "for server \"%s\" (~/.pgpass, or the file named by the passfile option of the foreign server), "
+						 "or use certificate authentication between shard servers.", m->dst_name, m->src_name)));
+	if (err != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_EXCEPTION),
+				 errmsg("could not create the subscription on server \"%s\": %s", m->dst_name, err)));
+	v = RemoteValue(dst, psprintf("SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s",
+								  quote_literal_cstr(m->token)), "look up the subscription");
+	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
+}
+
 /* Fail if the subscription reported an error. */
 void
 MoveCheckSubscription(Move *m, const char *errors)
@@ -186,4 +237,56 @@ MoveDropPublication(Move *m)
 {
 	RemoteCommand(MoveSrc(m), psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(m->token)),
 				  "drop the publication");
+}
+
+/*
+ * The state of the initial copy on the destination: true once it is done
+ * (the table is ready); *rows, the rows the copy has written so far, when
+ * the destination says.  Fails on a subscription error.
+ */
+bool
+MoveCopyState(Move *m, char **rows)
+{
+	char	   *sql = psprintf("SELECT sr.srsubstate, coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) "
+							   "coalesce(st.apply_error_count, 0), "
+							   "(SELECT tuples_processed FROM pg_catalog.pg_stat_progress_copy p "
+							   "WHERE p.relid OPERATOR(pg_catalog.=) sr.srrelid LIMIT 1) "
+							   "FROM pg_catalog.pg_subscription s "
+							   "JOIN pg_catalog.pg_subscription_rel sr ON sr.srsubid OPERATOR(pg_catalog.=) s.oid "
+							   "LEFT JOIN pg_catalog.pg_stat_subscription_stats st ON st.subid OPERATOR(pg_catalog.=) s.oid "
+							   "WHERE s.subname OPERATOR(pg_catalog.=) %s",
+							   quote_literal_cstr(m->token));
+	PGresult   *res = RemoteExec(MoveDst(m), sql, "read the state of the copy");
+	bool		ready;
+
+	if (PQntuples(res) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("subscription %s on server \"%s\" is gone", m->token, m->dst_name)));
+	MoveCheckSubscription(m, PQgetvalue(res, 0, 1));
+	ready = strcmp(PQgetvalue(res, 0, 0), "r") == 0;
+	if (!PQgetisnull(res, 0, 2))
+		*rows = pstrdup(PQgetvalue(res, 0, 2));
+	PQclear(res);
+	return ready;
+}
+
+/* The size of the copy on the destination so far, or NULL. */
+char *
+MoveCopySize(Move *m)
+{
+	return RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.pg_table_size(pg_catalog.to_regclass(%s))",
+											quote_literal_cstr(m->src_table)),
+					   "read the size of the copy");
+}
+
+/* The bytes of WAL the subscription's slot on the source has yet to confirm, or NULL. */
+char *
+MoveLagBytes(Move *m)
+{
+	return RemoteValue(MoveSrc(m), psprintf("SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), "
+											"confirmed_flush_lsn)::pg_catalog.int8 FROM pg_catalog.pg_replication_slots "
+											"WHERE slot_name OPERATOR(pg_catalog.=) %s",
+											quote_literal_cstr(m->token)),
+					   "read the lag of the subscription");
 }
