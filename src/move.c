@@ -140,12 +140,12 @@ MoveIds(Move *m, bool *has_lo, int64 *lo, bool *has_hi, int64 *hi)
 	*lo = m->part_lo;
 	*has_hi = m->part_has_hi;
 	*hi = m->part_hi;
-	if (strcmp(m->kind, "suffix") == 0)
+	if (m->kind == MOVE_KIND_SUFFIX)
 	{
 		*has_lo = true;
 		*lo = (int64) m->first << SNOWSEQ_SEGMENT_BITS;
 	}
-	if (strcmp(m->kind, "prefix") == 0)
+	if (m->kind == MOVE_KIND_PREFIX)
 	{
 		*has_hi = true;
 		*hi = (int64) (m->last + 1) << SNOWSEQ_SEGMENT_BITS;
@@ -188,6 +188,68 @@ MoveNote(Move *m, const char *server, const char *object, const char *action)
 	r->action = pstrdup(action);
 	m->report = lappend(m->report, r);
 	MemoryContextSwitchTo(old);
+}
+
+/* Names of the states, as snowseq_moves stores them (MoveStateId order). */
+static const char *const MoveStateNames[] = {
+	NULL, "prepare", "copy", "block", "switch", "switched", "done", "failed", "rollback"
+};
+
+/* Names of the kinds, as snowseq_moves stores them (MoveKind order). */
+static const char *const MoveKindNames[] = {"whole", "prefix", "suffix"};
+
+/* The stored name of a state. */
+const char *
+MoveStateName(MoveStateId state)
+{
+	Assert(state > MOVE_STATE_NONE && state < lengthof(MoveStateNames));
+	return MoveStateNames[state];
+}
+
+/* The state of a stored name (NULL: MOVE_STATE_NONE). */
+MoveStateId
+MoveStateFromName(const char *name)
+{
+	if (name == NULL)
+		return MOVE_STATE_NONE;
+	for (int i = MOVE_STATE_NONE + 1; i < lengthof(MoveStateNames); i++)
+		if (strcmp(name, MoveStateNames[i]) == 0)
+			return (MoveStateId) i;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("snowseq_moves holds an unknown move state \"%s\"", name),
+			 errhint("Move states are those the check on snowseq_moves.state lists; restore the record.")));
+	return MOVE_STATE_NONE;		/* keep the compiler quiet */
+}
+
+/* The stored name of a kind. */
+const char *
+MoveKindName(MoveKind kind)
+{
+	Assert(kind >= MOVE_KIND_WHOLE && kind < lengthof(MoveKindNames));
+	return MoveKindNames[kind];
+}
+
+/* The kind of a stored name. */
+MoveKind
+MoveKindFromName(const char *name)
+{
+	for (int i = 0; name != NULL && i < lengthof(MoveKindNames); i++)
+		if (strcmp(name, MoveKindNames[i]) == 0)
+			return (MoveKind) i;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("snowseq_moves holds an unknown move kind \"%s\"", name ? name : "NULL"),
+			 errhint("Move kinds are whole, prefix and suffix; restore the record.")));
+	return MOVE_KIND_WHOLE;		/* keep the compiler quiet */
+}
+
+/* Update the move's record to a state, and more columns (sets, or NULL). */
+void
+MoveRecordState(Move *m, MoveStateId state, const char *sets)
+{
+	MoveRecordSet(m, psprintf("state = %s%s%s", quote_literal_cstr(MoveStateName(state)),
+							  sets ? ", " : "", sets ? sets : ""));
 }
 
 /* Update the move's record (committed with the current transaction). */
@@ -406,7 +468,7 @@ MovePrepareObjects(Move *m)
 	if (m->new_colopts != NULL)
 		SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", m->new_part_q, m->new_colopts + 1), SPI_OK_UTILITY);
 
-	MoveRecordSet(m, psprintf("state = 'copy', fence_id = %d, sub_oid = %u", m->fence_id, m->sub_oid));
+	MoveRecordState(m, MOVE_STATE_COPY, psprintf("fence_id = %d, sub_oid = %u", m->fence_id, m->sub_oid));
 }
 
 /* Step: the copy begins: the rows it has to copy, for its progress. */
@@ -487,12 +549,12 @@ MoveCopyWatch(Move *m)
 	m->copied = true;
 }
 
-/* The committed state of a move. */
-char *
-MoveState(Move *m)
+/* The committed state of a move (MOVE_STATE_NONE: no record). */
+MoveStateId
+MoveStateRead(Move *m)
 {
-	return SpiValue(m->cxt, psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-									 MoveExt(m, "snowseq_moves"), m->id));
+	return MoveStateFromName(SpiValue(m->cxt, psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+													   MoveExt(m, "snowseq_moves"), m->id)));
 }
 
 /* Let go of a move: its sessions and its advisory lock. */
@@ -510,18 +572,18 @@ MoveRelease(Move *m)
  * if the move turned out complete after all.
  */
 static bool
-MoveRun(Move *m, MoveStep step, const char *next_state)
+MoveRun(Move *m, MoveStep step, MoveStateId next_state)
 {
 	ErrorData  *err = MoveTry(m, step);
 
 	if (err != NULL)
 	{
-		m->state = MoveState(m);
+		m->state = MoveStateRead(m);
 		MoveResolve(m, err->message);
 		SPI_commit();
-		m->state = MoveState(m);
+		m->state = MoveStateRead(m);
 		MoveRelease(m);
-		if (strcmp(m->state, "done") == 0)
+		if (m->state == MOVE_STATE_DONE)
 		{
 			/* the source committed before the error: the move is complete */
 			ereport(WARNING,
@@ -534,8 +596,8 @@ MoveRun(Move *m, MoveStep step, const char *next_state)
 					 errhint("SELECT * FROM snowseq_move_cleanup(); removes them once their servers are reachable.")));
 		ReThrowError(err);
 	}
-	if (next_state != NULL)
-		m->state = (char *) next_state;
+	if (next_state != MOVE_STATE_NONE)
+		m->state = next_state;
 	SPI_commit();
 	return true;
 }
@@ -545,7 +607,7 @@ static bool
 MoveCopyAll(Move *m)
 {
 	while (!m->copied)
-		if (!MoveRun(m, MoveCopyWatch, NULL))
+		if (!MoveRun(m, MoveCopyWatch, MOVE_STATE_NONE))
 			return false;
 	return true;
 }
@@ -576,12 +638,12 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 			(errmsg("move " INT64_FORMAT ": genes %d to %d of table \"%s\" from server \"%s\" to server \"%s\"",
 					m->id, first, last, m->parent_rel, m->src_name, m->dst_name)));
 
-	if (!MoveRun(m, MovePrepareChecks, NULL) ||
-		!MoveRun(m, MovePrepareObjects, "copy") ||
-		!MoveRun(m, MoveCopyStart, NULL) ||
+	if (!MoveRun(m, MovePrepareChecks, MOVE_STATE_NONE) ||
+		!MoveRun(m, MovePrepareObjects, MOVE_STATE_COPY) ||
+		!MoveRun(m, MoveCopyStart, MOVE_STATE_NONE) ||
 		!MoveCopyAll(m) ||
-		!MoveRun(m, MoveBlock, "switch") ||
-		!MoveRun(m, MoveSwitch, "switched"))
+		!MoveRun(m, MoveBlock, MOVE_STATE_SWITCH) ||
+		!MoveRun(m, MoveSwitch, MOVE_STATE_SWITCHED))
 	{
 		SPI_finish();
 		return;

@@ -89,7 +89,7 @@ MoveFinish(Move *m)
 	MoveDropSubscription(m);
 	MoveDropPublication(m);
 	MoveDropSlots(m);
-	if (strcmp(m->kind, "whole") == 0)
+	if (m->kind == MOVE_KIND_WHOLE)
 		MoveDeleteSource(m);
 	RemoteCommand(MoveDst(m), psprintf("COMMENT ON TABLE %s IS %s", m->dst_table,
 								   quote_literal_cstr(psprintf("snowseq: genes %d to %d of %s, moved here by %s",
@@ -98,8 +98,8 @@ MoveFinish(Move *m)
 	rows = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.count(*) OPERATOR(pg_catalog.||) ', ' OPERATOR(pg_catalog.||) "
 										"pg_catalog.pg_table_size(%s) FROM %s",
 										quote_literal_cstr(m->dst_table), m->dst_table), "count the moved rows");
-	MoveRecordSet(m, psprintf("state = 'done', finished_at = pg_catalog.clock_timestamp(), "
-							  "(rows_copied, bytes_copied) = (%s)", rows));
+	MoveRecordState(m, MOVE_STATE_DONE, psprintf("finished_at = pg_catalog.clock_timestamp(), "
+												 "(rows_copied, bytes_copied) = (%s)", rows));
 	MoveNote(m, NULL, "move", "finished");
 }
 
@@ -211,7 +211,7 @@ MoveRollback(Move *m)
 	m->leftovers = false;
 	MoveUndoLock(m);
 	/* the router did not commit its switch: neither does the source */
-	if (strcmp(m->state, "switch") == 0)
+	if (m->state == MOVE_STATE_SWITCH)
 	{
 		MoveUndoStep(m, MoveRollbackSource, m->src_name, psprintf("prepared transaction %s", m->token));
 		if (m->leftovers)
@@ -221,7 +221,7 @@ MoveRollback(Move *m)
 		}
 	}
 	/* nothing was created before the checks ended */
-	if (strcmp(m->state, "prepare") == 0 && m->dest_created < 0)
+	if (m->state == MOVE_STATE_PREPARE && m->dest_created < 0)
 	{
 		MoveNote(m, NULL, "move", "undone");
 		return UNDONE;
@@ -231,7 +231,7 @@ MoveRollback(Move *m)
 	src_known = !m->leftovers;
 	if (m->fence_moved)
 		return SWITCHED;
-	if (!src_known && strcmp(m->state, "switch") == 0)
+	if (!src_known && m->state == MOVE_STATE_SWITCH)
 	{
 		MoveNote(m, m->src_name, "move", "unresolved: the source cannot tell whether it switched");
 		return UNKNOWN;
@@ -258,7 +258,7 @@ MoveRollForward(Move *m)
 {
 	(void) MoveLockParent(m, false);
 	MoveSwitchRouter(m);
-	MoveRecordSet(m, "state = 'switched', switched_at = pg_catalog.clock_timestamp()");
+	MoveRecordState(m, MOVE_STATE_SWITCHED, "switched_at = pg_catalog.clock_timestamp()");
 	MoveNote(m, NULL, "router", "switched");
 }
 
@@ -270,7 +270,7 @@ void
 MoveResolve(Move *m, const char *error)
 {
 	ErrorData  *err = NULL;
-	bool		forward = strcmp(m->state, "switched") == 0;
+	bool		forward = m->state == MOVE_STATE_SWITCHED;
 	MoveUndone undone = UNDONE;
 
 	if (!forward)
@@ -294,13 +294,13 @@ MoveResolve(Move *m, const char *error)
 		{
 			m->leftovers = true;
 			MoveNote(m, NULL, "move", psprintf("switched, left: %s", err->message));
-			MoveRecordSet(m, psprintf("state = 'switched', error = %s", quote_literal_cstr(err->message)));
+			MoveRecordState(m, MOVE_STATE_SWITCHED, psprintf("error = %s", quote_literal_cstr(err->message)));
 		}
 	}
 	else if (err == NULL)
-		MoveRecordSet(m, psprintf("state = '%s', finished_at = pg_catalog.clock_timestamp(), error = %s",
-								  m->leftovers ? "rollback" : "failed",
-								  error ? quote_literal_cstr(error) : "NULL"));
+		MoveRecordState(m, m->leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
+						psprintf("finished_at = pg_catalog.clock_timestamp(), error = %s",
+								 error ? quote_literal_cstr(error) : "NULL"));
 	MoveCloseSessions(m);
 }
 
@@ -321,7 +321,7 @@ MoveLoad(const char *ext, HeapTuple t, TupleDesc d)
 	m->last = DatumGetInt32(SPI_getbinval(t, d, COL("last_gene"), &isnull));
 	m->src_name = TEXT("source_server");
 	m->dst_name = TEXT("dest_server");
-	m->kind = TEXT("kind");
+	m->kind = MoveKindFromName(TEXT("kind"));
 	m->part_q = TEXT("part_name");
 	m->part_lo = DatumGetInt64(SPI_getbinval(t, d, COL("part_lower"), &isnull));
 	m->part_has_lo = !isnull;
@@ -338,7 +338,7 @@ MoveLoad(const char *ext, HeapTuple t, TupleDesc d)
 	m->fence_id = v ? pg_strtoint32(v) : 0;
 	v = TEXT("sub_oid");
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
-	m->state = TEXT("state");
+	m->state = MoveStateFromName(TEXT("state"));
 	v = TEXT("mover");
 	m->mover = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 #undef COL
@@ -387,7 +387,7 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 			MoveNote(m, NULL, "move", "running");
 		else
 		{
-			char	   *state;
+			MoveStateId state;
 			Oid			save_user;
 			int			save_sec;
 
@@ -400,9 +400,8 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 			SetUserIdAndSecContext(save_user, save_sec);
 			SpiRun(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
 				SPI_OK_SELECT);
-			state = MoveState(m);
-			if (state == NULL || (strcmp(state, "done") != 0 && strcmp(state, "failed") != 0 &&
-								  strcmp(state, "rollback") != 0))
+			state = MoveStateRead(m);
+			if (state != MOVE_STATE_DONE && state != MOVE_STATE_FAILED && state != MOVE_STATE_ROLLBACK)
 				left++;
 		}
 		if (collect == NULL)
@@ -526,16 +525,16 @@ CleanupOrphansOn(Move *o)
 		if (SPI_processed == 1)
 		{
 			bool		isnull;
-			char	   *state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
+			MoveStateId state = MoveStateFromName(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5));
 
 			o->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 			o->parent = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 			o->first = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 			o->last = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
 			/* a move still under way, or to be resolved, owns its objects */
-			if (strcmp(state, "done") != 0 && strcmp(state, "failed") != 0)
+			if (state != MOVE_STATE_DONE && state != MOVE_STATE_FAILED)
 				continue;
-			switched = strcmp(state, "done") == 0;
+			switched = state == MOVE_STATE_DONE;
 		}
 		o->token = token;
 		if (strcmp(kind, "prepared transaction") == 0)

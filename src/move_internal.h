@@ -13,6 +13,31 @@
 
 #include "remote.h"
 
+/*
+ * The state of a move, stored in snowseq_moves.state under the names of
+ * MoveStateNames (move.c); the checks of the table list the same names.
+ */
+typedef enum MoveStateId
+{
+	MOVE_STATE_NONE = 0,		/* no record; for MoveRun, no change */
+	MOVE_STATE_PREPARE,			/* checks and objects: nothing serves yet */
+	MOVE_STATE_COPY,			/* the initial copy, then catching up */
+	MOVE_STATE_BLOCK,			/* (not stored since 1.1; read only) */
+	MOVE_STATE_SWITCH,			/* writes held back, replication stopped */
+	MOVE_STATE_SWITCHED,		/* the router committed its switch */
+	MOVE_STATE_DONE,			/* finished */
+	MOVE_STATE_FAILED,			/* undone */
+	MOVE_STATE_ROLLBACK			/* undone, with leftovers */
+} MoveStateId;
+
+/* Which part of its partition a move takes, stored in snowseq_moves.kind. */
+typedef enum MoveKind
+{
+	MOVE_KIND_WHOLE = 0,		/* the whole partition */
+	MOVE_KIND_PREFIX,			/* its first genes */
+	MOVE_KIND_SUFFIX			/* its last genes */
+} MoveKind;
+
 /* one thing done or left behind, for snowseq_move_cleanup's result */
 typedef struct MoveReport
 {
@@ -34,7 +59,7 @@ typedef struct Move
 	char	   *parent_rel;
 	int			first;
 	int			last;
-	char	   *kind;			/* whole, prefix or suffix of the partition */
+	MoveKind	kind;			/* whole, prefix or suffix of the partition */
 	char	   *part_q;			/* the partition the genes are in */
 	bool		part_has_lo;	/* false: MINVALUE */
 	bool		part_has_hi;	/* false: MAXVALUE */
@@ -54,7 +79,7 @@ typedef struct Move
 	Oid			sub_oid;		/* the subscription on the destination */
 	Oid			mover;			/* the role that runs the move */
 	bool		parent_held;	/* the parent's session lock (MoveHoldParent) */
-	char	   *state;			/* as committed in snowseq_moves */
+	MoveStateId state;			/* as committed in snowseq_moves */
 	char	   *node;			/* this router's node id */
 	/* what the router needs for the new foreign table */
 	char	   *new_cols;
@@ -81,6 +106,11 @@ typedef struct Move
 typedef void (*MoveStep) (Move *m);
 
 /* move.c: the Move, its sessions and record, running a step */
+extern const char *MoveStateName(MoveStateId state);
+extern MoveStateId MoveStateFromName(const char *name);
+extern const char *MoveKindName(MoveKind kind);
+extern MoveKind MoveKindFromName(const char *name);
+extern void MoveRecordState(Move *m, MoveStateId state, const char *sets);
 extern void MoveSleep(long ms);
 extern double MsSince(TimestampTz t);
 extern char *MoveExt(Move *m, const char *name);
@@ -97,7 +127,7 @@ extern RemoteConn *MoveDst(Move *m);
 extern RemoteConn *MoveHolder(Move *m);
 extern void MoveCloseSessions(Move *m);
 extern Move *MoveNew(const char *ext);
-extern char *MoveState(Move *m);
+extern MoveStateId MoveStateRead(Move *m);
 
 /* move_plan.c */
 extern char *MoveParentKey(Move *m);

@@ -159,11 +159,11 @@ MovePartition(Move *m)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("no partition of table \"%s\" holds gene %d", m->parent_rel, m->first)));
 	if (m->first == pfirst && m->last == plast)
-		m->kind = "whole";
+		m->kind = MOVE_KIND_WHOLE;
 	else if (m->first == pfirst)
-		m->kind = "prefix";
+		m->kind = MOVE_KIND_PREFIX;
 	else if (m->last == plast)
-		m->kind = "suffix";
+		m->kind = MOVE_KIND_SUFFIX;
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -391,7 +391,7 @@ MoveRecordNew(Move *m)
 		int			f = DatumGetInt32(SPI_getbinval(t, d, 2, &isnull));
 		int			l = DatumGetInt32(SPI_getbinval(t, d, 3, &isnull));
 		char	   *dst = SPI_getvalue(t, d, 4);
-		char	   *state = SPI_getvalue(t, d, 5);
+		MoveStateId state = MoveStateFromName(SPI_getvalue(t, d, 5));
 		char	   *part = SPI_getvalue(t, d, 6);
 		SPITupleTable *saved = SPI_tuptable;
 		uint64		n = SPI_processed;
@@ -408,7 +408,7 @@ MoveRecordNew(Move *m)
 					 errmsg("genes %d to %d of table \"%s\" are being moved by move " INT64_FORMAT " (to server \"%s\")",
 							f, l, m->parent_rel, id, dst),
 					 errhint("Wait for it to end: the moves of one partition run one at a time.")));
-		if (strcmp(state, "switch") == 0 || strcmp(state, "switched") == 0)
+		if (state == MOVE_STATE_SWITCH || state == MOVE_STATE_SWITCHED)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("move " INT64_FORMAT " of genes %d to %d of table \"%s\" was interrupted while switching",
@@ -444,14 +444,14 @@ MoveRecordNew(Move *m)
 				 "%s, %s, %s, %s, %s, %s, %s, 'prepare')",
 				 MoveExt(m, "snowseq_moves"), m->id, m->parent, m->first, m->last,
 				 quote_literal_cstr(m->src_name), quote_literal_cstr(m->dst_name),
-				 quote_literal_cstr(m->kind), quote_literal_cstr(m->part_q),
+				 quote_literal_cstr(MoveKindName(m->kind)), quote_literal_cstr(m->part_q),
 				 Int8OrNull(m->part_has_lo, m->part_lo), Int8OrNull(m->part_has_hi, m->part_hi),
 				 quote_literal_cstr(m->new_part_q), quote_literal_cstr(m->src_table),
 				 quote_literal_cstr(m->dst_table), quote_literal_cstr(m->id_col),
 				 quote_literal_cstr(m->token)), SPI_OK_INSERT);
 	/* the resolver at the router's start acts as this role, with its user mappings */
 	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
-	m->state = "prepare";
+	m->state = MOVE_STATE_PREPARE;
 	/* held until the move ends: others see it running */
 	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
 		SPI_OK_SELECT);

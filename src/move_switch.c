@@ -182,7 +182,7 @@ MoveBlock(Move *m)
 	MoveFence(m, "reject");
 	RemoteCommand(MoveHolder(m), psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)",
 									SNOWSEQ_LOCK_BLOCK, m->fence_id), "release the fence lock");
-	MoveRecordSet(m, psprintf("state = 'switch', blocked_at = %s::pg_catalog.timestamptz",
+	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz",
 							  quote_literal_cstr(timestamptz_to_str(m->blocked_at))));
 }
 
@@ -205,19 +205,19 @@ MoveSwitchRouter(Move *m)
 								  m->parent, quote_literal_cstr(m->new_part_q)));
 	if (strcmp(v, "0") != 0)
 		return;
-	lo = strcmp(m->kind, "suffix") == 0 ? psprintf(INT64_FORMAT, (int64) m->first << SNOWSEQ_SEGMENT_BITS) : plo;
-	hi = strcmp(m->kind, "prefix") == 0 ? psprintf(INT64_FORMAT, (int64) (m->last + 1) << SNOWSEQ_SEGMENT_BITS) : phi;
+	lo = m->kind == MOVE_KIND_SUFFIX ? psprintf(INT64_FORMAT, (int64) m->first << SNOWSEQ_SEGMENT_BITS) : plo;
+	hi = m->kind == MOVE_KIND_PREFIX ? psprintf(INT64_FORMAT, (int64) (m->last + 1) << SNOWSEQ_SEGMENT_BITS) : phi;
 
 	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", m->parent_q, m->part_q), SPI_OK_UTILITY);
-	if (strcmp(m->kind, "prefix") == 0)
+	if (m->kind == MOVE_KIND_PREFIX)
 		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
 					 m->parent_q, m->part_q, hi, phi), SPI_OK_UTILITY);
-	else if (strcmp(m->kind, "suffix") == 0)
+	else if (m->kind == MOVE_KIND_SUFFIX)
 		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
 					 m->parent_q, m->part_q, plo, lo), SPI_OK_UTILITY);
 	SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
 				 m->parent_q, m->new_part_q, lo, hi), SPI_OK_UTILITY);
-	if (strcmp(m->kind, "whole") == 0)
+	if (m->kind == MOVE_KIND_WHOLE)
 		SpiRun(psprintf("DROP FOREIGN TABLE %s", m->part_q), SPI_OK_UTILITY);
 
 	/* the map: rows ending at first - 1 and last, the range to the new server */
@@ -312,7 +312,7 @@ static void
 MoveSourceTransaction(Move *m)
 {
 	RemoteCommand(MoveHolder(m), "BEGIN", "begin the source transaction");
-	if (strcmp(m->kind, "whole") != 0)
+	if (m->kind != MOVE_KIND_WHOLE)
 		RemoteCommand(MoveHolder(m), psprintf("SET LOCAL session_replication_role = replica; DELETE FROM %s WHERE %s",
 										m->src_table, MoveIdCondition(m)),
 					  "delete the moved rows");
@@ -368,7 +368,7 @@ void
 MoveSwitch(Move *m)
 {
 	MoveSourceTransaction(m);
-	if (!MoveLockParent(m, strcmp(m->kind, "whole") != 0))
+	if (!MoveLockParent(m, m->kind != MOVE_KIND_WHOLE))
 	{
 		ereport(NOTICE,
 				(errmsg("writes to moved rows waited on their delete: deleting under the router's lock")));
@@ -396,7 +396,7 @@ MoveSwitch(Move *m)
 	RemoteCommand(MoveHolder(m), psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the source transaction");
 	MoveHoldParent(m);
 	SNOWSEQ_TESTPOINT("move_after_source_commit");
-	MoveRecordSet(m, "state = 'switched', switched_at = pg_catalog.clock_timestamp(), "
+	MoveRecordState(m, MOVE_STATE_SWITCHED, "switched_at = pg_catalog.clock_timestamp(), "
 				  "pause_ms = pg_catalog.round((extract(epoch FROM pg_catalog.clock_timestamp() "
 				  "OPERATOR(pg_catalog.-) blocked_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1)");
 }
