@@ -190,6 +190,45 @@ COMMENT ON VIEW @extschema@.snowseq_move_progress IS
 	'moves under way (or interrupted): phase, rows copied of the total, bytes, lag and estimated time left';
 -- ---- end of moves: progress (1.2) ----
 
+-- ---- moves: placement groups (1.2) ----
+-- snowseq_shard_map governs every gene-sharded table, so a move takes the
+-- genes of all of them at once (the placement group): one record per
+-- table, those of the other tables pointing at the move's leading record.
+ALTER TABLE @extschema@.snowseq_moves ADD COLUMN group_move bigint;
+COMMENT ON COLUMN @extschema@.snowseq_moves.group_move IS
+	'NULL: the move''s leading record (its state and progress are the whole move''s); else the leading record of the move this table moved in';
+CREATE INDEX snowseq_moves_group_move ON @extschema@.snowseq_moves (group_move);
+
+CREATE OR REPLACE VIEW @extschema@.snowseq_move_progress AS
+SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_server,
+	m.state AS phase, m.rows_copied, m.rows_total,
+	CASE WHEN m.rows_total OPERATOR(pg_catalog.>) 0
+		THEN pg_catalog.round(100.0 OPERATOR(pg_catalog.*) LEAST(m.rows_copied, m.rows_total)
+			OPERATOR(pg_catalog./) m.rows_total, 1) END AS percent,
+	m.bytes_copied, m.lag_bytes,
+	pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) m.started_at AS elapsed,
+	CASE WHEN m.state OPERATOR(pg_catalog.=) 'copy' AND m.rows_copied OPERATOR(pg_catalog.>) 0
+		AND m.rows_total OPERATOR(pg_catalog.>=) m.rows_copied
+		THEN (m.progress_at OPERATOR(pg_catalog.-) m.copy_started_at) OPERATOR(pg_catalog.*)
+			((m.rows_total OPERATOR(pg_catalog.-) m.rows_copied)::pg_catalog.float8
+			 OPERATOR(pg_catalog./) m.rows_copied::pg_catalog.float8) END AS time_left,
+	m.progress_at AS updated_at,
+	ARRAY(SELECT g.parent FROM @extschema@.snowseq_moves g
+		WHERE g.move_id OPERATOR(pg_catalog.=) m.move_id OR g.group_move OPERATOR(pg_catalog.=) m.move_id
+		ORDER BY g.move_id) AS tables
+FROM @extschema@.snowseq_moves m
+WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback']::pg_catalog.text[])
+	AND m.group_move IS NULL;
+
+-- Without a table: every gene-sharded table.
+CREATE PROCEDURE @extschema@.snowseq_move_genes(first_gene integer, last_gene integer, to_server name)
+	AS 'MODULE_PATHNAME', 'snowseq_move_genes_all'
+	LANGUAGE C;
+COMMENT ON PROCEDURE @extschema@.snowseq_move_genes(integer, integer, name) IS
+	'move the rows of genes first_gene..last_gene of every gene-sharded table to a postgres_fdw server, online, in one move';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_genes(integer, integer, name) FROM PUBLIC;
+-- ---- end of moves: placement groups (1.2) ----
+
 -- ---- features: IDs for a past instant, 128-bit gene IDs (1.2) ----
 
 -- VOLATILE PARALLEL SAFE, as snowseq_next(): one value of the backfill

@@ -57,6 +57,7 @@
 
 #include "foreign/foreign.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -139,11 +140,18 @@ MoveIds(Move *m, bool *has_lo, int64 *lo, bool *has_hi, int64 *hi)
 char *
 MoveIdCondition(Move *m)
 {
+	return MoveIdConditionOf(m, NULL);
+}
+
+/* MoveIdCondition, its column qualified by a table alias (NULL: none). */
+char *
+MoveIdConditionOf(Move *m, const char *alias)
+{
 	bool		has_lo,
 				has_hi;
 	int64		lo,
 				hi;
-	const char *col = quote_identifier(m->id_col);
+	const char *col = alias ? psprintf("%s.%s", alias, quote_identifier(m->id_col)) : quote_identifier(m->id_col);
 
 	MoveIds(m, &has_lo, &lo, &has_hi, &hi);
 	if (has_lo && has_hi)
@@ -159,17 +167,18 @@ MoveIdCondition(Move *m)
 void
 MoveNote(Move *m, const char *server, const char *object, const char *action)
 {
-	MemoryContext old = MemoryContextSwitchTo(m->cxt);
+	Move	   *lead = MoveLead(m);
+	MemoryContext old = MemoryContextSwitchTo(lead->cxt);
 	MoveReport *r = palloc(sizeof(MoveReport));
 
-	r->id = m->id;
+	r->id = lead->id;
 	r->parent = m->parent;
 	r->first = m->first;
 	r->last = m->last;
 	r->server = server ? pstrdup(server) : NULL;
 	r->object = pstrdup(object);
 	r->action = pstrdup(action);
-	m->report = lappend(m->report, r);
+	lead->report = lappend(lead->report, r);
 	MemoryContextSwitchTo(old);
 }
 
@@ -227,12 +236,21 @@ MoveKindFromName(const char *name)
 	return MOVE_KIND_WHOLE;		/* keep the compiler quiet */
 }
 
-/* Update the move's record to a state, and more columns (sets, or NULL). */
+/*
+ * Update the move's record to a state, and more columns (sets, or NULL);
+ * the records of the other tables of its group take the state too.
+ */
 void
 MoveRecordState(Move *m, MoveStateId state, const char *sets)
 {
+	Move	   *lead = MoveLead(m);
+
 	MoveRecordSet(m, psprintf("state = %s%s%s", quote_literal_cstr(MoveStateName(state)),
 							  sets ? ", " : "", sets ? sets : ""));
+	if (lead->members != NIL)
+		SpiRun(psprintf("UPDATE %s SET state = %s WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
+						MoveExt(m, "snowseq_moves"), quote_literal_cstr(MoveStateName(state)), lead->id),
+			   SPI_OK_UPDATE);
 }
 
 /* Update the move's record (committed with the current transaction). */
@@ -317,14 +335,18 @@ MoveSession(Move *m, RemoteConn **slot, const char *server)
 RemoteConn *
 MoveSrc(Move *m)
 {
-	return MoveSession(m, &m->src, m->src_name);
+	Move	   *lead = MoveLead(m);
+
+	return MoveSession(lead, &lead->src, lead->src_name);
 }
 
 /* The session of a move on its destination server. */
 RemoteConn *
 MoveDst(Move *m)
 {
-	return MoveSession(m, &m->dst, m->dst_name);
+	Move	   *lead = MoveLead(m);
+
+	return MoveSession(lead, &lead->dst, lead->dst_name);
 }
 
 /*
@@ -335,6 +357,7 @@ MoveDst(Move *m)
 RemoteConn *
 MoveHolder(Move *m)
 {
+	m = MoveLead(m);
 	if (m->lock == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -365,9 +388,37 @@ MoveNew(const char *ext)
 	return m;
 }
 
-/* Step: create the destination table, fence, publication, foreign table, subscription. */
+/* A Move for another table of the lead's group, in the lead's memory. */
+Move *
+MoveNewMember(Move *lead, Oid parent)
+{
+	Move	   *m = MemoryContextAllocZero(lead->cxt, sizeof(Move));
+	MemoryContext old = MemoryContextSwitchTo(lead->cxt);
+
+	m->cxt = lead->cxt;
+	m->ext = lead->ext;
+	m->dest_created = -1;
+	m->lead = lead;
+	m->parent = parent;
+	m->first = lead->first;
+	m->last = lead->last;
+	lead->members = lappend(lead->members, m);
+	MemoryContextSwitchTo(old);
+	return m;
+}
+
+/* Every Move of a move's group, the lead first. */
+List *
+MoveGroup(Move *m)
+{
+	Move	   *lead = MoveLead(m);
+
+	return lcons(lead, list_copy(lead->members));
+}
+
+/* The destination table and the source's fence of one table of a move. */
 static void
-MovePrepareObjects(Move *m)
+MovePrepareTable(Move *m)
 {
 	RemoteConn *src = MoveSrc(m);
 	RemoteConn *dst = MoveDst(m);
@@ -436,31 +487,69 @@ MovePrepareObjects(Move *m)
 						"open the fence");
 	}
 	m->fence_id = pg_strtoint32(v);
-	MoveCreatePublication(m);
-	MoveCreateSubscription(m);
+}
 
-	/*
-	 * The router: a foreign table on the new table, not attached.  Local
-	 * writes come last, so that no transaction stays open here while the
-	 * servers work.
-	 */
+/* The router's foreign table on the new table of one table of a move, not attached. */
+static void
+MovePrepareForeignTable(Move *m)
+{
 	SpiRun(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name %s, table_name %s%s)",
 				 m->new_part_q, m->new_cols, quote_identifier(m->dst_name),
 				 quote_literal_cstr(m->dst_nsp), quote_literal_cstr(m->dst_rel),
 				 m->new_opts ? m->new_opts : ""), SPI_OK_UTILITY);
 	if (m->new_colopts != NULL)
 		SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", m->new_part_q, m->new_colopts + 1), SPI_OK_UTILITY);
+	if (m->lead != NULL)
+		MoveRecordSet(m, psprintf("fence_id = %d", m->fence_id));
+}
 
+/*
+ * Step: for every table of the group the destination table and the fence,
+ * then one publication of them all and one subscription, then the router's
+ * foreign tables.  Local writes come last, so that no transaction stays
+ * open here while the servers work.
+ */
+static void
+MovePrepareObjects(Move *m)
+{
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+		MovePrepareTable(lfirst(lc));
+	MoveCreatePublication(m);
+	MoveCreateSubscription(m);
+	foreach(lc, MoveGroup(m))
+		MovePrepareForeignTable(lfirst(lc));
 	MoveRecordState(m, MOVE_STATE_COPY, psprintf("fence_id = %d, sub_oid = %u", m->fence_id, m->sub_oid));
+}
+
+/* The rows of the moving genes of every table of the group, on a server (NULL: the source). */
+static char *
+MoveGroupRows(Move *m, RemoteConn *rc, bool on_dest)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT 0");
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		if (on_dest)
+			appendStringInfo(&sql, " OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM %s)", t->src_table);
+		else
+			appendStringInfo(&sql, " OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM %s WHERE %s)",
+							 t->src_table, MoveIdCondition(t));
+	}
+	return RemoteValue(rc, sql.data, on_dest ? "count the copied rows" : "count the rows to copy");
 }
 
 /* Step: the copy begins: the rows it has to copy, for its progress. */
 static void
 MoveCopyStart(Move *m)
 {
-	char	   *rows = RemoteValue(MoveSrc(m), psprintf("SELECT pg_catalog.count(*) FROM %s WHERE %s",
-												   m->src_table, MoveIdCondition(m)),
-								   "count the rows to copy");
+	char	   *rows = MoveGroupRows(m, MoveSrc(m), false);
 
 	m->copy_start = m->copy_noticed = m->copy_probed = GetCurrentTimestamp();
 	m->copied = false;
@@ -523,13 +612,24 @@ MoveCopyWatch(Move *m)
 	}
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
-	rows = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.count(*) FROM %s", m->src_table), "count the copied rows");
+	rows = MoveGroupRows(m, MoveDst(m), true);
 	ereport(NOTICE,
 			(errmsg("copied %s rows of genes %d to %d to server \"%s\" in %.1f s",
 					rows, m->first, m->last, m->dst_name, MsSince(m->copy_start) / 1000)));
 	MoveCopyProgress(m, rows);
 	MoveRecordSet(m, "copied_at = pg_catalog.clock_timestamp()");
 	m->copied = true;
+}
+
+/* Step: the checks of every table of the group, and of the keys between them. */
+static void
+MoveGroupChecks(Move *m)
+{
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+		MovePrepareChecks(lfirst(lc));
+	MoveCheckGroupKeys(m, MoveSrc(m), false);
 }
 
 /* The committed state of a move (MOVE_STATE_NONE: no record). */
@@ -544,9 +644,13 @@ MoveStateRead(Move *m)
 static void
 MoveRelease(Move *m)
 {
+	ListCell   *lc;
+
 	MoveReleaseParent(m);
 	MoveCloseSessions(m);
-	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id), SPI_OK_SELECT);
+	foreach(lc, MoveGroup(m))
+		SpiRun(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE,
+						(int32) ((Move *) lfirst(lc))->id), SPI_OK_SELECT);
 }
 
 /*
@@ -595,33 +699,69 @@ MoveCopyAll(Move *m)
 	return true;
 }
 
-/* Move genes first..last of a table to a server: the whole procedure. */
+/*
+ * Move genes first..last of the placement group of a table (InvalidOid:
+ * of every gene-sharded table) to a server: the whole procedure.  Every
+ * table of the group moves in this one move, the first one leading.
+ */
 static void
 MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *to_server)
 {
 	Move	   *m;
 	char	   *ext;
+	List	   *group;
+	ListCell   *lc;
+	StringInfoData names;
 
 	MoveCheckNonAtomic(fcinfo);
 	SPI_connect_ext(SPI_OPT_NONATOMIC);
 	ext = ExtSchemaQuoted(fcinfo->flinfo->fn_oid);
 
-	/* moves of this table that were interrupted end first */
-	CleanupMoves(ext, parent, NULL, false, NOTICE);
-	SPI_commit();
-
 	m = MoveNew(ext);
 	m->parent = parent;
 	m->first = first;
 	m->last = last;
+	group = MovePlacementGroup(m, to_server);
+
+	/* moves of these tables that were interrupted end first */
+	foreach(lc, group)
+		CleanupMoves(ext, lfirst_oid(lc), NULL, false, NOTICE);
+	SPI_commit();
+
+	m->parent = linitial_oid(group);
 	MovePlan(m, to_server);
+	for_each_from(lc, group, 1)
+	{
+		Move	   *t = MoveNewMember(m, lfirst_oid(lc));
+
+		MovePlan(t, to_server);
+		if (strcmp(t->src_name, m->src_name) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("genes %d to %d of table \"%s\" are on server \"%s\", those of table \"%s\" on server \"%s\"",
+							first, last, t->parent_rel, t->src_name, m->parent_rel, m->src_name),
+					 errdetail("The tables of a placement group keep each gene on the server the map names."),
+					 errhint("Move the genes of table \"%s\" to server \"%s\" first.", t->parent_rel, m->src_name)));
+	}
 	MoveRecordNew(m);
+	initStringInfo(&names);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		if (t->lead != NULL)
+		{
+			MoveRecordNew(t);
+			MoveRecordSet(t, psprintf("group_move = " INT64_FORMAT, m->id));
+		}
+		appendStringInfo(&names, "%s\"%s\"", names.len > 0 ? ", " : "", t->parent_rel);
+	}
 	SPI_commit();
 	ereport(NOTICE,
-			(errmsg("move " INT64_FORMAT ": genes %d to %d of table \"%s\" from server \"%s\" to server \"%s\"",
-					m->id, first, last, m->parent_rel, m->src_name, m->dst_name)));
+			(errmsg("move " INT64_FORMAT ": genes %d to %d of %s %s from server \"%s\" to server \"%s\"",
+					m->id, first, last, m->members ? "tables" : "table", names.data, m->src_name, m->dst_name)));
 
-	if (!MoveRun(m, MovePrepareChecks, MOVE_STATE_NONE) ||
+	if (!MoveRun(m, MoveGroupChecks, MOVE_STATE_NONE) ||
 		!MoveRun(m, MovePrepareObjects, MOVE_STATE_COPY) ||
 		!MoveRun(m, MoveCopyStart, MOVE_STATE_NONE) ||
 		!MoveCopyAll(m) ||
@@ -685,6 +825,7 @@ MoveIntArray(List *ints)
 }
 
 PG_FUNCTION_INFO_V1(snowseq_move_genes);
+PG_FUNCTION_INFO_V1(snowseq_move_genes_all);
 PG_FUNCTION_INFO_V1(snowseq_split_shard);
 PG_FUNCTION_INFO_V1(snowseq_merge_shards);
 PG_FUNCTION_INFO_V1(snowseq_move_cleanup);
@@ -700,6 +841,18 @@ snowseq_move_genes(PG_FUNCTION_ARGS)
 				 errmsg("table, genes and server of a move must not be NULL")));
 	MoveGenes(fcinfo, PG_GETARG_OID(0), PG_GETARG_INT32(1), PG_GETARG_INT32(2),
 			  NameStr(*PG_GETARG_NAME(3)));
+	PG_RETURN_VOID();
+}
+
+/* snowseq_move_genes(first_gene, last_gene, to_server): every gene-sharded table, a procedure. */
+Datum
+snowseq_move_genes_all(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("genes and server of a move must not be NULL")));
+	MoveGenes(fcinfo, InvalidOid, PG_GETARG_INT32(0), PG_GETARG_INT32(1), NameStr(*PG_GETARG_NAME(2)));
 	PG_RETURN_VOID();
 }
 

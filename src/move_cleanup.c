@@ -57,29 +57,47 @@ MoveDeleteSource(Move *m)
 		MoveNote(m, m->src_name, psprintf("%s: " INT64_FORMAT " moved rows", m->src_table, total), "deleted");
 }
 
-/* Step: after the switch, remove what the source and destination no longer need. */
-void
-MoveFinish(Move *m)
+/* After the switch: the source rows, the mark and the record of one table of the group. */
+static void
+MoveFinishTable(Move *m)
 {
 	char	   *rows;
 
+	if (m->kind == MOVE_KIND_WHOLE)
+		MoveDeleteSource(m);
+	RemoteCommand(MoveDst(m), psprintf("COMMENT ON TABLE %s IS %s", m->dst_table,
+									   quote_literal_cstr(psprintf("snowseq: genes %d to %d of %s, moved here by %s",
+																   m->first, m->last, m->parent_q, MoveLead(m)->token))),
+				  "mark the destination table");
+	rows = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.count(*) OPERATOR(pg_catalog.||) ', ' OPERATOR(pg_catalog.||) "
+											"pg_catalog.pg_table_size(%s) FROM %s",
+											quote_literal_cstr(m->dst_table), m->dst_table), "count the moved rows");
+	MoveRecordSet(m, psprintf("finished_at = pg_catalog.clock_timestamp(), (rows_copied, bytes_copied) = (%s)", rows));
+}
+
+/*
+ * Step: after the switch, remove what the source and destination no longer
+ * need.  The lead's record counts the rows and bytes of the whole group.
+ */
+void
+MoveFinish(Move *m)
+{
+	ListCell   *lc;
+
 	RemoteClose(m->lock);
+	m->lock = NULL;
 	MoveResolvePrepared(m, true);
 	MoveReleaseParent(m);
 	MoveDropSubscription(m);
 	MoveDropPublication(m);
 	MoveDropSlots(m);
-	if (m->kind == MOVE_KIND_WHOLE)
-		MoveDeleteSource(m);
-	RemoteCommand(MoveDst(m), psprintf("COMMENT ON TABLE %s IS %s", m->dst_table,
-								   quote_literal_cstr(psprintf("snowseq: genes %d to %d of %s, moved here by %s",
-															   m->first, m->last, m->parent_q, m->token))),
-				  "mark the destination table");
-	rows = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.count(*) OPERATOR(pg_catalog.||) ', ' OPERATOR(pg_catalog.||) "
-										"pg_catalog.pg_table_size(%s) FROM %s",
-										quote_literal_cstr(m->dst_table), m->dst_table), "count the moved rows");
-	MoveRecordState(m, MOVE_STATE_DONE, psprintf("finished_at = pg_catalog.clock_timestamp(), "
-												 "(rows_copied, bytes_copied) = (%s)", rows));
+	foreach(lc, MoveGroup(m))
+		MoveFinishTable(lfirst(lc));
+	MoveRecordState(m, MOVE_STATE_DONE,
+					m->members == NIL ? NULL :
+					psprintf("(rows_copied, bytes_copied) = (SELECT pg_catalog.sum(rows_copied), pg_catalog.sum(bytes_copied) "
+							 "FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT " OR group_move OPERATOR(pg_catalog.=) " INT64_FORMAT ")",
+							 MoveExt(m, "snowseq_moves"), m->id, m->id));
 	MoveNote(m, NULL, "move", "finished");
 }
 
@@ -89,6 +107,7 @@ MoveUndoLock(Move *m)
 {
 	/* closing the session aborts the source transaction and frees the locks */
 	RemoteClose(m->lock);
+	m->lock = NULL;
 }
 
 /* Undo: roll back the prepared source transaction, if any. */
@@ -173,7 +192,7 @@ MoveUndoStep(Move *m, MoveStep step, const char *server, const char *object)
 
 	if (err != NULL)
 	{
-		m->leftovers = true;
+		MoveLead(m)->leftovers = true;
 		MoveNote(m, server, object, psprintf("left: %s", err->message));
 	}
 }
@@ -187,6 +206,7 @@ static MoveUndone
 MoveRollback(Move *m)
 {
 	bool		src_known;
+	ListCell   *lc;
 
 	m->leftovers = false;
 	MoveUndoLock(m);
@@ -207,7 +227,14 @@ MoveRollback(Move *m)
 		return UNDONE;
 	}
 	m->fence_moved = false;
-	MoveUndoStep(m, MoveUndoFence, m->src_name, psprintf("fence of %s", m->src_table));
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		t->fence_moved = false;
+		MoveUndoStep(t, MoveUndoFence, m->src_name, psprintf("fence of %s", t->src_table));
+		m->fence_moved = m->fence_moved || t->fence_moved;
+	}
 	src_known = !m->leftovers;
 	if (m->fence_moved)
 		return SWITCHED;
@@ -217,17 +244,23 @@ MoveRollback(Move *m)
 		return UNKNOWN;
 	}
 	MoveUndoStep(m, MoveDropSubscription, m->dst_name, psprintf("subscription %s", m->token));
-	if (src_known)
-		MoveUndoStep(m, MoveUndoTable, m->dst_name, psprintf("table %s", m->dst_table));
-	else
+	foreach(lc, MoveGroup(m))
 	{
-		/* the copy may be all there is of the rows: keep it */
-		m->leftovers = true;
-		MoveNote(m, m->dst_name, psprintf("table %s", m->dst_table), "kept: the source cannot tell whether the move switched");
+		Move	   *t = lfirst(lc);
+
+		if (src_known)
+			MoveUndoStep(t, MoveUndoTable, m->dst_name, psprintf("table %s", t->dst_table));
+		else
+		{
+			/* the copy may be all there is of the rows: keep it */
+			m->leftovers = true;
+			MoveNote(t, m->dst_name, psprintf("table %s", t->dst_table), "kept: the source cannot tell whether the move switched");
+		}
 	}
 	MoveUndoStep(m, MoveDropPublication, m->src_name, psprintf("publication %s", m->token));
 	MoveUndoStep(m, MoveDropSlots, m->src_name, psprintf("replication slot %s", m->token));
-	MoveUndoStep(m, MoveUndoPartition, NULL, psprintf("foreign table %s", m->new_part_q));
+	foreach(lc, MoveGroup(m))
+		MoveUndoStep(lfirst(lc), MoveUndoPartition, NULL, psprintf("foreign table %s", ((Move *) lfirst(lc))->new_part_q));
 	MoveNote(m, NULL, "move", m->leftovers ? "undone, with leftovers" : "undone");
 	return UNDONE;
 }
@@ -284,11 +317,16 @@ MoveResolve(Move *m, const char *error)
 	MoveCloseSessions(m);
 }
 
-/* A move rebuilt from its record, for cleanup. */
+/* The columns of a move's record that MoveLoad reads, and the parts of its names. */
+#define MOVE_LOAD_COLUMNS "*, (pg_catalog.parse_ident(dest_table))[1] AS dst_nsp, " \
+	"(pg_catalog.parse_ident(dest_table))[2] AS dst_rel, " \
+	"(pg_catalog.parse_ident(source_table))[2] AS src_rel"
+
+/* A move rebuilt from its record, for cleanup (lead: NULL, or the group's lead). */
 static Move *
-MoveLoad(const char *ext, HeapTuple t, TupleDesc d)
+MoveLoad(const char *ext, HeapTuple t, TupleDesc d, Move *lead)
 {
-	Move	   *m = MoveNew(ext);
+	Move	   *m = lead ? MoveNewMember(lead, InvalidOid) : MoveNew(ext);
 	MemoryContext old = MemoryContextSwitchTo(m->cxt);
 	bool		isnull;
 	char	   *v;
@@ -334,6 +372,21 @@ MoveLoad(const char *ext, HeapTuple t, TupleDesc d)
 	return m;
 }
 
+/* The other tables of a loaded move's group, from their records. */
+static void
+MoveLoadMembers(Move *m)
+{
+	SPITupleTable *rows;
+	uint64		n;
+
+	SpiRun(psprintf("SELECT " MOVE_LOAD_COLUMNS " FROM %s WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT
+					" ORDER BY move_id", MoveExt(m, "snowseq_moves"), m->id), SPI_OK_SELECT);
+	rows = SPI_tuptable;
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+		(void) MoveLoad(m->ext, rows->vals[i], rows->tupdesc, m);
+}
+
 /*
  * Resolve the moves that are not running (of one table, or all; with
  * switching_only, those interrupted in or after the switch): undo or
@@ -347,20 +400,23 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 	uint64		n;
 	int			left = 0;
 
-	SpiRun(psprintf("SELECT *, (pg_catalog.parse_ident(dest_table))[1] AS dst_nsp, "
-				 "(pg_catalog.parse_ident(dest_table))[2] AS dst_rel, "
-				 "(pg_catalog.parse_ident(source_table))[2] AS src_rel "
-				 "FROM %s WHERE state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s%s ORDER BY move_id",
+	SpiRun(psprintf("SELECT " MOVE_LOAD_COLUMNS " "
+				 "FROM %s m WHERE group_move IS NULL AND state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s%s ORDER BY move_id",
 				 psprintf("%s.snowseq_moves", ext),
-				 OidIsValid(parent) ? psprintf("AND parent OPERATOR(pg_catalog.=) %u ", parent) : "",
+				 OidIsValid(parent) ? psprintf("AND (parent OPERATOR(pg_catalog.=) %u OR EXISTS (SELECT 1 FROM %s.snowseq_moves g "
+											   "WHERE g.group_move OPERATOR(pg_catalog.=) m.move_id AND g.parent OPERATOR(pg_catalog.=) %u)) ",
+											   parent, ext, parent) : "",
 				 switching_only ? "AND state OPERATOR(pg_catalog.=) ANY (ARRAY['switch', 'switched'])" : ""),
 		SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
 	{
-		Move	   *m = MoveLoad(ext, rows->vals[i], rows->tupdesc);
-		char	   *got = SpiValue(m->cxt, psprintf("SELECT pg_catalog.pg_try_advisory_lock(%d, %d)",
+		Move	   *m = MoveLoad(ext, rows->vals[i], rows->tupdesc, NULL);
+		char	   *got;
+
+		MoveLoadMembers(m);
+		got = SpiValue(m->cxt, psprintf("SELECT pg_catalog.pg_try_advisory_lock(%d, %d)",
 													SNOWSEQ_LOCK_MOVE, (int32) m->id));
 
 		if (strcmp(got, "t") != 0)

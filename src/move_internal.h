@@ -112,7 +112,13 @@ typedef struct Move
 	int			switch_wait_ms; /* MoveLockParentOnce: 0 NOWAIT, or lock_timeout */
 	char	   *ext;			/* quoted schema of snowseq on this server */
 	MemoryContext cxt;
+	/* the placement group: one Move per table, the first one leads */
+	struct Move *lead;			/* NULL: this one leads */
+	List	   *members;		/* the lead's: the other tables' Moves */
 } Move;
+
+/* The Move that leads a move's group (itself, if it leads). */
+#define MoveLead(m)		((m)->lead ? (m)->lead : (m))
 
 typedef void (*MoveStep) (Move *m);
 
@@ -130,6 +136,7 @@ extern char *Int8OrNull(bool has, int64 v);
 extern char *BoundSql(bool has, int64 v, const char *infinite);
 extern void MoveIds(Move *m, bool *has_lo, int64 *lo, bool *has_hi, int64 *hi);
 extern char *MoveIdCondition(Move *m);
+extern char *MoveIdConditionOf(Move *m, const char *alias);
 extern void MoveNote(Move *m, const char *server, const char *object, const char *action);
 extern void MoveRecordSet(Move *m, const char *sets);
 extern ErrorData *MoveTry(Move *m, MoveStep step);
@@ -139,6 +146,8 @@ extern RemoteConn *MoveDst(Move *m);
 extern RemoteConn *MoveHolder(Move *m);
 extern void MoveCloseSessions(Move *m);
 extern Move *MoveNew(const char *ext);
+extern Move *MoveNewMember(Move *lead, Oid parent);
+extern List *MoveGroup(Move *m);
 extern MoveStateId MoveStateRead(Move *m);
 
 /* move_plan.c */
@@ -154,6 +163,8 @@ extern char *MoveCopyMark(Move *m);
 extern void MoveRefuseReferenced(Move *m, RemoteConn *rc);
 extern void MovePrepareChecks(Move *m);
 extern bool PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server);
+extern List *MovePlacementGroup(Move *m, const char *to_server);
+extern void MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock);
 
 /* move_repl.c */
 extern void MoveCreatePublication(Move *m);

@@ -16,6 +16,7 @@
 #include "access/table.h"
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "partitioning/partdesc.h"
@@ -596,12 +597,22 @@ MoveCopyMark(Move *m)
 void
 MoveRefuseReferenced(Move *m, RemoteConn *rc)
 {
-	PGresult   *res = RemoteExec(rc, psprintf("SELECT pg_catalog.quote_ident(c.conname), c.conrelid::pg_catalog.regclass::text, "
+	StringInfoData group;
+	ListCell   *lc;
+	PGresult   *res;
+
+	/* foreign keys between tables of the group: MoveCheckGroupKeys */
+	initStringInfo(&group);
+	foreach(lc, MoveGroup(m))
+		appendStringInfo(&group, "%spg_catalog.to_regclass(%s)", group.len ? ", " : "",
+						 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
+	res = RemoteExec(rc, psprintf("SELECT pg_catalog.quote_ident(c.conname), c.conrelid::pg_catalog.regclass::text, "
 											  "c.confdeltype::text FROM pg_catalog.pg_constraint c "
 											  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
 											  "AND c.confrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) "
+											  "AND NOT coalesce(c.conrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]), false) "
 											  "ORDER BY c.conrelid, c.conname LIMIT 1",
-											  quote_literal_cstr(m->src_table)),
+											  quote_literal_cstr(m->src_table), group.data),
 								  "look up foreign keys referencing the source table");
 
 	if (PQntuples(res) == 1)
@@ -775,4 +786,150 @@ PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server)
 		}
 	}
 	return false;
+}
+
+/*
+ * The placement group of a move: the gene-sharded tables, that is, every
+ * table partitioned by range on one bigint column whose partitions are all
+ * foreign tables on servers that snowseq_shard_map names (the map governs
+ * them all), that hold gene m->first in a partition on another server than
+ * to_server.  m->parent comes first (InvalidOid: every such table, in oid
+ * order); a table outside the group moves alone, as the checks allow.
+ */
+List *
+MovePlacementGroup(Move *m, const char *to_server)
+{
+	List	   *tables = NIL;
+	List	   *group = NIL;
+	ListCell   *lc;
+
+	SpiRun(psprintf("SELECT c.oid FROM pg_catalog.pg_class c "
+					"JOIN pg_catalog.pg_partitioned_table pt ON pt.partrelid OPERATOR(pg_catalog.=) c.oid "
+					"JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid "
+					"AND a.attnum OPERATOR(pg_catalog.=) pt.partattrs[0] "
+					"WHERE c.relkind OPERATOR(pg_catalog.=) 'p' AND pt.partstrat OPERATOR(pg_catalog.=) 'r' "
+					"AND pt.partnatts OPERATOR(pg_catalog.=) 1 "
+					"AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype "
+					"AND EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid) "
+					"AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i "
+					"LEFT JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) i.inhrelid "
+					"LEFT JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) ft.ftserver "
+					"WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid AND (s.srvname IS NULL OR NOT EXISTS "
+					"(SELECT 1 FROM %s map WHERE map.shard OPERATOR(pg_catalog.=) s.srvname))) "
+					"ORDER BY c.oid", MoveExt(m, "snowseq_shard_map")), SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		tables = lappend_oid(tables, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																	SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+	if (OidIsValid(m->parent))
+	{
+		if (!list_member_oid(tables, m->parent))
+			return list_make1_oid(m->parent);
+		group = list_make1_oid(m->parent);
+	}
+	foreach(lc, tables)
+	{
+		Oid			t = lfirst_oid(lc);
+		int			f,
+					l;
+		char	   *server;
+
+		if (t == m->parent)
+			continue;
+		if (PartitionOfGene(t, m->first, &f, &l, &server) && server != NULL &&
+			strcmp(server, to_server) != 0)
+			group = lappend_oid(group, t);
+	}
+	if (group == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("no gene-sharded table holds gene %d on a server other than \"%s\"", m->first, to_server),
+				 errhint("Gene-sharded tables are partitioned by range on a bigint ID into foreign tables on the servers snowseq_shard_map names.")));
+	return group;
+}
+
+/*
+ * Refuse a move whose foreign keys between tables of the group would
+ * cross the moved range: a row that moves referencing one that stays, or
+ * one that stays referencing one that moves, would be left dangling on
+ * one server.  The group's rows of one gene reference each other only.
+ * With lock (in the source transaction, before its deletes), both tables
+ * of each such key are locked against writes first.
+ */
+void
+MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock)
+{
+	List	   *group = MoveGroup(m);
+	StringInfoData tables;
+	PGresult   *res;
+	ListCell   *lc;
+
+	if (list_length(group) < 2)
+		return;
+	initStringInfo(&tables);
+	foreach(lc, group)
+		appendStringInfo(&tables, "%s%s", tables.len ? ", " : "",
+						 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
+	res = RemoteExec(rc, psprintf("SELECT pg_catalog.quote_ident(c.conname), "
+								  "pg_catalog.quote_ident(cn.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(cc.relname), "
+								  "pg_catalog.quote_ident(pn.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(pc.relname), "
+								  "(SELECT pg_catalog.string_agg(pg_catalog.format('c.%%I OPERATOR(pg_catalog.=) p.%%I', ca.attname, pa.attname), ' AND ') "
+								  "FROM ROWS FROM (pg_catalog.unnest(c.conkey), pg_catalog.unnest(c.confkey)) k(ck, pk) "
+								  "JOIN pg_catalog.pg_attribute ca ON ca.attrelid OPERATOR(pg_catalog.=) c.conrelid AND ca.attnum OPERATOR(pg_catalog.=) k.ck "
+								  "JOIN pg_catalog.pg_attribute pa ON pa.attrelid OPERATOR(pg_catalog.=) c.confrelid AND pa.attnum OPERATOR(pg_catalog.=) k.pk) "
+								  "FROM pg_catalog.pg_constraint c "
+								  "JOIN pg_catalog.pg_class cc ON cc.oid OPERATOR(pg_catalog.=) c.conrelid "
+								  "JOIN pg_catalog.pg_namespace cn ON cn.oid OPERATOR(pg_catalog.=) cc.relnamespace "
+								  "JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) c.confrelid "
+								  "JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) pc.relnamespace "
+								  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
+								  "AND c.confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.regclass[]) "
+								  "AND c.conrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.regclass[]) "
+								  "ORDER BY 1", tables.data, tables.data),
+					 "look up foreign keys between the tables of the move");
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		Move	   *child = NULL;
+		Move	   *parent = NULL;
+		char	   *n;
+
+		foreach(lc, group)
+		{
+			Move	   *t = lfirst(lc);
+
+			if (strcmp(t->src_table, PQgetvalue(res, i, 1)) == 0)
+				child = t;
+			if (strcmp(t->src_table, PQgetvalue(res, i, 2)) == 0)
+				parent = t;
+		}
+		if (child == NULL || parent == NULL)
+			continue;
+		/* in the source transaction: no writer may add a reference meanwhile */
+		if (lock)
+			RemoteCommand(rc, psprintf("LOCK TABLE %s, %s IN SHARE MODE", child->src_table, parent->src_table),
+						  "lock the tables of a foreign key");
+		/* rows on either side of the moved range, joined on the key */
+		n = RemoteValue(rc, psprintf("SELECT (SELECT pg_catalog.count(*) FROM %s p JOIN %s c ON %s "
+									 "WHERE (%s) AND NOT coalesce((%s), false)) OPERATOR(pg_catalog.+) "
+									 "(SELECT pg_catalog.count(*) FROM %s c JOIN %s p ON %s "
+									 "WHERE (%s) AND NOT coalesce((%s), false))",
+									 parent->src_table, child->src_table, PQgetvalue(res, i, 3),
+									 MoveIdConditionOf(parent, "p"), MoveIdConditionOf(child, "c"),
+									 child->src_table, parent->src_table, PQgetvalue(res, i, 3),
+									 MoveIdConditionOf(child, "c"), MoveIdConditionOf(parent, "p")),
+						"look for references across the moved range");
+		if (strcmp(n, "0") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("foreign key %s of table %s on server \"%s\" links %s rows inside genes %d to %d with rows outside them",
+							PQgetvalue(res, i, 0), child->src_table, MoveLead(m)->src_name,
+							n, m->first, m->last),
+					 errdetail("Rows of table %s and the rows of %s they reference must move together: both must carry the same gene.",
+							   child->src_table, parent->src_table),
+					 errhint("Give referencing rows the gene of the rows they reference (snowseq_gene_next of the same key), or move genes whose rows reference only each other.")));
+	}
+	PQclear(res);
 }

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "foreign/foreign.h"
+#include "lib/stringinfo.h"
 #include "utils/builtins.h"
 
 #include "snowseq.h"
@@ -19,15 +20,24 @@
 
 #define MOVE_STALL_MS			(300 * 1000)	/* no progress for so long: fail */
 
-/* Create the publication of the moving range on the source. */
+/* Create the publication of the moving range of every table of the group on the source. */
 void
 MoveCreatePublication(Move *m)
 {
 	RemoteConn *src = MoveSrc(m);
+	StringInfoData tables;
+	ListCell   *lc;
 
-	RemoteCommand(src, psprintf("CREATE PUBLICATION %s FOR TABLE ONLY %s WHERE (%s) "
-								"WITH (publish = 'insert, update, delete')",
-								quote_identifier(m->token), m->src_table, MoveIdCondition(m)),
+	initStringInfo(&tables);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		appendStringInfo(&tables, "%sTABLE ONLY %s WHERE (%s)", tables.len ? ", " : "",
+						 t->src_table, MoveIdCondition(t));
+	}
+	RemoteCommand(src, psprintf("CREATE PUBLICATION %s FOR %s WITH (publish = 'insert, update, delete')",
+								quote_identifier(m->token), tables.data),
 				  "create the publication");
 }
 
@@ -223,14 +233,16 @@ MoveDropPublication(Move *m)
 bool
 MoveCopyState(Move *m, char **rows)
 {
-	char	   *sql = psprintf("SELECT sr.srsubstate, coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) "
-							   "coalesce(st.apply_error_count, 0), "
-							   "(SELECT tuples_processed FROM pg_catalog.pg_stat_progress_copy p "
-							   "WHERE p.relid OPERATOR(pg_catalog.=) sr.srrelid LIMIT 1) "
+	/* one row per table of the group: ready when all are; rows copied so far, summed */
+	char	   *sql = psprintf("SELECT pg_catalog.bool_and(sr.srsubstate OPERATOR(pg_catalog.=) 'r'), "
+							   "pg_catalog.max(coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) "
+							   "coalesce(st.apply_error_count, 0)), "
+							   "pg_catalog.sum((SELECT tuples_processed FROM pg_catalog.pg_stat_progress_copy p "
+							   "WHERE p.relid OPERATOR(pg_catalog.=) sr.srrelid LIMIT 1)) "
 							   "FROM pg_catalog.pg_subscription s "
 							   "JOIN pg_catalog.pg_subscription_rel sr ON sr.srsubid OPERATOR(pg_catalog.=) s.oid "
 							   "LEFT JOIN pg_catalog.pg_stat_subscription_stats st ON st.subid OPERATOR(pg_catalog.=) s.oid "
-							   "WHERE s.subname OPERATOR(pg_catalog.=) %s",
+							   "WHERE s.subname OPERATOR(pg_catalog.=) %s GROUP BY s.oid",
 							   quote_literal_cstr(m->token));
 	PGresult   *res = RemoteExec(MoveDst(m), sql, "read the state of the copy");
 	bool		ready;
@@ -240,7 +252,7 @@ MoveCopyState(Move *m, char **rows)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("subscription %s on server \"%s\" is gone", m->token, m->dst_name)));
 	MoveCheckSubscription(m, PQgetvalue(res, 0, 1));
-	ready = strcmp(PQgetvalue(res, 0, 0), "r") == 0;
+	ready = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	if (!PQgetisnull(res, 0, 2))
 		*rows = pstrdup(PQgetvalue(res, 0, 2));
 	PQclear(res);
@@ -251,9 +263,15 @@ MoveCopyState(Move *m, char **rows)
 char *
 MoveCopySize(Move *m)
 {
-	return RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.pg_table_size(pg_catalog.to_regclass(%s))",
-											quote_literal_cstr(m->src_table)),
-					   "read the size of the copy");
+	StringInfoData sql;
+	ListCell   *lc;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT 0");
+	foreach(lc, MoveGroup(m))
+		appendStringInfo(&sql, " OPERATOR(pg_catalog.+) coalesce(pg_catalog.pg_table_size(pg_catalog.to_regclass(%s)), 0)",
+						 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
+	return RemoteValue(MoveDst(m), sql.data, "read the size of the copy");
 }
 
 /* The bytes of WAL the subscription's slot on the source has yet to confirm, or NULL. */

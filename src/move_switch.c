@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -87,12 +88,51 @@ MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col)
 	}
 }
 
-/* Set the fence of the move on the source. */
+/* Set the fences of the move (one per table of its group) on the source. */
 static void
 MoveFence(Move *m, const char *state)
 {
-	RemoteCommand(MoveSrc(m), psprintf("SELECT %s(%d, %s)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_state"),
-								   m->fence_id, quote_literal_cstr(state)), "set the fence");
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+		RemoteCommand(MoveSrc(m), psprintf("SELECT %s(%d, %s)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_state"),
+										   ((Move *) lfirst(lc))->fence_id, quote_literal_cstr(state)),
+					  "set the fence");
+}
+
+/* Take (or release) a fence lock of every table of the group on the holder. */
+static void
+MoveFenceLocks(Move *m, const char *fn, int cls, bool alive_too)
+{
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+	{
+		int			id = ((Move *) lfirst(lc))->fence_id;
+
+		RemoteCommand(MoveHolder(m), alive_too ?
+					  psprintf("SELECT pg_catalog.%s(%d, %d), pg_catalog.%s(%d, %d)", fn, SNOWSEQ_LOCK_ALIVE, id, fn, cls, id) :
+					  psprintf("SELECT pg_catalog.%s(%d, %d)", fn, cls, id),
+					  "take or release the fence locks");
+	}
+}
+
+/* Wait for running writes of every fenced table: "t" if they all ended in time. */
+static char *
+MoveFenceWait(Move *m)
+{
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+	{
+		char	   *done = RemoteValue(MoveSrc(m), psprintf("SELECT %s(%d, %d)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_wait"),
+															((Move *) lfirst(lc))->fence_id, MOVE_LOCKERS_WAIT_MS),
+									   "wait for running writes");
+
+		if (strcmp(done, "t") != 0)
+			return done;
+	}
+	return "t";
 }
 
 /*
@@ -105,6 +145,7 @@ MoveBlock(Move *m)
 {
 	char	   *lsn;
 	int			attempt;
+	ListCell   *lc;
 
 	for (attempt = 1;; attempt++)
 	{
@@ -119,14 +160,10 @@ MoveBlock(Move *m)
 			pid = RemoteValue(MoveHolder(m), "SELECT pg_catalog.pg_backend_pid()", "read the session's process");
 			m->lock_pid = pg_strtoint32(pid);
 		}
-		RemoteCommand(MoveHolder(m), psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d), pg_catalog.pg_advisory_lock(%d, %d)",
-										SNOWSEQ_LOCK_ALIVE, m->fence_id, SNOWSEQ_LOCK_BLOCK, m->fence_id),
-					  "take the fence locks");
+		MoveFenceLocks(m, "pg_advisory_lock", SNOWSEQ_LOCK_BLOCK, true);
 		MoveFence(m, "block");
 		m->blocked_at = GetCurrentTimestamp();
-		done = RemoteValue(MoveSrc(m), psprintf("SELECT %s(%d, %d)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_wait"),
-											m->fence_id, MOVE_LOCKERS_WAIT_MS),
-						   "wait for running writes");
+		done = MoveFenceWait(m);
 		if (strcmp(done, "t") == 0)
 		{
 			lsn = MoveSourceLsn(m);
@@ -135,8 +172,7 @@ MoveBlock(Move *m)
 		}
 		/* let writes go on and try again later; replication carries on */
 		MoveFence(m, "open");
-		RemoteCommand(MoveHolder(m), psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)",
-										SNOWSEQ_LOCK_BLOCK, m->fence_id), "release the fence lock");
+		MoveFenceLocks(m, "pg_advisory_unlock", SNOWSEQ_LOCK_BLOCK, false);
 		if (attempt == MOVE_BLOCK_ATTEMPTS)
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
@@ -155,22 +191,23 @@ MoveBlock(Move *m)
 
 	/* everything up to the block is on the destination: stop replicating */
 	MoveDropSubscription(m);
-	if (strcmp(m->src_table, m->dst_table) != 0)
-		RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s RENAME TO %s", m->src_table, quote_identifier(m->dst_rel)),
-					  "rename the destination table");
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		if (strcmp(t->src_table, t->dst_table) != 0)
+			RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s RENAME TO %s", t->src_table, quote_identifier(t->dst_rel)),
+						  "rename the destination table");
+	}
 	MoveFence(m, "reject");
-	RemoteCommand(MoveHolder(m), psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)",
-									SNOWSEQ_LOCK_BLOCK, m->fence_id), "release the fence lock");
+	MoveFenceLocks(m, "pg_advisory_unlock", SNOWSEQ_LOCK_BLOCK, false);
 	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz",
 							  quote_literal_cstr(timestamptz_to_str(m->blocked_at))));
 }
 
-/*
- * Rewrite the router: the partition's bounds, the new foreign table, the
- * map.  Idempotent: nothing happens if the new table is attached already.
- */
-void
-MoveSwitchRouter(Move *m)
+/* Rewrite the router's partitions of one table of the group. */
+static void
+MoveSwitchPartitions(Move *m)
 {
 	bool		has_lo,
 				has_hi;
@@ -180,14 +217,7 @@ MoveSwitchRouter(Move *m)
 	char	   *hi;
 	char	   *plo = BoundSql(m->part_has_lo, m->part_lo, "MINVALUE");
 	char	   *phi = BoundSql(m->part_has_hi, m->part_hi, "MAXVALUE");
-	char	   *map = MoveExt(m, "snowseq_shard_map");
-	char	   *v;
 
-	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
-								  "OPERATOR(pg_catalog.=) %u AND inhrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
-								  m->parent, quote_literal_cstr(m->new_part_q)));
-	if (strcmp(v, "0") != 0)
-		return;
 	/* the moving IDs: the partition's bounds, cut at the genes that move */
 	MoveIds(m, &has_lo, &lo_id, &has_hi, &hi_id);
 	lo = BoundSql(has_lo, lo_id, "MINVALUE");
@@ -204,6 +234,27 @@ MoveSwitchRouter(Move *m)
 				 m->parent_q, m->new_part_q, lo, hi), SPI_OK_UTILITY);
 	if (m->kind == MOVE_KIND_WHOLE)
 		SpiRun(psprintf("DROP FOREIGN TABLE %s", m->part_q), SPI_OK_UTILITY);
+}
+
+/*
+ * Rewrite the router, in one transaction: the partitions of every table of
+ * the group (bounds, new foreign tables), then the map, once.  Idempotent:
+ * nothing happens if the lead's new table is attached already.
+ */
+void
+MoveSwitchRouter(Move *m)
+{
+	char	   *map = MoveExt(m, "snowseq_shard_map");
+	char	   *v;
+	ListCell   *lc;
+
+	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
+								  "OPERATOR(pg_catalog.=) %u AND inhrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
+								  m->parent, quote_literal_cstr(m->new_part_q)));
+	if (strcmp(v, "0") != 0)
+		return;
+	foreach(lc, MoveGroup(m))
+		MoveSwitchPartitions(lfirst(lc));
 
 	/* the map: rows ending at first - 1 and last, the range to the new server */
 	if (m->first > 0)
@@ -233,12 +284,19 @@ MoveSwitchRouter(Move *m)
 static void
 MoveLockParentOnce(Move *m)
 {
+	StringInfoData parents;
+	ListCell   *lc;
+
+	/* the parents of every table of the group, in one statement */
+	initStringInfo(&parents);
+	foreach(lc, MoveGroup(m))
+		appendStringInfo(&parents, "%s%s", parents.len ? ", " : "", ((Move *) lfirst(lc))->parent_q);
 	if (m->switch_wait_ms == 0)
-		SpiRun(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE NOWAIT", m->parent_q), SPI_OK_UTILITY);
+		SpiRun(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE NOWAIT", parents.data), SPI_OK_UTILITY);
 	else
 	{
 		SpiRun(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", m->switch_wait_ms), SPI_OK_SELECT);
-		SpiRun(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE", m->parent_q), SPI_OK_UTILITY);
+		SpiRun(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE", parents.data), SPI_OK_UTILITY);
 	}
 	/* with the parent locked, nothing else should wait long */
 	SpiRun(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", MOVE_SWITCH_MAX_WAIT_MS), SPI_OK_SELECT);
@@ -296,13 +354,26 @@ MoveLockParent(Move *m, bool check_stuck)
 static void
 MoveSourceTransaction(Move *m)
 {
+	ListCell   *lc;
+
 	RemoteCommand(MoveHolder(m), "BEGIN", "begin the source transaction");
-	if (m->kind != MOVE_KIND_WHOLE)
-		RemoteCommand(MoveHolder(m), psprintf("SET LOCAL session_replication_role = replica; DELETE FROM %s WHERE %s",
-										m->src_table, MoveIdCondition(m)),
-					  "delete the moved rows");
-	RemoteCommand(MoveHolder(m), psprintf("SELECT %s(%d, 'moved')", MoveRemoteExt(MoveHolder(m), "snowseq_fence_state"), m->fence_id),
-				  "mark the fence moved");
+	MoveCheckGroupKeys(m, MoveHolder(m), true);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		/*
+		 * Triggers are off (the fence would turn the delete away), foreign
+		 * keys included: those between tables of the group link rows of the
+		 * moved genes only (MoveCheckGroupKeys), so all of them go.
+		 */
+		if (t->kind != MOVE_KIND_WHOLE)
+			RemoteCommand(MoveHolder(m), psprintf("SET LOCAL session_replication_role = replica; DELETE FROM %s WHERE %s",
+												  t->src_table, MoveIdCondition(t)),
+						  "delete the moved rows");
+		RemoteCommand(MoveHolder(m), psprintf("SELECT %s(%d, 'moved')", MoveRemoteExt(MoveHolder(m), "snowseq_fence_state"), t->fence_id),
+					  "mark the fence moved");
+	}
 }
 
 /*
@@ -316,9 +387,14 @@ MoveSourceTransaction(Move *m)
 static void
 MoveHoldParent(Move *m)
 {
-	LockRelId	rel = {m->parent, MyDatabaseId};
+	ListCell   *lc;
 
-	LockRelationIdForSession(&rel, AccessExclusiveLock);
+	foreach(lc, MoveGroup(m))
+	{
+		LockRelId	rel = {((Move *) lfirst(lc))->parent, MyDatabaseId};
+
+		LockRelationIdForSession(&rel, AccessExclusiveLock);
+	}
 	m->parent_held = true;
 }
 
@@ -326,11 +402,16 @@ MoveHoldParent(Move *m)
 void
 MoveReleaseParent(Move *m)
 {
-	LockRelId	rel = {m->parent, MyDatabaseId};
+	ListCell   *lc;
 
 	if (!m->parent_held)
 		return;
-	UnlockRelationIdForSession(&rel, AccessExclusiveLock);
+	foreach(lc, MoveGroup(m))
+	{
+		LockRelId	rel = {((Move *) lfirst(lc))->parent, MyDatabaseId};
+
+		UnlockRelationIdForSession(&rel, AccessExclusiveLock);
+	}
 	m->parent_held = false;
 }
 
@@ -374,10 +455,19 @@ MoveSwitch(Move *m)
 	 * also keeps foreign keys from appearing between the check and the
 	 * commit.
 	 */
-	RemoteCommand(MoveHolder(m), psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
-									MOVE_SWITCH_MAX_WAIT_MS, m->src_table),
-				  "lock the source table");
-	MoveRefuseReferenced(m, MoveHolder(m));
+	{
+		StringInfoData tables;
+		ListCell   *lc;
+
+		initStringInfo(&tables);
+		foreach(lc, MoveGroup(m))
+			appendStringInfo(&tables, "%s%s", tables.len ? ", " : "", ((Move *) lfirst(lc))->src_table);
+		RemoteCommand(MoveHolder(m), psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
+											  MOVE_SWITCH_MAX_WAIT_MS, tables.data),
+					  "lock the source tables");
+		foreach(lc, MoveGroup(m))
+			MoveRefuseReferenced(lfirst(lc), MoveHolder(m));
+	}
 	RemoteCommand(MoveHolder(m), psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the source transaction");
 	MoveHoldParent(m);
 	SNOWSEQ_TESTPOINT("move_after_source_commit");
