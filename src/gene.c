@@ -23,6 +23,7 @@
 #include "utils/uuid.h"
 
 #include "snowseq.h"
+#include "gene.h"
 
 /* The hash of a byte string whose low 15 bits are its gene (23 bits: its wide gene). */
 static uint64
@@ -171,7 +172,7 @@ static int64
 GeneNext(int gene)
 {
 	SnowseqCheckUsable();
-	return ((int64) gene << SNOWSEQ_SEGMENT_BITS) | (int64) SegmentNext();
+	return GeneFirstId(gene) | (int64) SegmentNext();
 }
 
 PG_FUNCTION_INFO_V1(snowseq_gene_text);

@@ -69,6 +69,7 @@
 #include "nodes/parsenodes.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -81,6 +82,7 @@
 #include "utils/wait_event.h"
 
 #include "snowseq.h"
+#include "gene.h"
 #include "move_internal.h"
 #include "sqlrun.h"
 #include "testpoint.h"
@@ -133,7 +135,7 @@ BoundSql(bool has, int64 v, const char *infinite)
 }
 
 /* The IDs that move: [lo, hi), either side possibly unbounded. */
-static void
+void
 MoveIds(Move *m, bool *has_lo, int64 *lo, bool *has_hi, int64 *hi)
 {
 	*has_lo = m->part_has_lo;
@@ -143,12 +145,12 @@ MoveIds(Move *m, bool *has_lo, int64 *lo, bool *has_hi, int64 *hi)
 	if (m->kind == MOVE_KIND_SUFFIX)
 	{
 		*has_lo = true;
-		*lo = (int64) m->first << SNOWSEQ_SEGMENT_BITS;
+		*lo = GeneFirstId(m->first);
 	}
 	if (m->kind == MOVE_KIND_PREFIX)
 	{
 		*has_hi = true;
-		*hi = (int64) (m->last + 1) << SNOWSEQ_SEGMENT_BITS;
+		(void) GeneEndId(m->last, hi);
 	}
 }
 
@@ -675,6 +677,32 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	MemoryContextDelete(m->cxt);
 }
 
+/* An oid[] of a list of oids. */
+static ArrayType *
+MoveOidArray(List *oids)
+{
+	Datum	   *d = palloc(sizeof(Datum) * (list_length(oids) + 1));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, oids)
+		d[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	return construct_array(d, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+}
+
+/* An int4[] of a list of ints. */
+static ArrayType *
+MoveIntArray(List *ints)
+{
+	Datum	   *d = palloc(sizeof(Datum) * (list_length(ints) + 1));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, ints)
+		d[n++] = Int32GetDatum(lfirst_int(lc));
+	return construct_array(d, n, INT4OID, sizeof(int32), true, TYPALIGN_INT);
+}
+
 PG_FUNCTION_INFO_V1(snowseq_move_genes);
 PG_FUNCTION_INFO_V1(snowseq_split_shard);
 PG_FUNCTION_INFO_V1(snowseq_merge_shards);
@@ -704,12 +732,10 @@ snowseq_split_shard(PG_FUNCTION_ARGS)
 				last;
 	char	   *server;
 
-	SPI_connect();
 	if (!PartitionOfGene(parent, gene, &first, &last, &server))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("no partition of table \"%s\" holds gene %d", get_rel_name(parent), gene)));
-	SPI_finish();
 	MoveGenes(fcinfo, parent, gene, last, NameStr(*PG_GETARG_NAME(2)));
 	PG_RETURN_VOID();
 }
@@ -730,7 +756,6 @@ snowseq_merge_shards(PG_FUNCTION_ARGS)
 	char	   *server;
 	char	   *to = NULL;
 
-	SPI_connect();
 	if (!PartitionOfGene(parent, gene, &first, &last, &server))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -743,7 +768,6 @@ snowseq_merge_shards(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the partition holding gene %d has no neighbour on another server", gene)));
-	SPI_finish();
 	MoveGenes(fcinfo, parent, first, last, to);
 	PG_RETURN_VOID();
 }
@@ -802,6 +826,12 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 	SPITupleTable *pieces;
 	uint64		n;
 	List	   *conns = NIL;
+	List	   *part_oids = NIL;
+	List	   *part_first = NIL;
+	List	   *part_last = NIL;
+	ListCell   *lc;
+	Oid			arg_types[3] = {OIDARRAYOID, INT4ARRAYOID, INT4ARRAYOID};
+	Datum		args[3];
 
 	InitMaterializedSRF(fcinfo, 0);
 	m = MoveNew(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
@@ -810,14 +840,27 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 	key = MoveParentKey(m);
 
 	/* map entries cut by partitions: one row per piece */
-	SpiRun(psprintf("WITH map AS (SELECT coalesce(pg_catalog.lag(upper_gene) OVER (ORDER BY upper_gene) OPERATOR(pg_catalog.+) 1, 0) AS f, "
+	/* the partitions' genes, from their bounds (a default partition has none) */
+	foreach(lc, MovePartBounds(parent))
+	{
+		MovePartBound *b = lfirst(lc);
+
+		if (b->is_default)
+			continue;
+		part_oids = lappend_oid(part_oids, b->relid);
+		part_first = lappend_int(part_first, b->has_lo ? GeneFromId(b->lo) : 0);
+		part_last = lappend_int(part_last, b->has_hi ? GeneFromId(b->hi) - 1 : SNOWSEQ_MAX_GENE);
+	}
+	args[0] = PointerGetDatum(MoveOidArray(part_oids));
+	args[1] = PointerGetDatum(MoveIntArray(part_first));
+	args[2] = PointerGetDatum(MoveIntArray(part_last));
+
+	SpiRunArgs(psprintf("WITH map AS (SELECT coalesce(pg_catalog.lag(upper_gene) OVER (ORDER BY upper_gene) OPERATOR(pg_catalog.+) 1, 0) AS f, "
 				 "upper_gene AS l, shard FROM %s), "
-				 "parts AS (SELECT c.oid, c.relkind, "
-				 "CASE WHEN b[1] OPERATOR(pg_catalog.=) 'MINVALUE' THEN 0 ELSE (pg_catalog.btrim(b[1], '''')::pg_catalog.int8 OPERATOR(pg_catalog.>>) 48)::pg_catalog.int4 END AS f, "
-				 "CASE WHEN b[2] OPERATOR(pg_catalog.=) 'MAXVALUE' THEN 32767 ELSE (pg_catalog.btrim(b[2], '''')::pg_catalog.int8 OPERATOR(pg_catalog.>>) 48)::pg_catalog.int4 OPERATOR(pg_catalog.-) 1 END AS l "
-				 "FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid, "
-				 "LATERAL pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \\((.*)\\) TO \\((.*)\\)') b "
-				 "WHERE i.inhparent OPERATOR(pg_catalog.=) %u AND NOT i.inhdetachpending) "
+				 "parts AS (SELECT p.oid, c.relkind, p.f, p.l "
+				 "FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.oid[]), pg_catalog.unnest($2::pg_catalog.int4[]), "
+				 "pg_catalog.unnest($3::pg_catalog.int4[])) AS p(oid, f, l) "
+				 "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.oid) "
 				 "SELECT GREATEST(map.f, p.f), LEAST(map.l, p.l), map.shard, p.oid, p.relkind, "
 				 "ft.ftserver, coalesce((SELECT option_value FROM pg_catalog.pg_options_to_table(ft.ftoptions) "
 				 "WHERE option_name OPERATOR(pg_catalog.=) 'schema_name'), n.nspname), "
@@ -832,7 +875,8 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 				 "LEFT JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) p.oid "
 				 "LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) p.oid AND a.attname OPERATOR(pg_catalog.=) %s "
 				 "ORDER BY 1",
-				 MoveExt(m, "snowseq_shard_map"), parent, quote_literal_cstr(key)), SPI_OK_SELECT);
+				 MoveExt(m, "snowseq_shard_map"), quote_literal_cstr(key)),
+			   3, arg_types, args, NULL, SPI_OK_SELECT);
 	pieces = SPI_tuptable;
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
@@ -856,14 +900,15 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 		nulls[4] = nulls[5] = true;
 		if (!nulls[3])
 		{
-			cond = psprintf("%s >= " INT64_FORMAT "%s", quote_identifier(col), (int64) f << SNOWSEQ_SEGMENT_BITS,
-							l == SNOWSEQ_MAX_GENE ? "" :
-							psprintf(" AND %s < " INT64_FORMAT, quote_identifier(col), (int64) (l + 1) << SNOWSEQ_SEGMENT_BITS));
+			int64		end;
+
+			cond = psprintf("%s >= " INT64_FORMAT "%s", quote_identifier(col), GeneFirstId(f),
+							!GeneEndId(l, &end) ? "" :
+							psprintf(" AND %s < " INT64_FORMAT, quote_identifier(col), end));
 			if (DatumGetChar(SPI_getbinval(t, d, 5, &isnull)) == RELKIND_FOREIGN_TABLE)
 			{
 				Oid			server = DatumGetObjectId(SPI_getbinval(t, d, 6, &isnull));
 				RemoteConn *rc = NULL;
-				ListCell   *lc;
 				PGresult   *res;
 
 				foreach(lc, conns)
@@ -897,12 +942,8 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
-	{
-		ListCell   *lc;
-
-		foreach(lc, conns)
-			RemoteClose(lfirst(lc));
-	}
+	foreach(lc, conns)
+		RemoteClose(lfirst(lc));
 	SPI_finish();
 	MemoryContextDelete(m->cxt);
 	return (Datum) 0;

@@ -50,6 +50,18 @@ typedef struct MoveReport
 	char	   *action;
 } MoveReport;
 
+/* A partition of a gene-partitioned table and its bounds (MovePartBounds). */
+typedef struct MovePartBound
+{
+	Oid			relid;
+	char		relkind;
+	bool		is_default;
+	bool		has_lo;			/* false: MINVALUE */
+	bool		has_hi;			/* false: MAXVALUE */
+	int64		lo;
+	int64		hi;
+} MovePartBound;
+
 typedef struct Move
 {
 	int64		id;
@@ -117,6 +129,7 @@ extern char *MoveExt(Move *m, const char *name);
 extern char *MoveRemoteExt(RemoteConn *rc, const char *name);
 extern char *Int8OrNull(bool has, int64 v);
 extern char *BoundSql(bool has, int64 v, const char *infinite);
+extern void MoveIds(Move *m, bool *has_lo, int64 *lo, bool *has_hi, int64 *hi);
 extern char *MoveIdCondition(Move *m);
 extern void MoveNote(Move *m, const char *server, const char *object, const char *action);
 extern void MoveRecordSet(Move *m, const char *sets);
@@ -130,6 +143,7 @@ extern Move *MoveNew(const char *ext);
 extern MoveStateId MoveStateRead(Move *m);
 
 /* move_plan.c */
+extern List *MovePartBounds(Oid parent);
 extern char *MoveParentKey(Move *m);
 extern void MovePlan(Move *m, const char *to_server);
 extern char *MoveLocalNode(Move *m);

@@ -25,6 +25,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "partitioning/partdesc.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -34,26 +35,79 @@
 #include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/syscache.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 #include "utils/wait_event.h"
 
 #include "snowseq.h"
+#include "gene.h"
 #include "move_internal.h"
 #include "sqlrun.h"
 #include "testpoint.h"
 
-/* First and last gene of a partition bound; false if not on gene boundaries. */
-static bool
-PartGenes(bool has_lo, int64 lo, bool has_hi, int64 hi, int *first, int *last)
+/*
+ * The partitions of a parent and their bounds, read once from the
+ * parent's partition descriptor and each partition's PartitionBoundSpec:
+ * a list of MovePartBound, in bound order.  Partitions being detached are
+ * left out, as the descriptor omits them for an active snapshot.
+ */
+List *
+MovePartBounds(Oid parent)
 {
-	int64		mask = ((int64) 1 << SNOWSEQ_SEGMENT_BITS) - 1;
+	Relation	rel = table_open(parent, AccessShareLock);
+	bool		pushed = false;
+	PartitionDesc pd;
+	List	   *parts = NIL;
 
-	if ((has_lo && (lo < 0 || (lo & mask) != 0)) || (has_hi && (hi <= 0 || (hi & mask) != 0)))
-		return false;
-	*first = has_lo ? (int) (lo >> SNOWSEQ_SEGMENT_BITS) : 0;
-	*last = has_hi ? (int) (hi >> SNOWSEQ_SEGMENT_BITS) - 1 : SNOWSEQ_MAX_GENE;
-	return *first <= *last;
+	/* not partitioned: no partitions (MoveParentKey says why, where it matters) */
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+	{
+		table_close(rel, NoLock);
+		return NIL;
+	}
+	if (!ActiveSnapshotSet())
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pushed = true;
+	}
+	pd = RelationGetPartitionDesc(rel, true);
+	for (int i = 0; i < pd->nparts; i++)
+	{
+		MovePartBound *b = palloc0(sizeof(MovePartBound));
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(pd->oids[i]));
+		Datum		d;
+		bool		isnull;
+		PartitionBoundSpec *spec;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for relation %u", pd->oids[i]);
+		d = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relpartbound, &isnull);
+		if (isnull)
+			elog(ERROR, "partition %u has no bound", pd->oids[i]);
+		spec = castNode(PartitionBoundSpec, stringToNode(TextDatumGetCString(d)));
+		ReleaseSysCache(tup);
+		b->relid = pd->oids[i];
+		b->relkind = get_rel_relkind(b->relid);
+		b->is_default = spec->is_default;
+		if (!spec->is_default && spec->strategy == PARTITION_STRATEGY_RANGE)
+		{
+			PartitionRangeDatum *lo = linitial_node(PartitionRangeDatum, spec->lowerdatums);
+			PartitionRangeDatum *hi = linitial_node(PartitionRangeDatum, spec->upperdatums);
+
+			b->has_lo = lo->kind == PARTITION_RANGE_DATUM_VALUE;
+			if (b->has_lo)
+				b->lo = DatumGetInt64(castNode(Const, lo->value)->constvalue);
+			b->has_hi = hi->kind == PARTITION_RANGE_DATUM_VALUE;
+			if (b->has_hi)
+				b->hi = DatumGetInt64(castNode(Const, hi->value)->constvalue);
+		}
+		parts = lappend(parts, b);
+	}
+	if (pushed)
+		PopActiveSnapshot();
+	table_close(rel, NoLock);
+	return parts;
 }
 
 /* The parent's partition key column; errors if it is not gene-partitionable. */
@@ -95,38 +149,21 @@ MovePartition(Move *m)
 	Oid			part = InvalidOid;
 	int			pfirst = 0,
 				plast = 0;
+	ListCell   *lc;
 
-	SpiRun(psprintf("SELECT c.oid, c.relkind, "
-				 "pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname), "
-				 "CASE WHEN b[1] OPERATOR(pg_catalog.=) 'MINVALUE' THEN NULL ELSE pg_catalog.btrim(b[1], '''')::pg_catalog.int8 END, "
-				 "CASE WHEN b[2] OPERATOR(pg_catalog.=) 'MAXVALUE' THEN NULL ELSE pg_catalog.btrim(b[2], '''')::pg_catalog.int8 END, "
-				 "b IS NULL, c.relname "
-				 "FROM pg_catalog.pg_inherits i "
-				 "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid "
-				 "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
-				 "LEFT JOIN LATERAL pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), "
-				 "'FROM \\((.*)\\) TO \\((.*)\\)') b ON true "
-				 "WHERE i.inhparent OPERATOR(pg_catalog.=) %u AND NOT i.inhdetachpending",
-				 m->parent), SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
+	foreach(lc, MovePartBounds(m->parent))
 	{
-		HeapTuple	t = SPI_tuptable->vals[i];
-		TupleDesc	d = SPI_tuptable->tupdesc;
-		bool		lo_null,
-					hi_null,
-					isnull;
-		int64		lo = DatumGetInt64(SPI_getbinval(t, d, 4, &lo_null));
-		int64		hi = DatumGetInt64(SPI_getbinval(t, d, 5, &hi_null));
-		char	   *name = SPI_getvalue(t, d, 7);
+		MovePartBound *b = lfirst(lc);
+		char	   *name = get_rel_name(b->relid);
 		int			f,
 					l;
 
-		if (DatumGetBool(SPI_getbinval(t, d, 6, &isnull)))
+		if (b->is_default)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("table \"%s\" has a default partition, \"%s\"", m->parent_rel, name),
 					 errhint("Moves keep every gene in a partition of its own range: detach the default partition first.")));
-		if (!PartGenes(!lo_null, lo, !hi_null, hi, &f, &l))
+		if (!GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, &f, &l))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 					 errmsg("partition \"%s\" of table \"%s\" is not aligned on gene boundaries", name, m->parent_rel),
@@ -140,17 +177,18 @@ MovePartition(Move *m)
 							m->first, m->last, m->parent_rel),
 					 errdetail("Partition \"%s\" holds genes %d to %d.", name, f, l),
 					 errhint("Move the genes of one partition at a time.")));
-		part = DatumGetObjectId(SPI_getbinval(t, d, 1, &isnull));
-		if (DatumGetChar(SPI_getbinval(t, d, 2, &isnull)) != RELKIND_FOREIGN_TABLE)
+		part = b->relid;
+		if (b->relkind != RELKIND_FOREIGN_TABLE)
 			ereport(ERROR,
 					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 					 errmsg("partition \"%s\" of table \"%s\" is not a foreign table", name, m->parent_rel),
 					 errhint("Moves take genes from a postgres_fdw foreign table to another server.")));
-		m->part_q = MemoryContextStrdup(m->cxt, SPI_getvalue(t, d, 3));
-		m->part_has_lo = !lo_null;
-		m->part_lo = lo;
-		m->part_has_hi = !hi_null;
-		m->part_hi = hi;
+		m->part_q = MemoryContextStrdup(m->cxt,
+										quote_qualified_identifier(get_namespace_name(get_rel_namespace(part)), name));
+		m->part_has_lo = b->has_lo;
+		m->part_lo = b->lo;
+		m->part_has_hi = b->has_hi;
+		m->part_hi = b->hi;
 		pfirst = f;
 		plast = l;
 	}
@@ -728,39 +766,27 @@ MovePrepareChecks(Move *m)
 	MoveRecordSet(m, psprintf("dest_created = %s", m->dest_created ? "true" : "false"));
 }
 
-/* Gene bounds of the partition of a parent that holds a gene (via SQL). */
+/*
+ * The genes of the partition of a parent that holds a gene, and the
+ * foreign server it reads (NULL: not a foreign table); false if none does.
+ */
 bool
 PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server)
 {
-	bool		found = false;
+	ListCell   *lc;
 
-	SpiRun(psprintf("SELECT CASE WHEN b[1] OPERATOR(pg_catalog.=) 'MINVALUE' THEN NULL ELSE pg_catalog.btrim(b[1], '''')::pg_catalog.int8 END, "
-				 "CASE WHEN b[2] OPERATOR(pg_catalog.=) 'MAXVALUE' THEN NULL ELSE pg_catalog.btrim(b[2], '''')::pg_catalog.int8 END, "
-				 "(SELECT s.srvname FROM pg_catalog.pg_foreign_table ft JOIN pg_catalog.pg_foreign_server s "
-				 "ON s.oid OPERATOR(pg_catalog.=) ft.ftserver WHERE ft.ftrelid OPERATOR(pg_catalog.=) i.inhrelid) "
-				 "FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid, "
-				 "LATERAL pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \\((.*)\\) TO \\((.*)\\)') b "
-				 "WHERE i.inhparent OPERATOR(pg_catalog.=) %u AND NOT i.inhdetachpending", parent), SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed && !found; i++)
+	foreach(lc, MovePartBounds(parent))
 	{
-		bool		lo_null,
-					hi_null;
-		int64		lo = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &lo_null));
-		int64		hi = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &hi_null));
+		MovePartBound *b = lfirst(lc);
 
-		if (PartGenes(!lo_null, lo, !hi_null, hi, first, last) && *first <= gene && gene <= *last)
+		if (!b->is_default && GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, first, last) &&
+			*first <= gene && gene <= *last)
 		{
-			char	   *s = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
-
-			/* outlives SPI_finish */
 			*server = NULL;
-			if (s != NULL)
-			{
-				*server = SPI_palloc(strlen(s) + 1);
-				strcpy(*server, s);
-			}
-			found = true;
+			if (b->relkind == RELKIND_FOREIGN_TABLE)
+				*server = GetForeignServer(GetForeignTable(b->relid)->serverid)->servername;
+			return true;
 		}
 	}
-	return found;
+	return false;
 }

@@ -193,6 +193,10 @@ MoveBlock(Move *m)
 void
 MoveSwitchRouter(Move *m)
 {
+	bool		has_lo,
+				has_hi;
+	int64		lo_id,
+				hi_id;
 	char	   *lo;
 	char	   *hi;
 	char	   *plo = BoundSql(m->part_has_lo, m->part_lo, "MINVALUE");
@@ -205,8 +209,10 @@ MoveSwitchRouter(Move *m)
 								  m->parent, quote_literal_cstr(m->new_part_q)));
 	if (strcmp(v, "0") != 0)
 		return;
-	lo = m->kind == MOVE_KIND_SUFFIX ? psprintf(INT64_FORMAT, (int64) m->first << SNOWSEQ_SEGMENT_BITS) : plo;
-	hi = m->kind == MOVE_KIND_PREFIX ? psprintf(INT64_FORMAT, (int64) (m->last + 1) << SNOWSEQ_SEGMENT_BITS) : phi;
+	/* the moving IDs: the partition's bounds, cut at the genes that move */
+	MoveIds(m, &has_lo, &lo_id, &has_hi, &hi_id);
+	lo = BoundSql(has_lo, lo_id, "MINVALUE");
+	hi = BoundSql(has_hi, hi_id, "MAXVALUE");
 
 	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", m->parent_q, m->part_q), SPI_OK_UTILITY);
 	if (m->kind == MOVE_KIND_PREFIX)
