@@ -10,35 +10,15 @@
  */
 #include "postgres.h"
 
-#include "access/table.h"
-#include "access/xact.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_type.h"
-#include "commands/defrem.h"
-#include "executor/spi.h"
-#include "foreign/foreign.h"
-#include "funcapi.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "nodes/parsenodes.h"
-#include "storage/latch.h"
-#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/partcache.h"
-#include "utils/rel.h"
-#include "utils/resowner.h"
 #include "utils/syscache.h"
-#include "utils/timestamp.h"
-#include "utils/tuplestore.h"
-#include "utils/wait_event.h"
 
 #include "snowseq.h"
 #include "move_internal.h"
 #include "sqlrun.h"
-#include "testpoint.h"
 
 #define MOVE_DELETE_BATCH		50000
 

@@ -7,7 +7,6 @@
 #ifndef SNOWSEQ_MOVE_INTERNAL_H
 #define SNOWSEQ_MOVE_INTERNAL_H
 
-#include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
 #include "utils/timestamp.h"
 
