@@ -348,13 +348,13 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 	int			left = 0;
 
 	SpiRun(psprintf("SELECT *, (pg_catalog.parse_ident(dest_table))[1] AS dst_nsp, "
-				 "(pg_catalog.parse_ident(dest_table))[2] AS dst_rel, "
-				 "(pg_catalog.parse_ident(source_table))[2] AS src_rel "
-				 "FROM %s WHERE state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s%s ORDER BY move_id",
-				 psprintf("%s.snowseq_moves", ext),
-				 OidIsValid(parent) ? psprintf("AND parent OPERATOR(pg_catalog.=) %u ", parent) : "",
-				 switching_only ? "AND state OPERATOR(pg_catalog.=) ANY (ARRAY['switch', 'switched'])" : ""),
-		SPI_OK_SELECT);
+					"(pg_catalog.parse_ident(dest_table))[2] AS dst_rel, "
+					"(pg_catalog.parse_ident(source_table))[2] AS src_rel "
+					"FROM %s WHERE state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s%s ORDER BY move_id",
+					psprintf("%s.snowseq_moves", ext),
+					OidIsValid(parent) ? psprintf("AND parent OPERATOR(pg_catalog.=) %u ", parent) : "",
+					switching_only ? "AND state OPERATOR(pg_catalog.=) ANY (ARRAY['switch', 'switched'])" : ""),
+		   SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
@@ -379,7 +379,7 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 			MoveResolve(m, "interrupted");
 			SetUserIdAndSecContext(save_user, save_sec);
 			SpiRun(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
-				SPI_OK_SELECT);
+				   SPI_OK_SELECT);
 			state = MoveStateRead(m);
 			if (state != MOVE_STATE_DONE && state != MOVE_STATE_FAILED && state != MOVE_STATE_ROLLBACK)
 				left++;
@@ -419,13 +419,12 @@ MoveResolveSwitches(int elevel)
 	char	   *nsp;
 
 	SPI_connect();
+	/* no SQL function of snowseq was called: its schema from pg_extension */
 	nsp = SpiValue(CurrentMemoryContext, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
 				   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
 				   "WHERE e.extname OPERATOR(pg_catalog.=) 'snowseq'");
 	if (nsp != NULL)
-	{
 		left = CleanupMoves(nsp, InvalidOid, NULL, true, elevel);
-	}
 	SPI_finish();
 	return left;
 }
@@ -501,7 +500,7 @@ CleanupOrphansOn(Move *o)
 			continue;
 		}
 		SpiRun(psprintf("SELECT move_id, parent, first_gene, last_gene, state FROM %s WHERE token OPERATOR(pg_catalog.=) %s",
-					 MoveExt(o, "snowseq_moves"), quote_literal_cstr(token)), SPI_OK_SELECT);
+						MoveExt(o, "snowseq_moves"), quote_literal_cstr(token)), SPI_OK_SELECT);
 		if (SPI_processed == 1)
 		{
 			bool		isnull;
@@ -556,8 +555,8 @@ CleanupOrphans(Move *collect)
 	char	   *node = MoveLocalNode(collect);
 
 	SpiRun(psprintf("SELECT DISTINCT x.s FROM (SELECT source_server s FROM %s UNION SELECT dest_server FROM %s) x "
-				 "WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_foreign_server f WHERE f.srvname OPERATOR(pg_catalog.=) x.s) ORDER BY 1",
-				 MoveExt(collect, "snowseq_moves"), MoveExt(collect, "snowseq_moves")), SPI_OK_SELECT);
+					"WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_foreign_server f WHERE f.srvname OPERATOR(pg_catalog.=) x.s) ORDER BY 1",
+					MoveExt(collect, "snowseq_moves"), MoveExt(collect, "snowseq_moves")), SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		servers = lappend(servers, MemoryContextStrdup(collect->cxt,
 													   SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)));
