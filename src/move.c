@@ -57,7 +57,6 @@
 
 #include "foreign/foreign.h"
 #include "funcapi.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -258,7 +257,7 @@ void
 MoveRecordSet(Move *m, const char *sets)
 {
 	SpiRun(psprintf("UPDATE %s SET %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-				 MoveExt(m, "snowseq_moves"), sets, m->id), SPI_OK_UPDATE);
+					MoveExt(m, "snowseq_moves"), sets, m->id), SPI_OK_UPDATE);
 }
 
 /* Refuse to run inside a transaction block or a function. */
@@ -494,9 +493,9 @@ static void
 MovePrepareForeignTable(Move *m)
 {
 	SpiRun(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name %s, table_name %s%s)",
-				 m->new_part_q, m->new_cols, quote_identifier(m->dst_name),
-				 quote_literal_cstr(m->dst_nsp), quote_literal_cstr(m->dst_rel),
-				 m->new_opts ? m->new_opts : ""), SPI_OK_UTILITY);
+					m->new_part_q, m->new_cols, quote_identifier(m->dst_name),
+					quote_literal_cstr(m->dst_nsp), quote_literal_cstr(m->dst_rel),
+					m->new_opts ? m->new_opts : ""), SPI_OK_UTILITY);
 	if (m->new_colopts != NULL)
 		SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", m->new_part_q, m->new_colopts + 1), SPI_OK_UTILITY);
 	if (m->lead != NULL)
@@ -1067,7 +1066,7 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 				SPITupleTable *saved = SPI_tuptable;
 
 				SpiRun(psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0)::pg_catalog.int8 "
-							 "FROM %s t WHERE %s", SPI_getvalue(t, d, 10), cond), SPI_OK_SELECT);
+								"FROM %s t WHERE %s", SPI_getvalue(t, d, 10), cond), SPI_OK_SELECT);
 				v[4] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 				v[5] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 				nulls[4] = nulls[5] = false;

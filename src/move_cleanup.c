@@ -435,7 +435,7 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 			MoveResolve(m, "interrupted");
 			SetUserIdAndSecContext(save_user, save_sec);
 			SpiRun(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
-				SPI_OK_SELECT);
+				   SPI_OK_SELECT);
 			state = MoveStateRead(m);
 			if (state != MOVE_STATE_DONE && state != MOVE_STATE_FAILED && state != MOVE_STATE_ROLLBACK)
 				left++;
@@ -475,13 +475,12 @@ MoveResolveSwitches(int elevel)
 	char	   *nsp;
 
 	SPI_connect();
+	/* no SQL function of snowseq was called: its schema from pg_extension */
 	nsp = SpiValue(CurrentMemoryContext, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
 				   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
 				   "WHERE e.extname OPERATOR(pg_catalog.=) 'snowseq'");
 	if (nsp != NULL)
-	{
 		left = CleanupMoves(nsp, InvalidOid, NULL, true, elevel);
-	}
 	SPI_finish();
 	return left;
 }
@@ -557,7 +556,7 @@ CleanupOrphansOn(Move *o)
 			continue;
 		}
 		SpiRun(psprintf("SELECT move_id, parent, first_gene, last_gene, state FROM %s WHERE token OPERATOR(pg_catalog.=) %s",
-					 MoveExt(o, "snowseq_moves"), quote_literal_cstr(token)), SPI_OK_SELECT);
+						MoveExt(o, "snowseq_moves"), quote_literal_cstr(token)), SPI_OK_SELECT);
 		if (SPI_processed == 1)
 		{
 			bool		isnull;
@@ -612,8 +611,8 @@ CleanupOrphans(Move *collect)
 	char	   *node = MoveLocalNode(collect);
 
 	SpiRun(psprintf("SELECT DISTINCT x.s FROM (SELECT source_server s FROM %s UNION SELECT dest_server FROM %s) x "
-				 "WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_foreign_server f WHERE f.srvname OPERATOR(pg_catalog.=) x.s) ORDER BY 1",
-				 MoveExt(collect, "snowseq_moves"), MoveExt(collect, "snowseq_moves")), SPI_OK_SELECT);
+					"WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_foreign_server f WHERE f.srvname OPERATOR(pg_catalog.=) x.s) ORDER BY 1",
+					MoveExt(collect, "snowseq_moves"), MoveExt(collect, "snowseq_moves")), SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		servers = lappend(servers, MemoryContextStrdup(collect->cxt,
 													   SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)));

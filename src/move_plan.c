@@ -229,7 +229,7 @@ MoveCheckMap(Move *m)
 	int			g = m->first;
 
 	SpiRun(psprintf("SELECT upper_gene, shard FROM %s ORDER BY upper_gene", MoveExt(m, "snowseq_shard_map")),
-		SPI_OK_SELECT);
+		   SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed && g <= m->last; i++)
 	{
 		bool		isnull;
@@ -404,9 +404,9 @@ MoveRecordNew(Move *m)
 	/* one starter at a time; running moves hold no lock that this waits for */
 	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_xact_lock(%d, 0)", SNOWSEQ_LOCK_MOVE), SPI_OK_SELECT);
 	SpiRun(psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
-				 "FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
-				 "AND state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) ORDER BY move_id",
-				 MoveExt(m, "snowseq_moves"), m->parent), SPI_OK_SELECT);
+					"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
+					"AND state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) ORDER BY move_id",
+					MoveExt(m, "snowseq_moves"), m->parent), SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	t = SPI_tuptable->vals[i];
@@ -464,22 +464,22 @@ MoveRecordNew(Move *m)
 	m->dst_table = MemoryContextStrdup(m->cxt, quote_qualified_identifier(m->dst_nsp, m->dst_rel));
 
 	SpiRun(psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
-				 "kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
-				 "token, state) OVERRIDING SYSTEM VALUE VALUES (" INT64_FORMAT ", %u, %d, %d, %s, %s, %s, %s, "
-				 "%s, %s, %s, %s, %s, %s, %s, 'prepare')",
-				 MoveExt(m, "snowseq_moves"), m->id, m->parent, m->first, m->last,
-				 quote_literal_cstr(m->src_name), quote_literal_cstr(m->dst_name),
-				 quote_literal_cstr(MoveKindName(m->kind)), quote_literal_cstr(m->part_q),
-				 Int8OrNull(m->part_has_lo, m->part_lo), Int8OrNull(m->part_has_hi, m->part_hi),
-				 quote_literal_cstr(m->new_part_q), quote_literal_cstr(m->src_table),
-				 quote_literal_cstr(m->dst_table), quote_literal_cstr(m->id_col),
-				 quote_literal_cstr(m->token)), SPI_OK_INSERT);
+					"kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
+					"token, state) OVERRIDING SYSTEM VALUE VALUES (" INT64_FORMAT ", %u, %d, %d, %s, %s, %s, %s, "
+					"%s, %s, %s, %s, %s, %s, %s, 'prepare')",
+					MoveExt(m, "snowseq_moves"), m->id, m->parent, m->first, m->last,
+					quote_literal_cstr(m->src_name), quote_literal_cstr(m->dst_name),
+					quote_literal_cstr(MoveKindName(m->kind)), quote_literal_cstr(m->part_q),
+					Int8OrNull(m->part_has_lo, m->part_lo), Int8OrNull(m->part_has_hi, m->part_hi),
+					quote_literal_cstr(m->new_part_q), quote_literal_cstr(m->src_table),
+					quote_literal_cstr(m->dst_table), quote_literal_cstr(m->id_col),
+					quote_literal_cstr(m->token)), SPI_OK_INSERT);
 	/* the resolver at the router's start acts as this role, with its user mappings */
 	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
 	m->state = MOVE_STATE_PREPARE;
 	/* held until the move ends: others see it running */
 	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
-		SPI_OK_SELECT);
+		   SPI_OK_SELECT);
 }
 
 /* A remote server fit for a move: snowseq 1.1 or later, a superuser session. */

@@ -226,12 +226,12 @@ MoveSwitchPartitions(Move *m)
 	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", m->parent_q, m->part_q), SPI_OK_UTILITY);
 	if (m->kind == MOVE_KIND_PREFIX)
 		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
-					 m->parent_q, m->part_q, hi, phi), SPI_OK_UTILITY);
+						m->parent_q, m->part_q, hi, phi), SPI_OK_UTILITY);
 	else if (m->kind == MOVE_KIND_SUFFIX)
 		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
-					 m->parent_q, m->part_q, plo, lo), SPI_OK_UTILITY);
+						m->parent_q, m->part_q, plo, lo), SPI_OK_UTILITY);
 	SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
-				 m->parent_q, m->new_part_q, lo, hi), SPI_OK_UTILITY);
+					m->parent_q, m->new_part_q, lo, hi), SPI_OK_UTILITY);
 	if (m->kind == MOVE_KIND_WHOLE)
 		SpiRun(psprintf("DROP FOREIGN TABLE %s", m->part_q), SPI_OK_UTILITY);
 }
@@ -259,21 +259,21 @@ MoveSwitchRouter(Move *m)
 	/* the map: rows ending at first - 1 and last, the range to the new server */
 	if (m->first > 0)
 		SpiRun(psprintf("INSERT INTO %s (upper_gene, shard) SELECT %d, (SELECT shard FROM %s WHERE upper_gene "
-					 "OPERATOR(pg_catalog.>=) %d ORDER BY upper_gene LIMIT 1) ON CONFLICT (upper_gene) DO NOTHING",
-					 map, m->first - 1, map, m->first - 1), SPI_OK_INSERT);
+						"OPERATOR(pg_catalog.>=) %d ORDER BY upper_gene LIMIT 1) ON CONFLICT (upper_gene) DO NOTHING",
+						map, m->first - 1, map, m->first - 1), SPI_OK_INSERT);
 	SpiRun(psprintf("INSERT INTO %s (upper_gene, shard) SELECT %d, (SELECT shard FROM %s WHERE upper_gene "
-				 "OPERATOR(pg_catalog.>=) %d ORDER BY upper_gene LIMIT 1) ON CONFLICT (upper_gene) DO NOTHING",
-				 map, m->last, map, m->last), SPI_OK_INSERT);
+					"OPERATOR(pg_catalog.>=) %d ORDER BY upper_gene LIMIT 1) ON CONFLICT (upper_gene) DO NOTHING",
+					map, m->last, map, m->last), SPI_OK_INSERT);
 	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.>=) %d AND upper_gene OPERATOR(pg_catalog.<) %d",
-				 map, m->first, m->last), SPI_OK_DELETE);
+					map, m->first, m->last), SPI_OK_DELETE);
 	SpiRun(psprintf("UPDATE %s SET shard = %s WHERE upper_gene OPERATOR(pg_catalog.=) %d",
-				 map, quote_literal_cstr(m->dst_name), m->last), SPI_OK_UPDATE);
+					map, quote_literal_cstr(m->dst_name), m->last), SPI_OK_UPDATE);
 	/* neighbours on the same server become one row */
 	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) %s",
-				 map, m->first - 1, quote_literal_cstr(m->dst_name)), SPI_OK_DELETE);
+					map, m->first - 1, quote_literal_cstr(m->dst_name)), SPI_OK_DELETE);
 	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) "
-				 "(SELECT shard FROM %s WHERE upper_gene OPERATOR(pg_catalog.>) %d ORDER BY upper_gene LIMIT 1)",
-				 map, m->last, map, m->last), SPI_OK_DELETE);
+					"(SELECT shard FROM %s WHERE upper_gene OPERATOR(pg_catalog.>) %d ORDER BY upper_gene LIMIT 1)",
+					map, m->last, map, m->last), SPI_OK_DELETE);
 }
 
 /*
