@@ -406,6 +406,22 @@ MoveNewMember(Move *lead, Oid parent)
 	return m;
 }
 
+/*
+ * Whether snowseq_moves records placement groups (group_move, since 1.2):
+ * a library newer than its catalog moves one table at a time.
+ */
+bool
+MoveGroupsRecorded(const char *ext)
+{
+	char	   *v = SpiValue(CurrentMemoryContext,
+							 psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_attribute WHERE attrelid "
+									  "OPERATOR(pg_catalog.=) %s::pg_catalog.regclass AND attname OPERATOR(pg_catalog.=) 'group_move' "
+									  "AND NOT attisdropped",
+									  quote_literal_cstr(psprintf("%s.snowseq_moves", ext))));
+
+	return v != NULL && strcmp(v, "0") != 0;
+}
+
 /* Every Move of a move's group, the lead first. */
 List *
 MoveGroup(Move *m)

@@ -399,13 +399,16 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 	SPITupleTable *rows;
 	uint64		n;
 	int			left = 0;
+	bool		groups = MoveGroupsRecorded(ext);
 
+	/* the leading records (all, before 1.2), and those of the table's group */
 	SpiRun(psprintf("SELECT " MOVE_LOAD_COLUMNS " "
-				 "FROM %s m WHERE group_move IS NULL AND state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s%s ORDER BY move_id",
-				 psprintf("%s.snowseq_moves", ext),
-				 OidIsValid(parent) ? psprintf("AND (parent OPERATOR(pg_catalog.=) %u OR EXISTS (SELECT 1 FROM %s.snowseq_moves g "
-											   "WHERE g.group_move OPERATOR(pg_catalog.=) m.move_id AND g.parent OPERATOR(pg_catalog.=) %u)) ",
-											   parent, ext, parent) : "",
+				 "FROM %s m WHERE %s state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s%s ORDER BY move_id",
+				 psprintf("%s.snowseq_moves", ext), groups ? "group_move IS NULL AND" : "",
+				 !OidIsValid(parent) ? "" : !groups ? psprintf("AND parent OPERATOR(pg_catalog.=) %u ", parent) :
+				 psprintf("AND (parent OPERATOR(pg_catalog.=) %u OR EXISTS (SELECT 1 FROM %s.snowseq_moves g "
+						  "WHERE g.group_move OPERATOR(pg_catalog.=) m.move_id AND g.parent OPERATOR(pg_catalog.=) %u)) ",
+						  parent, ext, parent),
 				 switching_only ? "AND state OPERATOR(pg_catalog.=) ANY (ARRAY['switch', 'switched'])" : ""),
 		SPI_OK_SELECT);
 	rows = SPI_tuptable;
@@ -415,7 +418,8 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 		Move	   *m = MoveLoad(ext, rows->vals[i], rows->tupdesc, NULL);
 		char	   *got;
 
-		MoveLoadMembers(m);
+		if (groups)
+			MoveLoadMembers(m);
 		got = SpiValue(m->cxt, psprintf("SELECT pg_catalog.pg_try_advisory_lock(%d, %d)",
 													SNOWSEQ_LOCK_MOVE, (int32) m->id));
 

@@ -148,6 +148,7 @@ extern void MoveCloseSessions(Move *m);
 extern Move *MoveNew(const char *ext);
 extern Move *MoveNewMember(Move *lead, Oid parent);
 extern List *MoveGroup(Move *m);
+extern bool MoveGroupsRecorded(const char *ext);
 extern MoveStateId MoveStateRead(Move *m);
 
 /* move_plan.c */

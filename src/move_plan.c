@@ -803,6 +803,17 @@ MovePlacementGroup(Move *m, const char *to_server)
 	List	   *group = NIL;
 	ListCell   *lc;
 
+	/* a catalog older than the library: one table at a time */
+	if (!MoveGroupsRecorded(m->ext))
+	{
+		if (!OidIsValid(m->parent))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("moves of every gene-sharded table need snowseq 1.2 in this database"),
+					 errhint("Run ALTER EXTENSION snowseq UPDATE.")));
+		return list_make1_oid(m->parent);
+	}
+
 	SpiRun(psprintf("SELECT c.oid FROM pg_catalog.pg_class c "
 					"JOIN pg_catalog.pg_partitioned_table pt ON pt.partrelid OPERATOR(pg_catalog.=) c.oid "
 					"JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid "
