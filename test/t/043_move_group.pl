@@ -165,8 +165,10 @@ my @writers = map { client("w$_", "$tmp/group_w$_.sql", $_) } 1 .. 2;
 my $reader = client('r', "$tmp/group_reader.sql");
 my @clients = (@writers, $reader);
 
+my $clients_stopped = 0;
 sub pause_clients
 {
+	return if $clients_stopped;
 	open my $fh, '>', $pause or die;
 	close $fh;
 	wait_until(sub { !grep { !-e "$tmp/group_$_->{tag}.paused" } @clients }) or die 'clients did not pause';
@@ -408,7 +410,60 @@ resume_clients();
 open my $fh, '>', $stop or die;
 close $fh;
 $_->{h}->finish for @clients;
+$clients_stopped = 1;
 ok($samples_checked > 0, "the reader took $samples_checked samples");
+
+# ---------------------------------------------------------------------
+# (6) The router dies between the two commits of a group's switch: the
+# resolver at its start undoes or finishes every table of the move
+# ---------------------------------------------------------------------
+my $pause_lock = 7236949375;
+sub crash_at
+{
+	my ($point, $call) = @_;
+	my $locker = $router->background_psql('postgres');
+	$locker->query_safe("SELECT pg_advisory_lock($pause_lock)");
+	my ($mout, $merr) = ('', '');
+	my $mover = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
+		'-c', "SET snowseq.test_pause_at = '$point'", '-c', $call ], '>', \$mout, '2>', \$merr);
+	my $paused = $router->poll_query_until('postgres', q{
+		SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'CALL%'});
+	$router->stop('immediate');
+	$mover->finish;
+	eval { $locker->quit };
+	$router->start;
+	return $paused;
+}
+my $all_rows = q{SELECT count(*) || ' ' || count(DISTINCT id) FROM (SELECT order_id AS id FROM orders
+	UNION ALL SELECT item_id FROM order_items UNION ALL SELECT payment_id FROM payments) x};
+my $total = $router->safe_psql('postgres', $all_rows);
+$before = layout();
+
+# (6a) after the source prepared, before the router committed: undone
+ok(crash_at('move_after_source_commit', q{CALL snowseq_split_shard('order_items', 12288, 'shard_c')}),
+	'(6a) the group split paused after the source prepared its transaction');
+is($router->safe_psql('postgres', $all_rows), $total, "(6a) the first query after the restart returns every row once ($total)");
+is(layout(), $before, '(6a) the old placement serves');
+$router->poll_query_until('postgres', q{SELECT count(*) = 0 FROM snowseq_moves WHERE state IN ('switch', 'switched')})
+  or diag $router->safe_psql('postgres', 'SELECT move_id, parent, state, error FROM snowseq_moves');
+is($router->safe_psql('postgres', q{SELECT string_agg(parent::text || ' ' || state, ', ' ORDER BY move_id) FROM snowseq_moves
+	WHERE move_id >= (SELECT max(move_id) FROM snowseq_moves WHERE group_move IS NULL)}),
+	'order_items failed, orders failed, payments failed', '(6a) the resolver undid the move of every table, with no manual step');
+check_state('(6a) after the resolution');
+is(join(',', leftovers()), '', '(6a) nothing is left behind');
+
+# (6b) after the router committed, before the source did: finished
+ok(crash_at('move_after_router_commit', q{CALL snowseq_split_shard('order_items', 12288, 'shard_c')}),
+	'(6b) the group split paused after the router committed its switch');
+is($router->safe_psql('postgres', $all_rows), $total, "(6b) the first query after the restart returns every row once ($total)");
+is(layout(), '4095=shard_c,12287=shard_a,16383=shard_c,32767=shard_b', '(6b) the map: genes 12288..16383 on shard_c');
+$router->poll_query_until('postgres', q{SELECT count(*) = 0 FROM snowseq_moves WHERE state IN ('switch', 'switched')})
+  or diag $router->safe_psql('postgres', 'SELECT move_id, parent, state, error FROM snowseq_moves');
+is($router->safe_psql('postgres', q{SELECT string_agg(parent::text || ' ' || state, ', ' ORDER BY move_id) FROM snowseq_moves
+	WHERE move_id >= (SELECT max(move_id) FROM snowseq_moves WHERE group_move IS NULL)}),
+	'order_items done, orders done, payments done', '(6b) the resolver finished the move of every table');
+check_state('(6b) after the resolution');
+is(join(',', leftovers()), '', '(6b) nothing is left behind');
 note 'pauses (ms): ' . $router->safe_psql('postgres',
 	q{SELECT string_agg(pause_ms::text, ', ' ORDER BY move_id) FROM snowseq_moves WHERE group_move IS NULL});
 done_testing();
