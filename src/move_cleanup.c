@@ -91,7 +91,7 @@ MoveFinish(Move *m)
 	MoveDropSubscription(m);
 	MoveDropPublication(m);
 	MoveDropSlots(m);
-	foreach(lc, MoveGroup(m))
+	foreach(lc, MoveDeleteOrder(m, MoveSrc(m)))
 		MoveFinishTable(lfirst(lc));
 	MoveRecordState(m, MOVE_STATE_DONE,
 					m->members == NIL ? NULL :

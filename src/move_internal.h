@@ -166,6 +166,7 @@ extern void MovePrepareChecks(Move *m);
 extern bool PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server);
 extern List *MovePlacementGroup(Move *m, const char *to_server);
 extern void MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock);
+extern List *MoveDeleteOrder(Move *m, RemoteConn *rc);
 
 /* move_repl.c */
 extern void MoveCreatePublication(Move *m);

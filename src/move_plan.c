@@ -33,6 +33,8 @@
 #include "move_internal.h"
 #include "sqlrun.h"
 
+#define MOVE_KEYS_LOCK_ATTEMPTS 400	/* tries to lock the tables of a foreign key */
+
 /*
  * The partitions of a parent and their bounds, read once from the
  * parent's partition descriptor and each partition's PartitionBoundSpec:
@@ -918,10 +920,29 @@ MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock)
 		}
 		if (child == NULL || parent == NULL)
 			continue;
-		/* in the source transaction: no writer may add a reference meanwhile */
-		if (lock)
-			RemoteCommand(rc, psprintf("LOCK TABLE %s, %s IN SHARE MODE", child->src_table, parent->src_table),
-						  "lock the tables of a foreign key");
+		/*
+		 * In the source transaction: no writer may add a reference
+		 * meanwhile.  Never queued (a writer holding one table and waiting
+		 * for the other would deadlock with it): tried again until the
+		 * writers under way are done.
+		 */
+		for (int attempt = 1; lock; attempt++)
+		{
+			char		state[6];
+
+			if (RemoteTry(rc, psprintf("SAVEPOINT snowseq_keys; LOCK TABLE %s, %s IN SHARE MODE NOWAIT",
+									   child->src_table, parent->src_table),
+						  "lock the tables of a foreign key", state))
+				break;
+			if (strcmp(state, "55P03") != 0 || attempt == MOVE_KEYS_LOCK_ATTEMPTS)
+				ereport(ERROR,
+						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						 errmsg("could not lock tables %s and %s on server \"%s\" to check foreign key %s",
+								child->src_table, parent->src_table, MoveLead(m)->src_name, PQgetvalue(res, i, 0)),
+						 errhint("Retry when the source is less busy.")));
+			RemoteCommand(rc, "ROLLBACK TO SAVEPOINT snowseq_keys", "wait for the writers of a foreign key");
+			MoveSleep(Min(5 * attempt, 50));
+		}
 		/* rows on either side of the moved range, joined on the key */
 		n = RemoteValue(rc, psprintf("SELECT (SELECT pg_catalog.count(*) FROM %s p JOIN %s c ON %s "
 									 "WHERE (%s) AND NOT coalesce((%s), false)) OPERATOR(pg_catalog.+) "
@@ -943,4 +964,66 @@ MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock)
 					 errhint("Give referencing rows the gene of the rows they reference (snowseq_gene_next of the same key), or move genes whose rows reference only each other.")));
 	}
 	PQclear(res);
+}
+
+/*
+ * The tables of the group in the order their moved rows go: a table that
+ * other tables of the group reference after those (children before
+ * parents), so that no moment leaves a referencing row without its row.
+ */
+List *
+MoveDeleteOrder(Move *m, RemoteConn *rc)
+{
+	List	   *group = MoveGroup(m);
+	List	   *order = NIL;
+	StringInfoData tables;
+	PGresult   *res;
+	ListCell   *lc;
+
+	if (list_length(group) < 2)
+		return group;
+	initStringInfo(&tables);
+	foreach(lc, group)
+		appendStringInfo(&tables, "%spg_catalog.to_regclass(%s)", tables.len ? ", " : "",
+						 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
+	/* pairs (referencing, referenced) by position in the group, 1-based */
+	res = RemoteExec(rc, psprintf("SELECT pg_catalog.array_position(g.t, c.conrelid), pg_catalog.array_position(g.t, c.confrelid) "
+								  "FROM (SELECT ARRAY[%s]::pg_catalog.oid[] AS t) g, pg_catalog.pg_constraint c "
+								  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.conrelid OPERATOR(pg_catalog.<>) c.confrelid "
+								  "AND c.conrelid OPERATOR(pg_catalog.=) ANY (g.t) AND c.confrelid OPERATOR(pg_catalog.=) ANY (g.t)",
+								  tables.data),
+					 "look up foreign keys between the tables of the move");
+	while (list_length(order) < list_length(group))
+	{
+		int			added = 0;
+
+		foreach(lc, group)
+		{
+			Move	   *t = lfirst(lc);
+			bool		waits = false;
+
+			if (list_member_ptr(order, t))
+				continue;
+			/* a table waits while a table that references it has not gone */
+			for (int i = 0; i < PQntuples(res) && !waits; i++)
+			{
+				Move	   *child = list_nth(group, atoi(PQgetvalue(res, i, 0)) - 1);
+
+				if (list_nth(group, atoi(PQgetvalue(res, i, 1)) - 1) == t && !list_member_ptr(order, child))
+					waits = true;
+			}
+			if (!waits)
+			{
+				order = lappend(order, t);
+				added++;
+			}
+		}
+		/* a cycle of foreign keys: the rest in group order */
+		if (added == 0)
+			foreach(lc, group)
+				if (!list_member_ptr(order, lfirst(lc)))
+					order = lappend(order, lfirst(lc));
+	}
+	PQclear(res);
+	return order;
 }

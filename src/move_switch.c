@@ -358,7 +358,7 @@ MoveSourceTransaction(Move *m)
 
 	RemoteCommand(MoveHolder(m), "BEGIN", "begin the source transaction");
 	MoveCheckGroupKeys(m, MoveHolder(m), true);
-	foreach(lc, MoveGroup(m))
+	foreach(lc, MoveDeleteOrder(m, MoveHolder(m)))
 	{
 		Move	   *t = lfirst(lc);
 
@@ -433,8 +433,14 @@ MoveReleaseParent(Move *m)
 void
 MoveSwitch(Move *m)
 {
+	bool		deletes = false;
+	ListCell   *lc;
+
+	/* a split deletes rows in the source transaction: writers may wait on it */
+	foreach(lc, MoveGroup(m))
+		deletes = deletes || ((Move *) lfirst(lc))->kind != MOVE_KIND_WHOLE;
 	MoveSourceTransaction(m);
-	if (!MoveLockParent(m, m->kind != MOVE_KIND_WHOLE))
+	if (!MoveLockParent(m, deletes))
 	{
 		ereport(NOTICE,
 				(errmsg("writes to moved rows waited on their delete: deleting under the router's lock")));
@@ -457,7 +463,6 @@ MoveSwitch(Move *m)
 	 */
 	{
 		StringInfoData tables;
-		ListCell   *lc;
 
 		initStringInfo(&tables);
 		foreach(lc, MoveGroup(m))
