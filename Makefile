@@ -49,7 +49,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 
 # SQL behaviour (test/sql, test/expected), on a temporary instance with
 # snowseq preloaded
-REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid
+REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid public_uuid
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/snowseq.conf \
 	--temp-instance=./tmp_check_regress
 

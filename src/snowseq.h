@@ -31,6 +31,17 @@
 #define SNOWSEQ_WIDE_EXTRA_BITS (SNOWSEQ_WIDE_GENE_BITS - SNOWSEQ_GENE_BITS)
 #define SNOWSEQ_WIDE_NODE_BITS	30
 #define SNOWSEQ_WIDE_COUNTER_BITS 49
+#define SNOWSEQ_WIDE_VERSION_BITS 20
+#define SNOWSEQ_WIDE_SEGMENT_BITS 79
+
+/* The fields of a 128-bit gene ID; the segment as its top 15 bits and its low 64. */
+typedef struct WideId
+{
+	uint32		gene;			/* 23 bits */
+	uint32		key_version;	/* 20 bits: 0 for a private ID */
+	uint64		seg_hi;			/* segment bits 78..64 */
+	uint64		seg_lo;			/* segment bits 63..0 */
+} WideId;
 
 /* ms since 1970-01-01 UTC and timestamptz (us since 2000-01-01) */
 #define SNOWSEQ_UNIX_TO_PG_MS \
@@ -171,7 +182,10 @@ extern void BackfillCheckInstant(FunctionCallInfo fcinfo);
 /* counter.c */
 
 /* gene.c */
+struct pg_uuid_t;
 extern int	GeneOfBytes(const char *data, size_t len);
+extern void WideIdToUuid(const WideId *w, struct pg_uuid_t *uuid);
+extern bool WideIdFromUuid(const struct pg_uuid_t *uuid, WideId *w);
 
 /* nodes.c */
 extern void NodesRefuseCollision(const char *server, const char *what);
