@@ -8,7 +8,8 @@
  *	 [0][gene: 15 ][key version: v ][FF1-AES256_{key, tweak = gene}(segment << c)]
  *
  * v is snowseq.public_version_bits (5 to 7, fixed at server start); c, the
- * check bits, belongs to each key.  Decryption accepts a number only when
+ * check bits, belongs to each key.  128-bit gene IDs have a public form
+ * with the same keys (section "128-bit gene IDs" below).  Decryption accepts a number only when
  * its version names a key that is not retired and the low c bits of the
  * decrypted value are zero.
  *

@@ -68,8 +68,8 @@ SELECT pg_temp.ff1_wide(decode(md5('a') || md5('b'), 'hex'), '\x', repeat('0', 7
 
 -- (gene, key version field, 79 segment bits as text) -> uuid
 CREATE FUNCTION pg_temp.wide(gene int, kv int, seg text) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
-	SELECT (SELECT string_agg(to_hex(substr(b, 4 * i + 1, 4)::bit(4)::int), '' ORDER BY i)
-	        FROM generate_series(0, 31) i)::uuid
+	SELECT (lpad(to_hex(substr(b, 1, 64)::bit(64)::bigint), 16, '0')
+	        || lpad(to_hex(substr(b, 65, 64)::bit(64)::bigint), 16, '0'))::uuid
 	FROM (SELECT gene::bit(23)::text || kv::bit(20)::text || substr(seg, 1, 5) || '1000'
 	             || substr(seg, 6, 12) || '10' || substr(seg, 18, 62) AS b) s
 $$;
