@@ -50,8 +50,9 @@
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 
+#include "clock.h"
 #include "compat.h"
-#include "snowseq.h"
+#include "shmem.h"
 
 /* An identity sequence, as it was before the identity was dropped. */
 typedef struct KeptSequence

@@ -77,6 +77,7 @@
 #include "catcache.h"
 #include "reserve.h"
 #include "testpoint.h"
+#include "timeutil.h"
 
 #define SERIAL_PERIOD_SHIFT		40
 #define SERIAL_K_MASK			(((uint64) 1 << SERIAL_PERIOD_SHIFT) - 1)
@@ -1300,7 +1301,7 @@ snowseq_serial(PG_FUNCTION_ARGS)
 
 	SnowseqCheckUsable();
 	e = CounterLookup(fcinfo, true);
-	p = SerialPeriod(e, SnowseqWallMs());
+	p = SerialPeriod(e, TimeWallMs());
 	for (;;)
 	{
 		if (CounterTake(e, (p << SERIAL_PERIOD_SHIFT) | 1, (p + 1) << SERIAL_PERIOD_SHIFT, &c))

@@ -60,7 +60,7 @@
 #include "crypt.h"
 #include "ff1.h"
 #include "keyring.h"
-#include "snowseq.h"
+#include "shmem.h"
 
 #define CRYPT_KEY_TABLE			"snowseq_key_store"
 #define CRYPT_VERSION_BITS_MIN	5

@@ -35,6 +35,7 @@
 
 #include "catcache.h"
 #include "compat.h"
+#include "nodes.h"
 #include "snowseq.h"
 
 typedef struct MapEntry
