@@ -26,11 +26,11 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/lsyscache.h"
-#include "storage/shmem.h"
-#include "storage/spin.h"
 #include "utils/timestamp.h"
 
 #include "backfill.h"
