@@ -3,7 +3,12 @@
 # on file B when A uses a symbol (a function or a variable) that B defines
 # (nm: A's undefined symbols against B's defined ones).  Prints each file's
 # dependencies, then every cycle (strongly connected group of files); fails
-# when a cycle other than the allowed ones is found.
+# when a cycle other than the allowed one is found, when a function of the
+# core is not in the file its prefix names (ReservationSave in reserve.c,
+# ClockNext in clock.c, StateWriteFiles in statefile.c, ...), or when a
+# header of the core declares a function its own file does not define
+# (reserve.h declares reserve.c's API, clock.h clock.c's; snowseq.h holds
+# the settings, guc.c's, and snowseq.c's).
 # Usage: bash test/layering.sh [DIR]   (DIR holds the .o files; default src)
 # The one cycle allowed is WAL logging and its redo: reserve.c writes the
 # records that rmgr.c replays into the reservations.
@@ -22,7 +27,7 @@ for o in "${objs[@]}"; do
 		$1 == "U" { print "U", f, $2; next }
 		NF == 3 && $2 ~ /^[TDBRVWG]$/ { print "D", f, $3 }
 		NF == 3 && $2 == "T" { print "T", f, $3 }'
-done | perl -e '
+done | HEADERS="$dir" perl -e '
 	use strict; use warnings;
 	my @allowed = sort split /\s+/, $ARGV[0];
 	my (%def, %use, %edge, @func);
@@ -102,6 +107,25 @@ done | perl -e '
 		print "MISPLACED: $s is in $f.c, its prefix names $home{$p}.c\n";
 		$bad = 1;
 	}
-	print $bad ? "layering: FAILED\n" : "layering: no cycle but the allowed one, every core function in the file its prefix names\n";
+	# the headers of the core: each declares what its own file defines
+	my %owner = (snowseq => [qw(snowseq guc)]);
+	my %where = map { $_->[1] => $_->[0] } @func;
+	for my $h (sort map { m{(\w+)\.h$} ? $1 : () } glob("$ENV{HEADERS}/*.h"))
+	{
+		next unless $owner{$h} || grep { $_ eq $h } values %home;
+		my @files = @{ $owner{$h} // [$h] };
+		open(my $fh, "<", "$ENV{HEADERS}/$h.h") or die "$h.h: $!";
+		my $text = do { local $/; <$fh> };
+		close($fh);
+		while ($text =~ /^extern\s+[^;(]*?\b(\w+)\s*\(/mg)
+		{
+			my $fn = $1;
+			my $in = $where{$fn} // "no file";
+			next if grep { $_ eq $in } @files;
+			print "HEADER: $h.h declares $fn, defined in $in\n";
+			$bad = 1;
+		}
+	}
+	print $bad ? "layering: FAILED\n" : "layering: no cycle but the allowed one, every core function in the file its prefix names and declared in its header\n";
 	exit $bad;
 ' "$allowed"

@@ -1,9 +1,11 @@
 # The layering of the C files, from the objects the build made
 # (test/layering.sh): no file depends, through a chain of calls, on a file
 # that depends on it, except the WAL log/redo pair (reserve.c logs an
-# advance, rmgr.c redoes it into the reservations); and every function of
-# the core is in the file its prefix names.  The checker itself is shown to
-# find a ring and a misplaced function.  No server needed.
+# advance, rmgr.c redoes it into the reservations); every function of the
+# core is in the file its prefix names; each header of the core declares
+# its own file's API.  The checker itself is shown to find a ring, a
+# misplaced function and a header declaring another file's function.  No
+# server needed.
 use strict;
 use warnings;
 use File::Temp qw(tempdir);
@@ -19,7 +21,7 @@ my ($out, $err);
 my $ok = run_log([ 'bash', 'test/layering.sh', 'src' ], '>', \$out, '2>', \$err);
 ok($ok, 'no cycle among src/ files but the WAL log/redo pair') or diag($out . $err);
 like($out, qr/^allowed cycle: reserve rmgr$/m, 'the one cycle is reserve.c <-> rmgr.c');
-unlike($out, qr/^(CYCLE|MISPLACED):/m, 'no other cycle, no misplaced function');
+unlike($out, qr/^(CYCLE|MISPLACED|HEADER):/m, 'no other cycle, no misplaced function, no header declaring another file\'s');
 like($out, qr/^statefile\s+->\s+(?!.*\bclock\b).*$/m, 'the state file layer does not call the clock');
 like($out, qr/^shmem\s+->\s+guc$/m, 'shared state calls nothing above it but the settings');
 unlike($out, qr/^worker\s+->.*\b(clock|segment|backfill|counter)\b/m,
@@ -40,6 +42,9 @@ my %src = (
 	c => 'int a1(void); int c1(void) { return a1(); } int ClockNow(void) { return 0; }',
 	d => 'int a1(void); int d1(void) { return a1(); }');
 my $cc = $ENV{CC} // 'cc';
+open(my $hh, '>', "$dir/clock.h") or die;
+print $hh "extern int ClockNow(void);\nextern int a1(void);\n";
+close($hh);
 for my $f (sort keys %src)
 {
 	open(my $fh, '>', "$dir/$f.c") or die;
@@ -52,5 +57,8 @@ ok(!$ok, 'a ring of three files fails the check');
 like($out, qr/^CYCLE: a b c$/m, 'the ring is named, d (which only calls in) is not part of it');
 like($out, qr/^MISPLACED: ClockNow is in c\.c, its prefix names clock\.c$/m,
 	'a function outside the file its prefix names is reported');
+like($out, qr/^HEADER: clock\.h declares a1, defined in a$/m, 'a header declaring another file\'s function is reported');
+like($out, qr/^HEADER: clock\.h declares ClockNow, defined in c$/m,
+	'so is the misplaced function, which clock.c does not define');
 
 done_testing();
