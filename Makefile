@@ -8,6 +8,7 @@ OBJS = \
 	src/sqlrun.o \
 	src/guc.o \
 	src/shmem.o \
+	src/timeutil.o \
 	src/clock.o \
 	src/reserve.o \
 	src/statefile.o \

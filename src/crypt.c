@@ -61,8 +61,10 @@
 #include "catcache.h"
 #include "crypt.h"
 #include "ff1.h"
+#include "gene.h"
 #include "keyring.h"
-#include "snowseq.h"
+#include "shmem.h"
+#include "sqlrun.h"
 
 #define CRYPT_KEY_TABLE			"snowseq_key_store"
 #define CRYPT_VERSION_BITS_MIN	5
@@ -262,7 +264,7 @@ CryptFreeKeys(void)
 static Oid
 CryptKeyTable(Oid fn_oid)
 {
-	Oid			nsp = get_func_namespace(fn_oid);
+	Oid			nsp = ExtNamespace(fn_oid);
 	Oid			relid = get_relname_relid(CRYPT_KEY_TABLE, nsp);
 
 	if (!OidIsValid(relid))

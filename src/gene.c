@@ -22,7 +22,9 @@
 #include "utils/rel.h"
 #include "utils/uuid.h"
 
-#include "snowseq.h"
+#include "gene.h"
+#include "segment.h"
+#include "shmem.h"
 
 /* The hash of a byte string whose low 15 bits are its gene (23 bits: its wide gene). */
 static uint64

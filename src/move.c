@@ -77,6 +77,7 @@
 
 #include "snowseq.h"
 #include "move.h"
+#include "nodes.h"
 #include "testpoint.h"
 
 #define MOVE_BLOCK_ATTEMPTS		5	/* tries to hold writes back and catch up */
