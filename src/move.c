@@ -77,6 +77,7 @@
 
 #include "snowseq.h"
 #include "move.h"
+#include "move_schema.h"
 #include "testpoint.h"
 
 #define MOVE_BLOCK_ATTEMPTS		5	/* tries to hold writes back and catch up */
@@ -407,6 +408,21 @@ Lock(Move *m)
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("the session holding the fence on server \"%s\" was lost", m->src_name)));
 	return m->lock;
+}
+
+/* The tables of a move, for move_schema.c. */
+static MoveSchemaTables *
+MoveTables(Move *m)
+{
+	MoveSchemaTables *t = palloc(sizeof(MoveSchemaTables));
+
+	t->src = Src(m);
+	t->dst = Dst(m);
+	t->table = m->src_table;
+	t->nsp = m->dst_nsp;
+	t->src_rel = m->src_rel;
+	t->dst_rel = m->dst_rel;
+	return t;
 }
 
 /* Close the sessions of a move. */
@@ -1151,6 +1167,9 @@ MovePrepareChecks(Move *m)
 	}
 	else
 		m->dest_created = 1;
+	/* a new table gets everything the source table has: can it? */
+	if (m->dest_created == 1)
+		MoveSchemaCheck(MoveTables(m));
 	MoveRecordSet(m, psprintf("dest_created = %s", m->dest_created ? "true" : "false"));
 }
 
@@ -1231,6 +1250,7 @@ MovePrepareObjects(Move *m)
 									m->src_table, RExt(dst, "snowseq_fence"), quote_literal_cstr(m->id_col),
 									m->src_table, RExt(dst, "snowseq_fence"), quote_literal_cstr(m->id_col)),
 					  "create the destination table");
+		MoveSchemaCreate(MoveTables(m));
 	}
 	else
 	{
@@ -1472,6 +1492,9 @@ MoveCopyWatch(Move *m)
 		MoveCopyProgress(m, rows);
 		return;
 	}
+	/* indexes on the copied rows at once, before the catch-up */
+	if (m->dest_created == 1)
+		MoveSchemaIndexes(MoveTables(m));
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	rows = RemoteValue(Dst(m), psprintf("SELECT pg_catalog.count(*) FROM %s", m->src_table), "count the copied rows");
@@ -1582,6 +1605,8 @@ MoveBlock(Move *m)
 
 	/* everything up to the block is on the destination: stop replicating */
 	MoveDropSubscription(m);
+	if (m->dest_created == 1)
+		MoveSchemaTriggersOn(MoveTables(m));
 	if (strcmp(m->src_table, m->dst_table) != 0)
 		RemoteCommand(Dst(m), psprintf("ALTER TABLE %s RENAME TO %s", m->src_table, quote_identifier(m->dst_rel)),
 					  "rename the destination table");
