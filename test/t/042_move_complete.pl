@@ -8,9 +8,9 @@
 # shard_a's orders has a secondary index, an expression index with a WHERE
 # clause, a unique constraint, a check constraint, a default that calls a
 # function of its own, a column comment, a trigger that stamps the table it
-# fired on, a trigger ENABLE REPLICA, row level security with a policy for
-# role "reader", a GRANT to it, and a foreign key to buyers (a table that
-# does not move).
+# fired on and its server's port, a trigger ENABLE REPLICA, row level
+# security with a policy for role "reader", a GRANT to it, and a foreign key
+# to buyers (a table that does not move).
 #
 # (1) A destination that lacks the default's function is refused before the
 #     move starts, naming the function; nothing changes.
@@ -43,7 +43,7 @@ my $sb = snowseq_node('shard_b', node_id => 3, conf => \@shard_conf);
 
 my $functions = q{
 CREATE FUNCTION public.stamp() RETURNS trigger LANGUAGE plpgsql
-	AS $$BEGIN NEW.stamped := 'stamped by ' || TG_TABLE_NAME; RETURN NEW; END$$;
+	AS $$BEGIN NEW.stamped := 'stamped by ' || TG_TABLE_NAME || ' on ' || current_setting('port'); RETURN NEW; END$$;
 CREATE FUNCTION public.audit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
 };
 my $default_note = q{CREATE FUNCTION public.default_note() RETURNS text LANGUAGE sql AS $$SELECT 'noted'$$};
@@ -163,7 +163,7 @@ sub check_complete
 
 	# a row through the router: the default and the trigger of the destination
 	is($router->safe_psql('postgres', "INSERT INTO orders (order_id, buyer_id, code) VALUES ($next, 'b1', 'new$next') RETURNING stamped"),
-		"stamped by $table", "$step: the trigger fires on $name");
+		"stamped by $table on " . $node->port, "$step: the trigger fires on $name");
 	is($node->safe_psql('postgres', "SELECT note FROM $table WHERE order_id = $next"), 'noted', "$step: the default applies on $name");
 	is($node->safe_psql('postgres', qq{SELECT string_agg(tgname || '=' || tgenabled::text, ' ' ORDER BY tgname) FROM pg_trigger
 		WHERE tgrelid = '$table'::regclass AND NOT tgisinternal AND tgname NOT LIKE 'snowseq%'}),
@@ -196,7 +196,7 @@ like($err, qr/NOTICE:  built 3 indexes and constraints of table public\.orders o
 	'(2) the indexes were built after the copy');
 like(layout(), qr/^16383=shard_a,32767=shard_b /, '(2) genes 16384..32767 are on shard_b');
 is(count_once(), "$total $total", '(2) the router returns every row once');
-is($sb->safe_psql('postgres', q{SELECT count(*) FROM orders_g16384_32767 WHERE stamped = 'stamped by orders'}), $moved,
+is($sb->safe_psql('postgres', "SELECT count(*) FROM orders_g16384_32767 WHERE stamped = 'stamped by orders on " . $sa->port . "'"), $moved,
 	'(2) the copied rows keep the source\'s stamp: the trigger did not fire again on the copy');
 check_complete('(2) split', $sb, 'orders_g16384_32767', '(20000::bigint << 48) + 1');
 
