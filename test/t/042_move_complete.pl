@@ -13,7 +13,8 @@
 # to buyers (a table that does not move).
 #
 # (1) A destination that lacks the default's function is refused before the
-#     move starts, naming the function; nothing changes.
+#     move starts, naming the function; nothing changes.  So is one that
+#     lacks a role of the grants, naming the role.
 # (2) A split to shard_b, then a move of the new table back to shard_a:
 #     after each, the destination table has every index of the source (and
 #     the planner uses them), its constraints reject bad rows, the default
@@ -47,7 +48,7 @@ CREATE FUNCTION public.stamp() RETURNS trigger LANGUAGE plpgsql
 CREATE FUNCTION public.audit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
 };
 my $default_note = q{CREATE FUNCTION public.default_note() RETURNS text LANGUAGE sql AS $$SELECT 'noted'$$};
-$sa->safe_psql('postgres', "CREATE ROLE reader LOGIN; $functions; $default_note;" . q{
+$sa->safe_psql('postgres', "CREATE ROLE reader LOGIN; CREATE ROLE auditor; $functions; $default_note;" . q{
 CREATE TABLE buyers (buyer_id text PRIMARY KEY);
 INSERT INTO buyers SELECT 'b' || i FROM generate_series(0, 99) i;
 CREATE TABLE orders (
@@ -64,6 +65,7 @@ CREATE TRIGGER orders_stamp BEFORE INSERT OR UPDATE ON orders FOR EACH ROW EXECU
 CREATE TRIGGER orders_audit AFTER INSERT ON orders FOR EACH ROW EXECUTE FUNCTION public.audit();
 ALTER TABLE orders ENABLE REPLICA TRIGGER orders_audit;
 GRANT SELECT ON orders TO reader;
+GRANT SELECT ON orders TO auditor;
 ALTER TABLE orders ENABLE ROW LEVEL SECURITY;
 CREATE POLICY orders_cheap ON orders FOR SELECT TO reader USING (amount < 10);
 });
@@ -128,10 +130,18 @@ is($sb->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname LIKE
 	'(1) no table was created on shard_b');
 is(count_once(), "$total $total", '(1) the router returns every row once');
 
+$sb->safe_psql('postgres', $default_note);
+($out, $err) = ('', '');
+$rc = $router->psql('postgres', q{CALL snowseq_split_shard('orders', 16384, 'shard_b')},
+	stdout => \$out, stderr => \$err);
+isnt($rc, 0, '(1) a split to a server without a role of the grants fails');
+like($err, qr/ERROR:  role auditor does not exist on server "shard_b"/, '(1) ... naming the role and the server');
+is(layout(), $before, '(1) the placement is unchanged');
+$sb->safe_psql('postgres', 'CREATE ROLE auditor');
+
 # ---------------------------------------------------------------------
 # (2) Split to shard_b, then move back to shard_a: complete tables
 # ---------------------------------------------------------------------
-$sb->safe_psql('postgres', $default_note);
 
 # everything one destination table must show; $next: an ID in its genes
 sub check_complete
