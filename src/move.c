@@ -1495,6 +1495,7 @@ MoveCopyWatch(Move *m)
 	/* indexes on the copied rows at once, before the catch-up */
 	if (m->dest_created == 1)
 		MoveSchemaIndexes(MoveTables(m));
+	SNOWSEQ_TESTPOINT("move_after_copy");
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	rows = RemoteValue(Dst(m), psprintf("SELECT pg_catalog.count(*) FROM %s", m->src_table), "count the copied rows");

@@ -20,7 +20,10 @@
 #     the planner uses them), its constraints reject bad rows, the default
 #     applies, the trigger fires there (and did not fire again on the copied
 #     rows), the replica trigger keeps its state, the policy and the grant
-#     hold for "reader"; the foreign key is named in a NOTICE.
+#     hold for "reader"; the foreign key is named in a NOTICE.  Writes
+#     while the split is paused after its copy (pause point
+#     move_after_copy) are applied on shard_b without firing its triggers
+#     again.
 # (3) The switch window: a split paused after the router's commit of the
 #     switch, before the source's COMMIT PREPARED (pause point
 #     move_after_router_commit).  A reader through the router started then
@@ -45,7 +48,9 @@ my $sb = snowseq_node('shard_b', node_id => 3, conf => \@shard_conf);
 my $functions = q{
 CREATE FUNCTION public.stamp() RETURNS trigger LANGUAGE plpgsql
 	AS $$BEGIN NEW.stamped := 'stamped by ' || TG_TABLE_NAME || ' on ' || current_setting('port'); RETURN NEW; END$$;
-CREATE FUNCTION public.audit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+CREATE TABLE public.audit_log (tab text, order_id bigint);
+CREATE FUNCTION public.audit() RETURNS trigger LANGUAGE plpgsql
+	AS $$BEGIN INSERT INTO public.audit_log VALUES (TG_TABLE_NAME, NEW.order_id); RETURN NEW; END$$;
 };
 my $default_note = q{CREATE FUNCTION public.default_note() RETURNS text LANGUAGE sql AS $$SELECT 'noted'$$};
 $sa->safe_psql('postgres', "CREATE ROLE reader LOGIN; CREATE ROLE auditor; $functions; $default_note;" . q{
@@ -195,11 +200,35 @@ sub check_complete
 	$router->safe_psql('postgres', "DELETE FROM orders WHERE order_id = $next");
 }
 
+# the split pauses once the copy is done, while the subscription streams:
+# writes to the moved genes then reach shard_b by logical apply, which fires
+# neither the ordinary trigger (it fired on shard_a) nor the replica one
+my $locker = $router->background_psql('postgres');
+$locker->query_safe("SELECT pg_advisory_lock($pause_lock)");
 ($out, $err) = ('', '');
-$rc = $router->psql('postgres', q{CALL snowseq_split_shard('orders', 16384, 'shard_b')},
-	stdout => \$out, stderr => \$err);
+my $split = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
+	'-c', "SET snowseq.test_pause_at = 'move_after_copy'",
+	'-c', q{CALL snowseq_split_shard('orders', 16384, 'shard_b')} ], '>', \$out, '2>', \$err);
+ok($router->poll_query_until('postgres', q{
+	SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'CALL%'}),
+	'(2) the split paused after the copy');
+my $updated = $router->safe_psql('postgres', q{WITH u AS (UPDATE orders SET amount = amount + 100
+	WHERE buyer_id = 'b3' AND order_id >= 16384::bigint << 48 RETURNING 1) SELECT count(*) FROM u});
+$router->safe_psql('postgres', q{INSERT INTO orders (order_id, buyer_id, code, amount)
+	VALUES ((20000::bigint << 48) + 7, 'b3', 'streamed', 100)});
+$total++;
+$moved++;
+ok($sb->poll_query_until('postgres', q{SELECT count(*) = 1 FROM orders WHERE code = 'streamed'}),
+	'(2) the writes during the pause reached shard_b');
+is($sb->safe_psql('postgres', "SELECT count(*) FROM orders WHERE buyer_id = 'b3' AND amount >= 100 "
+	  . "AND stamped = 'stamped by orders on " . $sa->port . "'"), $updated + 1,
+	"(2) the $updated updated rows and the new one carry shard_a's stamp: the trigger did not fire in apply");
+is($sb->safe_psql('postgres', 'SELECT count(*) FROM audit_log'), '0', '(2) nor did the replica trigger');
+$locker->query_safe("SELECT pg_advisory_unlock($pause_lock)");
+$split->finish;
+$locker->quit;
 note "split:\n$err";
-is($rc, 0, '(2) the split succeeds once the function is there');
+is($split->result(0), 0, '(2) the split succeeds once the function and the role are there');
 like($err, qr/NOTICE:  foreign key orders_buyer_fk of table public\.orders is not created on server "shard_b"/,
 	'(2) a NOTICE names the foreign key that is not created');
 like($err, qr/NOTICE:  built 3 indexes and constraints of table public\.orders on server "shard_b"/,
@@ -227,7 +256,7 @@ check_complete('(2) move back', $sa, 'orders_g16384_32767', '(20000::bigint << 4
 # ---------------------------------------------------------------------
 my $in_moved = $router->safe_psql('postgres',
 	q{SELECT count(*) FROM orders WHERE order_id >= 8192::bigint << 48 AND order_id < 16384::bigint << 48});
-my $locker = $router->background_psql('postgres');
+$locker = $router->background_psql('postgres');
 $locker->query_safe("SELECT pg_advisory_lock($pause_lock)");
 my ($mout, $merr) = ('', '');
 my $mover = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
