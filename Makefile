@@ -28,6 +28,7 @@ OBJS = \
 	src/remote.o \
 	src/fence.o \
 	src/move.o \
+	src/move_schema.o \
 	src/nodes.o \
 	src/convert.o \
 	src/scatter.o \

@@ -77,6 +77,7 @@
 
 #include "snowseq.h"
 #include "move.h"
+#include "move_schema.h"
 #include "nodes.h"
 #include "testpoint.h"
 
@@ -408,6 +409,21 @@ Lock(Move *m)
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("the session holding the fence on server \"%s\" was lost", m->src_name)));
 	return m->lock;
+}
+
+/* The tables of a move, for move_schema.c. */
+static MoveSchemaTables *
+MoveTables(Move *m)
+{
+	MoveSchemaTables *t = palloc(sizeof(MoveSchemaTables));
+
+	t->src = Src(m);
+	t->dst = Dst(m);
+	t->table = m->src_table;
+	t->nsp = m->dst_nsp;
+	t->src_rel = m->src_rel;
+	t->dst_rel = m->dst_rel;
+	return t;
 }
 
 /* Close the sessions of a move. */
@@ -1152,6 +1168,9 @@ MovePrepareChecks(Move *m)
 	}
 	else
 		m->dest_created = 1;
+	/* a new table gets everything the source table has: can it? */
+	if (m->dest_created == 1)
+		MoveSchemaCheck(MoveTables(m));
 	MoveRecordSet(m, psprintf("dest_created = %s", m->dest_created ? "true" : "false"));
 }
 
@@ -1232,6 +1251,7 @@ MovePrepareObjects(Move *m)
 									m->src_table, RExt(dst, "snowseq_fence"), quote_literal_cstr(m->id_col),
 									m->src_table, RExt(dst, "snowseq_fence"), quote_literal_cstr(m->id_col)),
 					  "create the destination table");
+		MoveSchemaCreate(MoveTables(m));
 	}
 	else
 	{
@@ -1473,6 +1493,10 @@ MoveCopyWatch(Move *m)
 		MoveCopyProgress(m, rows);
 		return;
 	}
+	/* indexes on the copied rows at once, before the catch-up */
+	if (m->dest_created == 1)
+		MoveSchemaIndexes(MoveTables(m));
+	SNOWSEQ_TESTPOINT("move_after_copy");
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	rows = RemoteValue(Dst(m), psprintf("SELECT pg_catalog.count(*) FROM %s", m->src_table), "count the copied rows");
@@ -1583,6 +1607,8 @@ MoveBlock(Move *m)
 
 	/* everything up to the block is on the destination: stop replicating */
 	MoveDropSubscription(m);
+	if (m->dest_created == 1)
+		MoveSchemaTriggersOn(MoveTables(m));
 	if (strcmp(m->src_table, m->dst_table) != 0)
 		RemoteCommand(Dst(m), psprintf("ALTER TABLE %s RENAME TO %s", m->src_table, quote_identifier(m->dst_rel)),
 					  "rename the destination table");
