@@ -755,6 +755,8 @@ MovePrepareChecks(Move *m)
 /*
  * The genes of the partition of a parent that holds a gene, and the
  * foreign server it reads (NULL: not a foreign table); false if none does.
+ * A default partition has no bounds, so it holds every gene here: the
+ * move that follows refuses it and says why.
  */
 bool
 PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server)
@@ -765,7 +767,7 @@ PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server)
 	{
 		MovePartBound *b = lfirst(lc);
 
-		if (!b->is_default && GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, first, last) &&
+		if (GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, first, last) &&
 			*first <= gene && gene <= *last)
 		{
 			*server = NULL;
