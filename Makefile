@@ -28,6 +28,10 @@ OBJS = \
 	src/remote.o \
 	src/fence.o \
 	src/move.o \
+	src/move_plan.o \
+	src/move_repl.o \
+	src/move_switch.o \
+	src/move_cleanup.o \
 	src/move_schema.o \
 	src/nodes.o \
 	src/convert.o \

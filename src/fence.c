@@ -45,8 +45,9 @@
 
 #include "catcache.h"
 #include "snowseq.h"
+#include "gene.h"
+#include "remote.h"
 #include "sqlrun.h"
-#include "move.h"
 
 typedef struct Fence
 {
@@ -152,8 +153,7 @@ FenceFind(Oid relid, int64 id)
 static void
 FenceGenes(Fence *f, int *first, int *last)
 {
-	*first = f->has_lo ? (int) (f->lo >> SNOWSEQ_SEGMENT_BITS) : 0;
-	*last = f->has_hi ? (int) ((f->hi - 1) >> SNOWSEQ_SEGMENT_BITS) : SNOWSEQ_MAX_GENE;
+	GenesOfIds(f->has_lo, f->lo, f->has_hi, f->hi, first, last);
 }
 
 /* Whether the mover of a fence still has its session on this server. */

@@ -207,7 +207,7 @@ static int64
 GeneNext(int gene)
 {
 	SnowseqCheckUsable();
-	return ((int64) gene << SNOWSEQ_SEGMENT_BITS) | (int64) SegmentNext();
+	return GeneFirstId(gene) | (int64) SegmentNext();
 }
 
 PG_FUNCTION_INFO_V1(snowseq_gene_text);

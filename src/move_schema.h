@@ -7,7 +7,7 @@
 #ifndef SNOWSEQ_MOVE_SCHEMA_H
 #define SNOWSEQ_MOVE_SCHEMA_H
 
-#include "move.h"
+#include "remote.h"
 
 /*
  * The tables of one move.  "table" names the source table (qualified,

@@ -17,8 +17,8 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "move.h"
 #include "nodes.h"
+#include "remote.h"
 #include "shmem.h"
 #include "timeutil.h"
 

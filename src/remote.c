@@ -21,7 +21,7 @@
 #include "utils/builtins.h"
 #include "utils/wait_event.h"
 
-#include "move.h"
+#include "remote.h"
 
 static PQconninfoOption *libpq_options = NULL;
 

@@ -37,6 +37,7 @@
 #include "compat.h"
 #include "nodes.h"
 #include "snowseq.h"
+#include "gene.h"
 #include "sqlrun.h"
 
 typedef struct MapEntry
@@ -136,7 +137,7 @@ GeneOfId(int64 id)
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("snowseq ID must not be negative: %lld", (long long) id),
 				 errhint("Gene IDs are positive; their top 15 bits are the gene.")));
-	return (int) (id >> SNOWSEQ_SEGMENT_BITS);
+	return GeneFromId(id);
 }
 
 /* Reject a gene outside 0 .. 32767. */
@@ -156,15 +157,16 @@ GeneRange(int gene)
 	TypeCacheEntry *tc = lookup_type_cache(INT8RANGEOID, TYPECACHE_RANGE_INFO);
 	RangeBound	lower,
 				upper;
+	int64		end = 0;
 
 	CheckGene(gene);
-	lower.val = Int64GetDatum((int64) gene << SNOWSEQ_SEGMENT_BITS);
+	lower.val = Int64GetDatum(GeneFirstId(gene));
 	lower.infinite = false;
 	lower.inclusive = true;
 	lower.lower = true;
 	/* the last gene ends at the top of bigint: no finite exclusive bound */
-	upper.val = Int64GetDatum(gene == SNOWSEQ_MAX_GENE ? 0 : ((int64) gene + 1) << SNOWSEQ_SEGMENT_BITS);
-	upper.infinite = gene == SNOWSEQ_MAX_GENE;
+	upper.infinite = !GeneEndId(gene, &end);
+	upper.val = Int64GetDatum(upper.infinite ? 0 : end);
 	upper.inclusive = false;
 	upper.lower = false;
 	return RangeTypePGetDatum(SnowseqMakeRange(tc, &lower, &upper, false));
@@ -359,11 +361,11 @@ snowseq_create_shards(PG_FUNCTION_ARGS)
 
 		/* the last partition ends at the top of bigint */
 		char	   *upper = i == n - 1 ? "MAXVALUE" :
-			psprintf(INT64_FORMAT, (int64) (i + 1) * genes << SNOWSEQ_SEGMENT_BITS);
+			psprintf(INT64_FORMAT, GeneFirstId((i + 1) * genes));
 
 		resetStringInfo(&q);
 		appendStringInfo(&q, "CREATE TABLE %s PARTITION OF %s FOR VALUES FROM (" INT64_FORMAT ") TO (%s)",
-						 qpart, qparent, (int64) i * genes << SNOWSEQ_SEGMENT_BITS, upper);
+						 qpart, qparent, GeneFirstId(i * genes), upper);
 		SpiRun(q.data, SPI_OK_UTILITY);
 		if (existing == 0)
 		{

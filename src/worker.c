@@ -39,7 +39,7 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
-#include "move.h"
+#include "remote.h"
 #include "reserve.h"
 #include "worker.h"
 

@@ -422,7 +422,11 @@ $router->safe_psql('postgres', q{
 	CREATE TABLE plain_orders (order_id bigint NOT NULL, buyer_id text);
 	CREATE TABLE by_text (order_id bigint NOT NULL, buyer_id text) PARTITION BY RANGE (buyer_id);
 	CREATE TABLE local_orders (order_id bigint NOT NULL, buyer_id text) PARTITION BY RANGE (order_id);
-	CREATE TABLE local_orders_0 PARTITION OF local_orders FOR VALUES FROM (0) TO (MAXVALUE)});
+	CREATE TABLE local_orders_0 PARTITION OF local_orders FOR VALUES FROM (0) TO (MAXVALUE);
+	CREATE TABLE odd_orders (order_id bigint NOT NULL, buyer_id text) PARTITION BY RANGE (order_id);
+	CREATE TABLE odd_orders_0 PARTITION OF odd_orders FOR VALUES FROM (MINVALUE) TO (1000);
+	CREATE TABLE def_orders (order_id bigint NOT NULL, buyer_id text) PARTITION BY RANGE (order_id);
+	CREATE TABLE def_orders_d PARTITION OF def_orders DEFAULT});
 my @refusals = (
 	[ q{snowseq_move_genes('orders', 16000, 17000, 'shard_c')}, qr/genes 16000 to 17000 are in more than one partition of table "orders"/, 'a range across two partitions' ],
 	[ q{snowseq_move_genes('orders', 5000, 6000, 'shard_c')}, qr/genes 5000 to 6000 are in the middle of partition "orders_0", which holds genes 4096 to 16383/, 'a range in the middle of a partition' ],
@@ -433,6 +437,13 @@ my @refusals = (
 	[ q{snowseq_move_genes('plain_orders', 0, 4095, 'shard_c')}, qr/table "plain_orders" is not partitioned/, 'a table that is not partitioned' ],
 	[ q{snowseq_move_genes('by_text', 0, 4095, 'shard_c')}, qr/table "by_text" must be partitioned by range on one bigint column/, 'a table partitioned on text' ],
 	[ q{snowseq_move_genes('local_orders', 0, 4095, 'shard_c')}, qr/partition "local_orders_0" of table "local_orders" is not a foreign table/, 'a local partition' ],
+	# partition bounds as the partition descriptor gives them
+	[ q{snowseq_move_genes('odd_orders', 0, 0, 'shard_c')}, qr/partition "odd_orders_0" of table "odd_orders" is not aligned on gene boundaries/, 'a partition off gene boundaries' ],
+	[ q{snowseq_move_genes('def_orders', 0, 4095, 'shard_c')}, qr/table "def_orders" has a default partition, "def_orders_d"/, 'a default partition' ],
+	[ q{snowseq_split_shard('odd_orders', 0, 'shard_c')}, qr/no partition of table "odd_orders" holds gene 0/, 'a split where no gene-aligned partition holds the gene' ],
+	[ q{snowseq_split_shard('plain_orders', 0, 'shard_c')}, qr/no partition of table "plain_orders" holds gene 0/, 'a split of a table that is not partitioned' ],
+	[ q{snowseq_split_shard('def_orders', 5, 'shard_c')}, qr/table "def_orders" has a default partition, "def_orders_d"/, 'a split of a table with a default partition' ],
+	[ q{snowseq_merge_shards('def_orders', 0)}, qr/the partition holding gene 0 has no neighbour on another server/, 'a merge where only a default partition exists' ],
 	[ q{snowseq_move_genes('orders', 0, 4095, 'shard_a2')}, qr/server "shard_a2" has node id 2, the same as server "shard_a"/, 'a destination with the node id of the source' ],
 	[ q{snowseq_move_genes('orders', 0, 4095, 'myself')}, qr/server "myself" has node id 1, the same as this server/, 'a destination with the node id of the router' ],
 	[ q{snowseq_move_genes('orders', 16384, 24575, 'shard_a')}, qr/server "shard_a" already has a table public.orders, read by partition orders_0/, 'a destination whose table of the same name is in use' ],

@@ -1,11 +1,12 @@
 /*
- * move.h
- *		Declarations shared by the files of elastic shards: remote.c (commands
- *		on other servers over libpq), fence.c (the source side of a move) and
- *		move.c (the router side).
+ * remote.h
+ *		Sessions on other servers over libpq (remote.c), and what the files
+ *		of elastic shards share with each other and with the rest of
+ *		snowseq: the advisory lock classes of a move (fence.c is the source
+ *		side, move*.c the router side) and the resolver's entry point.
  */
-#ifndef SNOWSEQ_MOVE_H
-#define SNOWSEQ_MOVE_H
+#ifndef SNOWSEQ_REMOTE_H
+#define SNOWSEQ_REMOTE_H
 
 #include "libpq-fe.h"
 
@@ -45,4 +46,4 @@ extern void RemoteCheckUsableAs(RemoteConn *rc);
 /* move.c */
 extern int	MoveResolveSwitches(int elevel);
 
-#endif							/* SNOWSEQ_MOVE_H */
+#endif							/* SNOWSEQ_REMOTE_H */

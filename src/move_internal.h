@@ -1,0 +1,189 @@
+/*
+ * move_internal.h
+ *		What the files of a move share on the router: the Move, its steps,
+ *		and the helpers of each phase (move.c orchestration, move_plan.c,
+ *		move_repl.c, move_switch.c, move_cleanup.c).  Private to them.
+ */
+#ifndef SNOWSEQ_MOVE_INTERNAL_H
+#define SNOWSEQ_MOVE_INTERNAL_H
+
+#include "nodes/pg_list.h"
+#include "utils/timestamp.h"
+
+#include "move_schema.h"
+#include "remote.h"
+
+/*
+ * The state of a move, stored in snowseq_moves.state under the names of
+ * MoveStateNames (move.c); the checks of the table list the same names.
+ */
+typedef enum MoveStateId
+{
+	MOVE_STATE_NONE = 0,		/* no record; for MoveRun, no change */
+	MOVE_STATE_PREPARE,			/* checks and objects: nothing serves yet */
+	MOVE_STATE_COPY,			/* the initial copy, then catching up */
+	MOVE_STATE_BLOCK,			/* (not stored since 1.1; read only) */
+	MOVE_STATE_SWITCH,			/* writes held back, replication stopped */
+	MOVE_STATE_SWITCHED,		/* the router committed its switch */
+	MOVE_STATE_DONE,			/* finished */
+	MOVE_STATE_FAILED,			/* undone */
+	MOVE_STATE_ROLLBACK			/* undone, with leftovers */
+} MoveStateId;
+
+/* Which part of its partition a move takes, stored in snowseq_moves.kind. */
+typedef enum MoveKind
+{
+	MOVE_KIND_WHOLE = 0,		/* the whole partition */
+	MOVE_KIND_PREFIX,			/* its first genes */
+	MOVE_KIND_SUFFIX			/* its last genes */
+} MoveKind;
+
+/* one thing done or left behind, for snowseq_move_cleanup's result */
+typedef struct MoveReport
+{
+	int64		id;				/* 0: no known move */
+	Oid			parent;
+	int			first;
+	int			last;
+	char	   *server;
+	char	   *object;
+	char	   *action;
+} MoveReport;
+
+/* A partition of a gene-partitioned table and its bounds (MovePartBounds). */
+typedef struct MovePartBound
+{
+	Oid			relid;
+	char		relkind;
+	bool		is_default;
+	bool		has_lo;			/* false: MINVALUE */
+	bool		has_hi;			/* false: MAXVALUE */
+	int64		lo;
+	int64		hi;
+} MovePartBound;
+
+typedef struct Move
+{
+	int64		id;
+	char	   *token;			/* names the publication, slot, subscription */
+	Oid			parent;
+	char	   *parent_q;		/* qualified and quoted */
+	char	   *parent_rel;
+	int			first;
+	int			last;
+	MoveKind	kind;			/* whole, prefix or suffix of the partition */
+	char	   *part_q;			/* the partition the genes are in */
+	bool		part_has_lo;	/* false: MINVALUE */
+	bool		part_has_hi;	/* false: MAXVALUE */
+	int64		part_lo;
+	int64		part_hi;
+	char	   *new_part_q;		/* the router's foreign table on the new table */
+	char	   *src_name;
+	char	   *dst_name;
+	char	   *src_table;		/* qualified and quoted, on the source */
+	char	   *src_rel;		/* unquoted, as the copy lands under this name */
+	char	   *dst_table;		/* qualified and quoted, on the destination */
+	char	   *dst_nsp;		/* unquoted parts of dst_table (and the schema */
+	char	   *dst_rel;		/* of src_table) */
+	char	   *id_col;			/* the ID column on the shards, unquoted */
+	int			dest_created;	/* 1 created by the move, 0 reused, -1 not yet */
+	int			fence_id;		/* 0: none yet */
+	Oid			sub_oid;		/* the subscription on the destination */
+	Oid			mover;			/* the role that runs the move */
+	bool		parent_held;	/* the parent's session lock (MoveHoldParent) */
+	MoveStateId state;			/* as committed in snowseq_moves */
+	char	   *node;			/* this router's node id */
+	/* what the router needs for the new foreign table */
+	char	   *new_cols;
+	char	   *new_opts;
+	char	   *new_colopts;
+	/* sessions */
+	RemoteConn *src;
+	RemoteConn *lock;			/* source: holds the fence locks and the delete */
+	int			lock_pid;		/* its backend there */
+	RemoteConn *dst;
+	TimestampTz blocked_at;
+	TimestampTz copy_start;		/* the copy's clock, for its notices */
+	TimestampTz copy_noticed;
+	TimestampTz copy_probed;
+	bool		copied;			/* the copy is done and caught up */
+	List	   *report;			/* MoveReport */
+	bool		leftovers;		/* something could not be removed */
+	bool		fence_moved;	/* MoveUndoFence: the source says it switched */
+	int			switch_wait_ms; /* MoveLockParentOnce: 0 NOWAIT, or lock_timeout */
+	char	   *ext;			/* quoted schema of snowseq on this server */
+	MemoryContext cxt;
+} Move;
+
+typedef void (*MoveStep) (Move *m);
+
+/* move.c: the Move, its sessions and record, running a step */
+extern const char *MoveStateName(MoveStateId state);
+extern MoveStateId MoveStateFromName(const char *name);
+extern const char *MoveKindName(MoveKind kind);
+extern MoveKind MoveKindFromName(const char *name);
+extern void MoveRecordState(Move *m, MoveStateId state, const char *sets);
+extern void MoveSleep(long ms);
+extern double MsSince(TimestampTz t);
+extern char *MoveExt(Move *m, const char *name);
+extern char *MoveRemoteExt(RemoteConn *rc, const char *name);
+extern char *Int8OrNull(bool has, int64 v);
+extern char *BoundSql(bool has, int64 v, const char *infinite);
+extern void MoveIds(Move *m, bool *has_lo, int64 *lo, bool *has_hi, int64 *hi);
+extern char *MoveIdCondition(Move *m);
+extern void MoveNote(Move *m, const char *server, const char *object, const char *action);
+extern void MoveRecordSet(Move *m, const char *sets);
+extern ErrorData *MoveTry(Move *m, MoveStep step);
+extern RemoteConn *MoveSession(Move *m, RemoteConn **slot, const char *server);
+extern RemoteConn *MoveSrc(Move *m);
+extern RemoteConn *MoveDst(Move *m);
+extern RemoteConn *MoveHolder(Move *m);
+extern MoveSchemaTables *MoveTables(Move *m);
+extern void MoveCloseSessions(Move *m);
+extern Move *MoveNew(const char *ext);
+extern MoveStateId MoveStateRead(Move *m);
+
+/* move_plan.c */
+extern List *MovePartBounds(Oid parent);
+extern char *MoveParentKey(Move *m);
+extern void MovePlan(Move *m, const char *to_server);
+extern char *MoveLocalNode(Move *m);
+extern void MoveRecordNew(Move *m);
+extern char *MoveRemoteColumns(RemoteConn *rc, const char *table);
+extern char *MoveRemotePkey(RemoteConn *rc, const char *table);
+extern char *MoveTableReadBy(Move *m, const char *server, const char *nsp, const char *rel);
+extern char *MoveCopyMark(Move *m);
+extern void MoveRefuseReferenced(Move *m, RemoteConn *rc);
+extern void MovePrepareChecks(Move *m);
+extern bool PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server);
+
+/* move_repl.c */
+extern void MoveCreatePublication(Move *m);
+extern void MoveCreateSubscription(Move *m);
+extern bool MoveCopyState(Move *m, char **rows);
+extern char *MoveCopySize(Move *m);
+extern char *MoveLagBytes(Move *m);
+extern void MoveCheckSubscription(Move *m, const char *errors);
+extern char *MoveSourceLsn(Move *m);
+extern bool MoveWaitApplied(Move *m, const char *lsn, int timeout_ms);
+extern void MoveDropSubscription(Move *m);
+extern void MoveDropSlotNamed(RemoteConn *rc, const char *name);
+extern void MoveDropSlots(Move *m);
+extern void MoveDropPublication(Move *m);
+
+/* move_switch.c */
+extern void MoveResolvePrepared(Move *m, bool commit);
+extern void MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col);
+extern void MoveBlock(Move *m);
+extern void MoveSwitchRouter(Move *m);
+extern bool MoveLockParent(Move *m, bool check_stuck);
+extern void MoveReleaseParent(Move *m);
+extern void MoveSwitch(Move *m);
+
+/* move_cleanup.c */
+extern void MoveFinish(Move *m);
+extern void MoveResolve(Move *m, const char *error);
+extern int	CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, int elevel);
+extern void CleanupOrphans(Move *collect);
+
+#endif							/* SNOWSEQ_MOVE_INTERNAL_H */

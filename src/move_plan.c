@@ -1,0 +1,784 @@
+/*
+ * move_plan.c
+ *		Elastic shards: planning a move, and every check made before
+ *		anything is created.
+ *
+ * On the router: the parent's partition key, the partition that holds the
+ * genes and its bounds, the servers, the map, the user mappings, overlap
+ * with other moves, and the record of the new move.  On the servers: the
+ * version of snowseq there, a superuser session, node ids, wal_level,
+ * max_prepared_transactions, the source table (a plain table whose primary
+ * key holds the ID, referenced by no foreign key) and what the copy will
+ * land in on the destination.
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "commands/defrem.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "partitioning/partdesc.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "snowseq.h"
+#include "gene.h"
+#include "move_internal.h"
+#include "nodes.h"
+#include "sqlrun.h"
+
+/*
+ * The partitions of a parent and their bounds, read once from the
+ * parent's partition descriptor and each partition's PartitionBoundSpec:
+ * a list of MovePartBound, in bound order.  Partitions being detached are
+ * left out, as the descriptor omits them for an active snapshot.
+ */
+List *
+MovePartBounds(Oid parent)
+{
+	Relation	rel = table_open(parent, AccessShareLock);
+	bool		pushed = false;
+	PartitionDesc pd;
+	List	   *parts = NIL;
+
+	/* not partitioned: no partitions (MoveParentKey says why, where it matters) */
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+	{
+		table_close(rel, NoLock);
+		return NIL;
+	}
+	if (!ActiveSnapshotSet())
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pushed = true;
+	}
+	pd = RelationGetPartitionDesc(rel, true);
+	for (int i = 0; i < pd->nparts; i++)
+	{
+		MovePartBound *b = palloc0(sizeof(MovePartBound));
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(pd->oids[i]));
+		Datum		d;
+		bool		isnull;
+		PartitionBoundSpec *spec;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for relation %u", pd->oids[i]);
+		d = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relpartbound, &isnull);
+		if (isnull)
+			elog(ERROR, "partition %u has no bound", pd->oids[i]);
+		spec = castNode(PartitionBoundSpec, stringToNode(TextDatumGetCString(d)));
+		ReleaseSysCache(tup);
+		b->relid = pd->oids[i];
+		b->relkind = get_rel_relkind(b->relid);
+		b->is_default = spec->is_default;
+		if (!spec->is_default && spec->strategy == PARTITION_STRATEGY_RANGE)
+		{
+			PartitionRangeDatum *lo = linitial_node(PartitionRangeDatum, spec->lowerdatums);
+			PartitionRangeDatum *hi = linitial_node(PartitionRangeDatum, spec->upperdatums);
+
+			b->has_lo = lo->kind == PARTITION_RANGE_DATUM_VALUE;
+			if (b->has_lo)
+				b->lo = DatumGetInt64(castNode(Const, lo->value)->constvalue);
+			b->has_hi = hi->kind == PARTITION_RANGE_DATUM_VALUE;
+			if (b->has_hi)
+				b->hi = DatumGetInt64(castNode(Const, hi->value)->constvalue);
+		}
+		parts = lappend(parts, b);
+	}
+	if (pushed)
+		PopActiveSnapshot();
+	table_close(rel, NoLock);
+	return parts;
+}
+
+/* The parent's partition key column; errors if it is not gene-partitionable. */
+char *
+MoveParentKey(Move *m)
+{
+	Relation	rel = table_open(m->parent, AccessShareLock);
+	PartitionKey key;
+	char	   *col;
+
+	m->parent_rel = MemoryContextStrdup(m->cxt, RelationGetRelationName(rel));
+	m->parent_q = MemoryContextStrdup(m->cxt,
+									  quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+																 m->parent_rel));
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("table \"%s\" is not partitioned", m->parent_rel),
+				 errhint("Moves take genes of a table partitioned by range on its bigint ID.")));
+	key = RelationGetPartitionKey(rel);
+	if (key->strategy != PARTITION_STRATEGY_RANGE || key->partnatts != 1 ||
+		key->partattrs[0] == 0 || key->parttypid[0] != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("table \"%s\" must be partitioned by range on one bigint column", m->parent_rel),
+				 errhint("Moves take genes of a table partitioned by range on its bigint ID.")));
+	col = MemoryContextStrdup(m->cxt, get_attname(m->parent, key->partattrs[0], false));
+	table_close(rel, NoLock);
+	return col;
+}
+
+/*
+ * Find the partition holding genes first..last and check it can give them
+ * up: a postgres_fdw foreign table, gene-aligned, the genes at one end.
+ */
+static Oid
+MovePartition(Move *m)
+{
+	Oid			part = InvalidOid;
+	int			pfirst = 0,
+				plast = 0;
+	ListCell   *lc;
+
+	foreach(lc, MovePartBounds(m->parent))
+	{
+		MovePartBound *b = lfirst(lc);
+		char	   *name = get_rel_name(b->relid);
+		int			f,
+					l;
+
+		if (b->is_default)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("table \"%s\" has a default partition, \"%s\"", m->parent_rel, name),
+					 errhint("Moves keep every gene in a partition of its own range: detach the default partition first.")));
+		if (!GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, &f, &l))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("partition \"%s\" of table \"%s\" is not aligned on gene boundaries", name, m->parent_rel),
+					 errhint("Bounds of gene-range partitions are multiples of 2^48.")));
+		if (l < m->first || f > m->last)
+			continue;
+		if (OidIsValid(part) || f > m->first || l < m->last)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("genes %d to %d are in more than one partition of table \"%s\"",
+							m->first, m->last, m->parent_rel),
+					 errdetail("Partition \"%s\" holds genes %d to %d.", name, f, l),
+					 errhint("Move the genes of one partition at a time.")));
+		part = b->relid;
+		if (b->relkind != RELKIND_FOREIGN_TABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("partition \"%s\" of table \"%s\" is not a foreign table", name, m->parent_rel),
+					 errhint("Moves take genes from a postgres_fdw foreign table to another server.")));
+		m->part_q = MemoryContextStrdup(m->cxt,
+										quote_qualified_identifier(get_namespace_name(get_rel_namespace(part)), name));
+		m->part_has_lo = b->has_lo;
+		m->part_lo = b->lo;
+		m->part_has_hi = b->has_hi;
+		m->part_hi = b->hi;
+		pfirst = f;
+		plast = l;
+	}
+	if (!OidIsValid(part))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("no partition of table \"%s\" holds gene %d", m->parent_rel, m->first)));
+	if (m->first == pfirst && m->last == plast)
+		m->kind = MOVE_KIND_WHOLE;
+	else if (m->first == pfirst)
+		m->kind = MOVE_KIND_PREFIX;
+	else if (m->last == plast)
+		m->kind = MOVE_KIND_SUFFIX;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("genes %d to %d are in the middle of partition \"%s\", which holds genes %d to %d",
+						m->first, m->last, get_rel_name(part), pfirst, plast),
+				 errdetail("Two partitions reading one remote table would show its rows twice."),
+				 errhint("A move takes genes from one end of a partition: move genes %d to %d, then move genes %d to %d back.",
+						 m->first, plast, m->last + 1, plast)));
+	return part;
+}
+
+/* A foreign server that moves can use: postgres_fdw, with a user mapping. */
+static ForeignServer *
+MoveServer(const char *name)
+{
+	ForeignServer *fs = GetForeignServerByName(name, true);
+
+	if (fs == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("server \"%s\" does not exist", name),
+				 errhint("Create it with CREATE SERVER ... FOREIGN DATA WRAPPER postgres_fdw, and a user mapping for it.")));
+	if (strcmp(GetForeignDataWrapper(fs->fdwid)->fdwname, "postgres_fdw") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("server \"%s\" is not a postgres_fdw server", name)));
+	(void) GetUserMapping(GetUserId(), fs->serverid);
+	return fs;
+}
+
+/*
+ * The map must name the partition's server for the genes that move, or
+ * already the destination (a table placed alike moved them before).
+ */
+static void
+MoveCheckMap(Move *m)
+{
+	int			g = m->first;
+
+	SpiRun(psprintf("SELECT upper_gene, shard FROM %s ORDER BY upper_gene", MoveExt(m, "snowseq_shard_map")),
+		   SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed && g <= m->last; i++)
+	{
+		bool		isnull;
+		int			upper = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		char	   *shard = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+
+		if (upper < g)
+			continue;
+		if (strcmp(shard, m->src_name) != 0 && strcmp(shard, m->dst_name) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("snowseq_shard_map gives genes %d to %d to \"%s\", but partition %s reads them from server \"%s\"",
+							g, Min(upper, m->last), shard, m->part_q, m->src_name),
+					 errhint("Make the map name the foreign server of each partition before moving genes.")));
+		g = upper + 1;
+	}
+	if (g <= m->last)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gene %d is not covered by snowseq_shard_map", g),
+				 errhint("Make the map name the foreign server of each partition before moving genes.")));
+}
+
+/* Everything the router can check, and what it needs later. */
+void
+MovePlan(Move *m, const char *to_server)
+{
+	char	   *key = MoveParentKey(m);
+	Oid			part;
+	ForeignTable *ft;
+	ForeignServer *src;
+	ForeignServer *dst;
+	char	   *schema = NULL;
+	char	   *table = NULL;
+	ListCell   *lc;
+	char	   *v;
+
+	if (m->first < 0 || m->last > SNOWSEQ_MAX_GENE || m->first > m->last)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("genes %d to %d are not a gene range", m->first, m->last),
+				 errhint("Genes go from 0 to %d, and the first is not above the last.", SNOWSEQ_MAX_GENE)));
+	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class "
+								  "WHERE oid OPERATOR(pg_catalog.=) %u", m->parent));
+	if (v == NULL || v[0] != 't')
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", m->parent_rel)));
+
+	part = MovePartition(m);
+	ft = GetForeignTable(part);
+	src = GetForeignServer(ft->serverid);
+	if (strcmp(GetForeignDataWrapper(src->fdwid)->fdwname, "postgres_fdw") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("partition %s reads server \"%s\", which is not a postgres_fdw server",
+						m->part_q, src->servername)));
+	m->src_name = MemoryContextStrdup(m->cxt, src->servername);
+	dst = MoveServer(to_server);
+	m->dst_name = MemoryContextStrdup(m->cxt, dst->servername);
+	(void) MoveServer(m->src_name);
+	if (src->serverid == dst->serverid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("genes %d to %d of table \"%s\" are already on server \"%s\"",
+						m->first, m->last, m->parent_rel, m->dst_name)));
+	MoveCheckMap(m);
+
+	/* the remote table and ID column, as postgres_fdw resolves them */
+	foreach(lc, ft->options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (strcmp(d->defname, "schema_name") == 0)
+			schema = defGetString(d);
+		else if (strcmp(d->defname, "table_name") == 0)
+			table = defGetString(d);
+	}
+	if (schema == NULL)
+		schema = get_namespace_name(get_rel_namespace(part));
+	if (table == NULL)
+		table = get_rel_name(part);
+	m->src_table = MemoryContextStrdup(m->cxt, quote_qualified_identifier(schema, table));
+	m->id_col = key;
+	foreach(lc, GetForeignColumnOptions(part, get_attnum(part, key)))
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (strcmp(d->defname, "column_name") == 0)
+			m->id_col = MemoryContextStrdup(m->cxt, defGetString(d));
+	}
+	m->dst_nsp = MemoryContextStrdup(m->cxt, schema);
+	m->src_rel = MemoryContextStrdup(m->cxt, table);
+
+	/* everyone who reads the partition must be able to read the new one */
+	v = SpiValue(m->cxt, psprintf(
+								  "SELECT pg_catalog.string_agg(s.usename::text, ', ') FROM pg_catalog.pg_user_mappings s "
+								  "WHERE s.srvid OPERATOR(pg_catalog.=) %u AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_user_mappings d "
+								  "WHERE d.srvid OPERATOR(pg_catalog.=) %u AND (d.umuser OPERATOR(pg_catalog.=) s.umuser OR d.umuser OPERATOR(pg_catalog.=) 0))",
+								  src->serverid, dst->serverid));
+	if (v != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("server \"%s\" lacks user mappings that server \"%s\" has: %s",
+						m->dst_name, m->src_name, v),
+				 errhint("Create them first: after the move their queries would go to server \"%s\".", m->dst_name)));
+
+	/* the new foreign table: the parent's columns, the partition's options */
+	m->new_cols = SpiValue(m->cxt, psprintf(
+											"SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
+											"pg_catalog.format_type(a.atttypid, a.atttypmod) OPERATOR(pg_catalog.||) "
+											"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
+											"THEN ' COLLATE ' OPERATOR(pg_catalog.||) a.attcollation::pg_catalog.regcollation::text ELSE '' END "
+											"OPERATOR(pg_catalog.||) CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, ', ' ORDER BY a.attnum) "
+											"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
+											"WHERE a.attrelid OPERATOR(pg_catalog.=) %u AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
+											m->parent));
+	m->new_opts = SpiValue(m->cxt, psprintf(
+											"SELECT pg_catalog.string_agg(', ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(option_name) "
+											"OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(option_value), '') "
+											"FROM pg_catalog.pg_options_to_table((SELECT ftoptions FROM pg_catalog.pg_foreign_table "
+											"WHERE ftrelid OPERATOR(pg_catalog.=) %u)) "
+											"WHERE option_name OPERATOR(pg_catalog.<>) ALL (ARRAY['schema_name', 'table_name'])",
+											part));
+	m->new_colopts = SpiValue(m->cxt, psprintf(
+											   "SELECT pg_catalog.string_agg(', ALTER COLUMN ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname) "
+											   "OPERATOR(pg_catalog.||) ' OPTIONS (' OPERATOR(pg_catalog.||) (SELECT pg_catalog.string_agg("
+											   "pg_catalog.quote_ident(o.option_name) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
+											   "pg_catalog.quote_literal(o.option_value), ', ') FROM pg_catalog.pg_options_to_table(a.attfdwoptions) o) "
+											   "OPERATOR(pg_catalog.||) ')', '') FROM pg_catalog.pg_attribute a "
+											   "WHERE a.attrelid OPERATOR(pg_catalog.=) %u AND a.attfdwoptions IS NOT NULL AND NOT a.attisdropped",
+											   part));
+}
+
+/* Whether a live move (one whose advisory lock is held) has this id. */
+static bool
+MoveIsLive(int64 id)
+{
+	char	   *v = SpiValue(CurrentMemoryContext, psprintf(
+															"SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype OPERATOR(pg_catalog.=) 'advisory' "
+															"AND database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) "
+															"AND classid OPERATOR(pg_catalog.=) %u AND objid OPERATOR(pg_catalog.=) %u "
+															"AND objsubid OPERATOR(pg_catalog.=) 2 AND granted",
+															(uint32) SNOWSEQ_LOCK_MOVE, (uint32) id));
+
+	return v != NULL && strcmp(v, "0") != 0;
+}
+
+/* This server's node id, which the destination must not share. */
+char *
+MoveLocalNode(Move *m)
+{
+	char	   *node = SpiValue(m->cxt, psprintf("SELECT node_id FROM %s", MoveExt(m, "snowseq_status")));
+
+	if (node == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowseq.node_id is not set on this server"),
+				 errhint("Set snowseq.node_id in postgresql.conf to a value no other server uses, and restart.")));
+	return node;
+}
+
+/* Refuse overlapping moves; record this one and take its lock. */
+void
+MoveRecordNew(Move *m)
+{
+	char	   *part_rel;
+	char	   *name;
+	char	   *v;
+
+	m->node = MoveLocalNode(m);
+	/* one starter at a time; running moves hold no lock that this waits for */
+	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_xact_lock(%d, 0)", SNOWSEQ_LOCK_MOVE), SPI_OK_SELECT);
+	SpiRun(psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
+					"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
+					"AND state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) ORDER BY move_id",
+					MoveExt(m, "snowseq_moves"), m->parent), SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	t = SPI_tuptable->vals[i];
+		TupleDesc	d = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(t, d, 1, &isnull));
+		int			f = DatumGetInt32(SPI_getbinval(t, d, 2, &isnull));
+		int			l = DatumGetInt32(SPI_getbinval(t, d, 3, &isnull));
+		char	   *dst = SPI_getvalue(t, d, 4);
+		MoveStateId state = MoveStateFromName(SPI_getvalue(t, d, 5));
+		char	   *part = SPI_getvalue(t, d, 6);
+		SPITupleTable *saved = SPI_tuptable;
+		uint64		n = SPI_processed;
+		bool		live;
+
+		if ((l < m->first || f > m->last) && strcmp(part, m->part_q) != 0)
+			continue;
+		live = MoveIsLive(id);
+		SPI_tuptable = saved;
+		SPI_processed = n;
+		if (live)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("genes %d to %d of table \"%s\" are being moved by move " INT64_FORMAT " (to server \"%s\")",
+							f, l, m->parent_rel, id, dst),
+					 errhint("Wait for it to end: the moves of one partition run one at a time.")));
+		if (state == MOVE_STATE_SWITCH || state == MOVE_STATE_SWITCHED)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("move " INT64_FORMAT " of genes %d to %d of table \"%s\" was interrupted while switching",
+							id, f, l, m->parent_rel),
+					 errhint("Run SELECT * FROM snowseq_move_cleanup(); once its servers are reachable.")));
+	}
+
+	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(%s, 'move_id'))",
+								  quote_literal_cstr(MoveExt(m, "snowseq_moves"))));
+	m->id = pg_strtoint64(v);
+	m->token = psprintf("snowseq_move_%s_" INT64_FORMAT, m->node, m->id);
+	m->token = MemoryContextStrdup(m->cxt, m->token);
+
+	/* names of the new objects: the parent's, with the range */
+	name = psprintf("%s_g%d_%d", m->parent_rel, m->first, m->last);
+	part_rel = name;
+	if (OidIsValid(get_relname_relid(part_rel, get_rel_namespace(m->parent))))
+		part_rel = psprintf("%s_m" INT64_FORMAT, name, m->id);
+	if (strlen(part_rel) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("the name of the new partition, \"%s\", is too long", part_rel),
+				 errhint("Use a shorter table name.")));
+	m->new_part_q = MemoryContextStrdup(m->cxt,
+										quote_qualified_identifier(get_namespace_name(get_rel_namespace(m->parent)),
+																   part_rel));
+	m->dst_rel = MemoryContextStrdup(m->cxt, name);
+	m->dst_table = MemoryContextStrdup(m->cxt, quote_qualified_identifier(m->dst_nsp, m->dst_rel));
+
+	SpiRun(psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
+					"kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
+					"token, state) OVERRIDING SYSTEM VALUE VALUES (" INT64_FORMAT ", %u, %d, %d, %s, %s, %s, %s, "
+					"%s, %s, %s, %s, %s, %s, %s, 'prepare')",
+					MoveExt(m, "snowseq_moves"), m->id, m->parent, m->first, m->last,
+					quote_literal_cstr(m->src_name), quote_literal_cstr(m->dst_name),
+					quote_literal_cstr(MoveKindName(m->kind)), quote_literal_cstr(m->part_q),
+					Int8OrNull(m->part_has_lo, m->part_lo), Int8OrNull(m->part_has_hi, m->part_hi),
+					quote_literal_cstr(m->new_part_q), quote_literal_cstr(m->src_table),
+					quote_literal_cstr(m->dst_table), quote_literal_cstr(m->id_col),
+					quote_literal_cstr(m->token)), SPI_OK_INSERT);
+	/* the resolver at the router's start acts as this role, with its user mappings */
+	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
+	m->state = MOVE_STATE_PREPARE;
+	/* held until the move ends: others see it running */
+	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
+		   SPI_OK_SELECT);
+}
+
+/* A remote server fit for a move: snowseq 1.1 or later, a superuser session. */
+static void
+MoveCheckServer(RemoteConn *rc)
+{
+	char	   *v;
+
+	if (rc->extschema == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowseq is not installed on server \"%s\"", rc->server),
+				 errhint("Run CREATE EXTENSION snowseq in that database.")));
+	if (strcmp(rc->extversion, "1.1") < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowseq %s on server \"%s\" cannot take part in moves", rc->extversion, rc->server),
+				 errhint("Run ALTER EXTENSION snowseq UPDATE there.")));
+	v = RemoteValue(rc, "SELECT rolsuper::text OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) rolname "
+					"FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) CURRENT_USER",
+					"look up the role");
+	if (v == NULL || strncmp(v, "true", 4) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the user mapping for server \"%s\" connects as \"%s\", which is not a superuser there",
+						rc->server, v ? strchr(v, ' ') + 1 : "?"),
+				 errhint("Moves create subscriptions, replication slots and triggers: map to a superuser of each shard server.")));
+}
+
+/* The node id of a remote server. */
+static char *
+MoveRemoteNode(RemoteConn *rc)
+{
+	return RemoteValue(rc, psprintf("SELECT node_id FROM %s", MoveRemoteExt(rc, "snowseq_status")),
+					   "read the node id");
+}
+
+/* Column definitions of a remote table, for comparing and creating. */
+char *
+MoveRemoteColumns(RemoteConn *rc, const char *table)
+{
+	return RemoteValue(rc, psprintf(
+									"SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
+									"pg_catalog.format_type(a.atttypid, a.atttypmod) OPERATOR(pg_catalog.||) "
+									"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
+									"THEN ' COLLATE ' OPERATOR(pg_catalog.||) a.attcollation::pg_catalog.regcollation::text ELSE '' END "
+									"OPERATOR(pg_catalog.||) CASE WHEN a.attgenerated OPERATOR(pg_catalog.=) 's' THEN ' GENERATED ALWAYS AS (' "
+									"OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(ad.adbin, ad.adrelid) OPERATOR(pg_catalog.||) ') STORED' ELSE '' END "
+									"OPERATOR(pg_catalog.||) CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, ', ' ORDER BY a.attnum) "
+									"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
+									"LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid OPERATOR(pg_catalog.=) a.attrelid "
+									"AND ad.adnum OPERATOR(pg_catalog.=) a.attnum "
+									"WHERE a.attrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
+									"AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
+									quote_literal_cstr(table)),
+					   "read the columns of the table");
+}
+
+/* The primary key definition of a remote table. */
+char *
+MoveRemotePkey(RemoteConn *rc, const char *table)
+{
+	return RemoteValue(rc, psprintf("SELECT pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint "
+									"WHERE conrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass AND contype OPERATOR(pg_catalog.=) 'p'",
+									quote_literal_cstr(table)),
+					   "read the primary key of the table");
+}
+
+/* Whether a table exists on a remote server. */
+static bool
+MoveDstHas(RemoteConn *rc, const char *table)
+{
+	char	   *v = RemoteValue(rc, psprintf("SELECT pg_catalog.to_regclass(%s) IS NOT NULL",
+											 quote_literal_cstr(table)), "look up a table");
+
+	return strcmp(v, "t") == 0;
+}
+
+/* Whether a router partition of any table reads a remote table. */
+char *
+MoveTableReadBy(Move *m, const char *server, const char *nsp, const char *rel)
+{
+	return SpiValue(m->cxt, psprintf(
+									 "SELECT ft.ftrelid::pg_catalog.regclass::text FROM pg_catalog.pg_foreign_table ft "
+									 "JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) ft.ftserver "
+									 "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) ft.ftrelid "
+									 "WHERE s.srvname OPERATOR(pg_catalog.=) %s "
+									 "AND coalesce((SELECT option_value FROM pg_catalog.pg_options_to_table(ft.ftoptions) "
+									 "WHERE option_name OPERATOR(pg_catalog.=) 'schema_name'), "
+									 "(SELECT nspname FROM pg_catalog.pg_namespace WHERE oid OPERATOR(pg_catalog.=) c.relnamespace)) "
+									 "OPERATOR(pg_catalog.=) %s "
+									 "AND coalesce((SELECT option_value FROM pg_catalog.pg_options_to_table(ft.ftoptions) "
+									 "WHERE option_name OPERATOR(pg_catalog.=) 'table_name'), c.relname::text) OPERATOR(pg_catalog.=) %s "
+									 "LIMIT 1",
+									 quote_literal_cstr(server), quote_literal_cstr(nsp), quote_literal_cstr(rel)));
+}
+
+/* The comment that marks a destination table as a copy made by this move. */
+char *
+MoveCopyMark(Move *m)
+{
+	return psprintf("snowseq %s: copy in progress", m->token);
+}
+
+/*
+ * Refuse a source table that other rows reference.  The moved rows leave it
+ * with triggers off (session_replication_role = replica: the fence would
+ * turn the delete away, and a user's delete triggers must not take a move
+ * for a deletion), so nothing would cascade, set null or refuse: whatever
+ * references them would be left dangling.  A table with such a foreign key
+ * does not move.  Checked before the move starts, and again in the source
+ * transaction once it holds the table's lock, so that no foreign key can
+ * appear between the check and the delete.
+ */
+void
+MoveRefuseReferenced(Move *m, RemoteConn *rc)
+{
+	PGresult   *res = RemoteExec(rc, psprintf("SELECT pg_catalog.quote_ident(c.conname), c.conrelid::pg_catalog.regclass::text, "
+											  "c.confdeltype::text FROM pg_catalog.pg_constraint c "
+											  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
+											  "AND c.confrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) "
+											  "ORDER BY c.conrelid, c.conname LIMIT 1",
+											  quote_literal_cstr(m->src_table)),
+								  "look up foreign keys referencing the source table");
+
+	if (PQntuples(res) == 1)
+	{
+		char	   *con = pstrdup(PQgetvalue(res, 0, 0));
+		char	   *tab = pstrdup(PQgetvalue(res, 0, 1));
+		char		action = PQgetvalue(res, 0, 2)[0];
+
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("foreign key %s of table %s on server \"%s\" references table %s, whose rows would move",
+						con, tab, m->src_name, m->src_table),
+				 errdetail("Moving genes deletes their rows from %s; the rows of %s that reference them would %s.",
+						   m->src_table, tab,
+						   action == 'c' ? "be deleted with them" :
+						   action == 'n' || action == 'd' ? "lose their reference" :
+						   "be left without them"),
+				 errhint("Drop the foreign key before moving genes of this table, or keep it on one server.")));
+	}
+	PQclear(res);
+}
+
+/* Step: check both servers and decide about the destination table. */
+void
+MovePrepareChecks(Move *m)
+{
+	RemoteConn *src = MoveSrc(m);
+	RemoteConn *dst = MoveDst(m);
+	char	   *src_node;
+	char	   *dst_node;
+	char	   *v;
+	PGresult   *res;
+
+	MoveCheckServer(src);
+	MoveCheckServer(dst);
+	src_node = MoveRemoteNode(src);
+	dst_node = MoveRemoteNode(dst);
+	if (dst_node == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("server \"%s\" has no snowseq.node_id", m->dst_name),
+				 errhint("Set snowseq.node_id there to a value no other server uses, and restart it.")));
+	if (strcmp(dst_node, m->node) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("server \"%s\" has node id %s, the same as this server", m->dst_name, dst_node),
+				 errhint("Every server needs its own snowseq.node_id, or the gene IDs they issue collide.")));
+	if (src_node != NULL && strcmp(dst_node, src_node) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("server \"%s\" has node id %s, the same as server \"%s\"", m->dst_name, dst_node, m->src_name),
+				 errhint("Every server needs its own snowseq.node_id, or the gene IDs they issue collide.")));
+	/* nor one whose node id another server of the fleet has */
+	NodesRefuseCollision(m->dst_name, "move genes there");
+	v = RemoteValue(src, "SELECT pg_catalog.current_setting('wal_level')", "read wal_level");
+	if (v == NULL || strcmp(v, "logical") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("wal_level is \"%s\" on server \"%s\"", v ? v : "?", m->src_name),
+				 errhint("Set wal_level = logical on the source server and restart it.")));
+	/* the switch commits on the source in two phases */
+	v = RemoteValue(src, "SELECT pg_catalog.current_setting('max_prepared_transactions')",
+					"read max_prepared_transactions");
+	if (v == NULL || strcmp(v, "0") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("max_prepared_transactions is 0 on server \"%s\"", m->src_name),
+				 errhint("Set max_prepared_transactions to 1 or more on the source server and restart it: the switch commits there in two phases.")));
+
+	/* the source table: a plain table whose replica identity holds the ID */
+	res = RemoteExec(src, psprintf(
+								   "SELECT c.relkind, c.relreplident, a.attnum IS NOT NULL, "
+								   "a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype, "
+								   "EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid OPERATOR(pg_catalog.=) c.oid "
+								   "AND i.indisprimary AND a.attnum OPERATOR(pg_catalog.=) ANY (i.indkey)) "
+								   "FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid "
+								   "AND a.attname OPERATOR(pg_catalog.=) %s AND NOT a.attisdropped "
+								   "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
+								   quote_literal_cstr(m->id_col), quote_literal_cstr(m->src_table)),
+					 "look up the source table");
+	if (PQntuples(res) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("table %s does not exist on server \"%s\"", m->src_table, m->src_name)));
+	if (strcmp(PQgetvalue(res, 0, 0), "r") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%s on server \"%s\" is not a plain table", m->src_table, m->src_name)));
+	if (strcmp(PQgetvalue(res, 0, 2), "t") != 0 || strcmp(PQgetvalue(res, 0, 3), "t") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("table %s on server \"%s\" has no bigint column \"%s\"", m->src_table, m->src_name, m->id_col)));
+	if (strcmp(PQgetvalue(res, 0, 4), "t") != 0 ||
+		(strcmp(PQgetvalue(res, 0, 1), "d") != 0 && strcmp(PQgetvalue(res, 0, 1), "f") != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the primary key of table %s on server \"%s\" does not include \"%s\"",
+						m->src_table, m->src_name, m->id_col),
+				 errhint("Logical replication filters updates and deletes on the replica identity: give the table a primary key on its ID.")));
+	PQclear(res);
+	MoveRefuseReferenced(m, src);
+
+	/*
+	 * The copy lands in a table named like the source table (logical
+	 * replication maps tables by name), renamed once replication stops: a
+	 * new table, or an empty one that matches and that no partition reads.
+	 */
+	if (strcmp(m->src_table, m->dst_table) != 0 && MoveDstHas(dst, m->dst_table))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("table %s already exists on server \"%s\"", m->dst_table, m->dst_name),
+				 errhint("Drop or rename it: the moved genes get a table of that name.")));
+	if (MoveDstHas(dst, m->src_table))
+	{
+		char	   *cols_src = MoveRemoteColumns(src, m->src_table);
+		char	   *cols_dst = MoveRemoteColumns(dst, m->src_table);
+		char	   *pk_src = MoveRemotePkey(src, m->src_table);
+		char	   *pk_dst = MoveRemotePkey(dst, m->src_table);
+		char	   *reader = MoveTableReadBy(m, m->dst_name, m->dst_nsp, m->src_rel);
+
+		if (reader != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_TABLE),
+					 errmsg("server \"%s\" already has a table %s, read by partition %s",
+							m->dst_name, m->src_table, reader),
+					 errdetail("Logical replication applies changes to the table of the same name, so the copy cannot land there."),
+					 errhint("Move the genes to a server without a table of that name, or give the shard tables of different servers different names.")));
+		if (cols_dst == NULL || strcmp(cols_src, cols_dst) != 0 ||
+			pk_dst == NULL || strcmp(pk_src, pk_dst) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_TABLE),
+					 errmsg("table %s on server \"%s\" exists and does not match table %s on server \"%s\"",
+							m->src_table, m->dst_name, m->src_table, m->src_name),
+					 errdetail("Expected columns %s and %s.", cols_src, pk_src ? pk_src : "no primary key"),
+					 errhint("Drop or rename it: the copy lands in a table of that name.")));
+		v = RemoteValue(dst, psprintf("SELECT EXISTS (SELECT 1 FROM %s)", m->src_table),
+						"read the destination table");
+		if (strcmp(v, "t") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_TABLE),
+					 errmsg("table %s on server \"%s\" exists and holds rows", m->src_table, m->dst_name),
+					 errhint("Drop or rename it: the copy lands in an empty table of that name.")));
+		m->dest_created = 0;
+	}
+	else
+		m->dest_created = 1;
+	/* a new table gets everything the source table has: can it? */
+	if (m->dest_created == 1)
+		MoveSchemaCheck(MoveTables(m));
+	MoveRecordSet(m, psprintf("dest_created = %s", m->dest_created ? "true" : "false"));
+}
+
+/*
+ * The genes of the partition of a parent that holds a gene, and the
+ * foreign server it reads (NULL: not a foreign table); false if none does.
+ * A default partition has no bounds, so it holds every gene here: the
+ * move that follows refuses it and says why.
+ */
+bool
+PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server)
+{
+	ListCell   *lc;
+
+	foreach(lc, MovePartBounds(parent))
+	{
+		MovePartBound *b = lfirst(lc);
+
+		if (GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, first, last) &&
+			*first <= gene && gene <= *last)
+		{
+			*server = NULL;
+			if (b->relkind == RELKIND_FOREIGN_TABLE)
+				*server = GetForeignServer(GetForeignTable(b->relid)->serverid)->servername;
+			return true;
+		}
+	}
+	return false;
+}

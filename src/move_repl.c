@@ -1,0 +1,268 @@
+/*
+ * move_repl.c
+ *		Elastic shards: the logical-replication plumbing of a move, one
+ *		function per remote command.
+ *
+ * The source publishes the moving ID range, the destination subscribes
+ * (copy, then stream); these functions wait for the copy to be applied up
+ * to a WAL position of the source, read its errors, and drop the
+ * subscription, the publication and the replication slots, whatever state
+ * the servers are in.  Every object is named after the move's token.
+ */
+#include "postgres.h"
+
+#include "foreign/foreign.h"
+#include "utils/builtins.h"
+
+#include "snowseq.h"
+#include "move_internal.h"
+
+#define MOVE_STALL_MS			(300 * 1000)	/* no progress for so long: fail */
+
+/* Create the publication of the moving range on the source. */
+void
+MoveCreatePublication(Move *m)
+{
+	RemoteConn *src = MoveSrc(m);
+
+	RemoteCommand(src, psprintf("CREATE PUBLICATION %s FOR TABLE ONLY %s WHERE (%s) "
+								"WITH (publish = 'insert, update, delete')",
+								quote_identifier(m->token), m->src_table, MoveIdCondition(m)),
+				  "create the publication");
+}
+
+/*
+ * Create the subscription on the destination: it copies the range, then
+ * streams its changes.  The connection string holds no secret: the
+ * destination authenticates to the source with its own password file or
+ * certificate, so nothing in this SQL text is worth hiding.
+ */
+void
+MoveCreateSubscription(Move *m)
+{
+	RemoteConn *dst = MoveDst(m);
+	char	   *v;
+	char	   *err;
+	char		state[6];
+
+	err = RemoteTryMessage(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s "
+													 "WITH (slot_name = %s, create_slot = true, copy_data = true, enabled = true, "
+													 "streaming = off, binary = false)",
+													 quote_identifier(m->token),
+													 quote_literal_cstr(RemoteConninfo(GetForeignServerByName(m->src_name, false)->serverid)),
+													 quote_identifier(m->token), quote_literal_cstr(m->token)),
+									   "create the subscription", state);
+
+	if (err != NULL && strncmp(state, "08", 2) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("server \"%s\" could not connect to server \"%s\" to copy the genes", m->dst_name, m->src_name),
+				 errdetail_internal("%s", err),
+				 errhint("Moves send no password: give the operating system user of server \"%s\" a password file entry "
+						 "for server \"%s\" (~/.pgpass, or the file named by the passfile option of the foreign server), "
+						 "or use certificate authentication between shard servers.", m->dst_name, m->src_name)));
+	if (err != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_EXCEPTION),
+				 errmsg("could not create the subscription on server \"%s\": %s", m->dst_name, err)));
+	v = RemoteValue(dst, psprintf("SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s",
+								  quote_literal_cstr(m->token)), "look up the subscription");
+	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
+}
+
+/* Fail if the subscription reported an error. */
+void
+MoveCheckSubscription(Move *m, const char *errors)
+{
+	if (errors != NULL && strcmp(errors, "0") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_EXCEPTION),
+				 errmsg("copying genes %d to %d of table \"%s\" to server \"%s\" failed",
+						m->first, m->last, m->parent_rel, m->dst_name),
+				 errdetail("The subscription reported %s errors.", errors),
+				 errhint("The server logs of \"%s\" and \"%s\" say why; the move was undone.",
+						 m->dst_name, m->src_name)));
+}
+
+/* The source's WAL position now, flushed, so the walsender can send it. */
+char *
+MoveSourceLsn(Move *m)
+{
+	/* taking an xid makes the commit flush everything before the position */
+	return RemoteValue(MoveSrc(m), "SELECT pg_catalog.pg_current_wal_insert_lsn()::text, pg_catalog.txid_current()",
+					   "read the WAL position");
+}
+
+/*
+ * Wait until the subscription has applied everything the source wrote
+ * before lsn; false after timeout_ms (0: fail only if nothing moves for
+ * MOVE_STALL_MS).
+ */
+bool
+MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	char	   *sql = psprintf("SELECT coalesce(w.latest_end_lsn OPERATOR(pg_catalog.>=) %s::pg_catalog.pg_lsn, false), "
+							   "coalesce(w.latest_end_lsn::text, ''), "
+							   "(SELECT coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) coalesce(st.apply_error_count, 0) "
+							   "FROM pg_catalog.pg_stat_subscription_stats st WHERE st.subname OPERATOR(pg_catalog.=) %s) "
+							   "FROM (SELECT 1) one LEFT JOIN pg_catalog.pg_stat_subscription w ON w.subname OPERATOR(pg_catalog.=) %s "
+							   "AND w.relid IS NULL",
+							   quote_literal_cstr(lsn), quote_literal_cstr(m->token), quote_literal_cstr(m->token));
+	char	   *last = NULL;
+	TimestampTz progress = start;
+
+	for (;;)
+	{
+		PGresult   *res = RemoteExec(MoveDst(m), sql, "read the subscription's progress");
+		bool		done = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+
+		MoveCheckSubscription(m, PQgetisnull(res, 0, 2) ? NULL : PQgetvalue(res, 0, 2));
+		if (last == NULL || strcmp(last, PQgetvalue(res, 0, 1)) != 0)
+		{
+			last = pstrdup(PQgetvalue(res, 0, 1));
+			progress = GetCurrentTimestamp();
+		}
+		PQclear(res);
+		if (done)
+			return true;
+		if (timeout_ms > 0 && MsSince(start) > timeout_ms)
+			return false;
+		if (timeout_ms == 0 && MsSince(progress) > MOVE_STALL_MS)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_EXCEPTION),
+					 errmsg("the subscription on server \"%s\" made no progress for %d seconds",
+							m->dst_name, MOVE_STALL_MS / 1000)));
+		MoveSleep(timeout_ms > 0 ? 2 : 50);
+	}
+}
+
+/* Drop the subscription: its worker stops, its slot on the source goes. */
+void
+MoveDropSubscription(Move *m)
+{
+	RemoteConn *dst = MoveDst(m);
+	char	   *exists = RemoteValue(dst, psprintf("SELECT oid FROM pg_catalog.pg_subscription "
+												   "WHERE subname OPERATOR(pg_catalog.=) %s",
+												   quote_literal_cstr(m->token)), "look up the subscription");
+	char		state[6];
+
+	if (exists == NULL)
+		return;
+	/* its table-sync slots on the source are named after its oid */
+	m->sub_oid = (Oid) strtoul(exists, NULL, 10);
+	if (RemoteTry(dst, psprintf("DROP SUBSCRIPTION %s", quote_identifier(m->token)),
+				  "drop the subscription", state))
+		return;
+	/* the source cannot be reached: drop it without its slot */
+	RemoteCommand(dst, psprintf("ALTER SUBSCRIPTION %s DISABLE", quote_identifier(m->token)),
+				  "disable the subscription");
+	RemoteCommand(dst, psprintf("ALTER SUBSCRIPTION %s SET (slot_name = NONE)", quote_identifier(m->token)),
+				  "detach the subscription from its slot");
+	RemoteCommand(dst, psprintf("DROP SUBSCRIPTION %s", quote_identifier(m->token)),
+				  "drop the subscription");
+}
+
+/* Drop a replication slot, stopping the walsender that uses it first. */
+void
+MoveDropSlotNamed(RemoteConn *rc, const char *name)
+{
+	char	   *lit = quote_literal_cstr(name);
+	char	   *drop = psprintf("SELECT pg_catalog.pg_drop_replication_slot(slot_name) FROM pg_catalog.pg_replication_slots "
+								"WHERE slot_name OPERATOR(pg_catalog.=) %s", lit);
+	char		state[6];
+
+	for (int i = 0;; i++)
+	{
+		RemoteCommand(rc, psprintf("SELECT pg_catalog.pg_terminate_backend(active_pid) FROM pg_catalog.pg_replication_slots "
+								   "WHERE slot_name OPERATOR(pg_catalog.=) %s AND active_pid IS NOT NULL", lit),
+					  "stop the walsender of the slot");
+		/* a terminated walsender lets go of its slot a moment later */
+		if (RemoteTry(rc, drop, "drop the replication slot", state))
+			return;
+		if (i == 50)
+			RemoteCommand(rc, drop, "drop the replication slot");
+		MoveSleep(100);
+	}
+}
+
+/* Drop the replication slots of the move on the source, if any are left. */
+void
+MoveDropSlots(Move *m)
+{
+	RemoteConn *src = MoveSrc(m);
+	PGresult   *res;
+
+	/* the subscription's slot, and its table-sync slots, named after its oid */
+	res = RemoteExec(src, psprintf("SELECT slot_name FROM pg_catalog.pg_replication_slots "
+								   "WHERE slot_name OPERATOR(pg_catalog.=) %s OR slot_name::text OPERATOR(pg_catalog.~) %s",
+								   quote_literal_cstr(m->token),
+								   quote_literal_cstr(OidIsValid(m->sub_oid) ? psprintf("^pg_%u_sync_", m->sub_oid) : "^$")),
+					 "list the replication slots");
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		MoveDropSlotNamed(src, PQgetvalue(res, i, 0));
+		MoveNote(m, m->src_name, psprintf("replication slot %s", PQgetvalue(res, i, 0)), "dropped");
+	}
+	PQclear(res);
+}
+
+/* Drop the publication of the move on the source. */
+void
+MoveDropPublication(Move *m)
+{
+	RemoteCommand(MoveSrc(m), psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(m->token)),
+				  "drop the publication");
+}
+
+/*
+ * The state of the initial copy on the destination: true once it is done
+ * (the table is ready); *rows, the rows the copy has written so far, when
+ * the destination says.  Fails on a subscription error.
+ */
+bool
+MoveCopyState(Move *m, char **rows)
+{
+	char	   *sql = psprintf("SELECT sr.srsubstate, coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) "
+							   "coalesce(st.apply_error_count, 0), "
+							   "(SELECT tuples_processed FROM pg_catalog.pg_stat_progress_copy p "
+							   "WHERE p.relid OPERATOR(pg_catalog.=) sr.srrelid LIMIT 1) "
+							   "FROM pg_catalog.pg_subscription s "
+							   "JOIN pg_catalog.pg_subscription_rel sr ON sr.srsubid OPERATOR(pg_catalog.=) s.oid "
+							   "LEFT JOIN pg_catalog.pg_stat_subscription_stats st ON st.subid OPERATOR(pg_catalog.=) s.oid "
+							   "WHERE s.subname OPERATOR(pg_catalog.=) %s",
+							   quote_literal_cstr(m->token));
+	PGresult   *res = RemoteExec(MoveDst(m), sql, "read the state of the copy");
+	bool		ready;
+
+	if (PQntuples(res) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("subscription %s on server \"%s\" is gone", m->token, m->dst_name)));
+	MoveCheckSubscription(m, PQgetvalue(res, 0, 1));
+	ready = strcmp(PQgetvalue(res, 0, 0), "r") == 0;
+	if (!PQgetisnull(res, 0, 2))
+		*rows = pstrdup(PQgetvalue(res, 0, 2));
+	PQclear(res);
+	return ready;
+}
+
+/* The size of the copy on the destination so far, or NULL. */
+char *
+MoveCopySize(Move *m)
+{
+	return RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.pg_table_size(pg_catalog.to_regclass(%s))",
+											quote_literal_cstr(m->src_table)),
+					   "read the size of the copy");
+}
+
+/* The bytes of WAL the subscription's slot on the source has yet to confirm, or NULL. */
+char *
+MoveLagBytes(Move *m)
+{
+	return RemoteValue(MoveSrc(m), psprintf("SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), "
+											"confirmed_flush_lsn)::pg_catalog.int8 FROM pg_catalog.pg_replication_slots "
+											"WHERE slot_name OPERATOR(pg_catalog.=) %s",
+											quote_literal_cstr(m->token)),
+					   "read the lag of the subscription");
+}

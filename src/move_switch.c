@@ -1,0 +1,389 @@
+/*
+ * move_switch.c
+ *		Elastic shards: block and switch.
+ *
+ * The fence on the source (its triggers and state), holding back the
+ * writes of the moving range while replication catches up for the last
+ * time, the router's lock on the parent, the router's switch of
+ * partitions and map, and the two-phase source transaction whose outcome
+ * the router's committed state decides.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+
+#include "snowseq.h"
+#include "move_internal.h"
+#include "sqlrun.h"
+#include "testpoint.h"
+
+#define MOVE_BLOCK_ATTEMPTS		5	/* tries to hold writes back and catch up */
+#define MOVE_LOCKERS_WAIT_MS	2000	/* for writers already under way */
+#define MOVE_FINAL_CATCHUP_MS	5000	/* final catch-up, writes held back */
+#define MOVE_SWITCH_NOWAIT_MS	1000	/* router lock: tries that never queue */
+#define MOVE_SWITCH_MAX_WAIT_MS 2000	/* then queued tries, lock_timeout up to */
+#define MOVE_SWITCH_BUDGET_MS	60000	/* give up after */
+#define MOVE_TRIGGER_LOCK_MS	100 /* lock_timeout for the fence trigger */
+#define MOVE_TRIGGER_ATTEMPTS	50	/* source table lock tries for the trigger */
+
+/* The two-phase name of the source transaction of a move. */
+static char *
+MoveGid(Move *m)
+{
+	return quote_literal_cstr(m->token);
+}
+
+/*
+ * Commit or roll back the prepared source transaction of a move, if it is
+ * there: the router's committed state decides (switched: commit).  Until
+ * then it holds the source table, so no query reads a half-moved state.
+ */
+void
+MoveResolvePrepared(Move *m, bool commit)
+{
+	RemoteConn *src = MoveSrc(m);
+	char	   *v = RemoteValue(src, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
+											  "WHERE gid OPERATOR(pg_catalog.=) %s", MoveGid(m)),
+								"look up the prepared source transaction");
+
+	if (strcmp(v, "0") == 0)
+		return;
+	RemoteCommand(src, psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", MoveGid(m)),
+				  commit ? "commit the prepared source transaction" : "roll back the prepared source transaction");
+	MoveNote(m, m->src_name, psprintf("prepared transaction %s", m->token),
+			 commit ? "committed" : "rolled back");
+}
+
+/* Create the fence triggers of a remote table (waiting for writers briefly). */
+void
+MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col)
+{
+	char	   *sql;
+	char		state[6];
+	char	   *v;
+
+	v = RemoteValue(rc, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger WHERE tgrelid "
+								 "OPERATOR(pg_catalog.=) %s::pg_catalog.regclass AND tgname OPERATOR(pg_catalog.=) 'snowseq_fence'",
+								 quote_literal_cstr(table)), "look up the fence trigger");
+	if (strcmp(v, "0") != 0)
+		return;
+	sql = psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true); "
+				   "CREATE TRIGGER snowseq_fence BEFORE INSERT OR UPDATE OR DELETE ON %s "
+				   "FOR EACH ROW EXECUTE FUNCTION %s(%s); "
+				   "CREATE TRIGGER snowseq_fence_truncate BEFORE TRUNCATE ON %s "
+				   "FOR EACH STATEMENT EXECUTE FUNCTION %s(%s)",
+				   MOVE_TRIGGER_LOCK_MS, table, MoveRemoteExt(rc, "snowseq_fence"), quote_literal_cstr(col),
+				   table, MoveRemoteExt(rc, "snowseq_fence"), quote_literal_cstr(col));
+	/* the trigger's lock waits for running writes: never long */
+	for (int attempt = 1;; attempt++)
+	{
+		if (RemoteTry(rc, sql, "create the fence trigger", state))
+			return;
+		if (strcmp(state, "55P03") != 0 || attempt == MOVE_TRIGGER_ATTEMPTS)
+			RemoteCommand(rc, sql, "create the fence trigger");
+		MoveSleep(20 * attempt);
+	}
+}
+
+/* Set the fence of the move on the source. */
+static void
+MoveFence(Move *m, const char *state)
+{
+	RemoteCommand(MoveSrc(m), psprintf("SELECT %s(%d, %s)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_state"),
+								   m->fence_id, quote_literal_cstr(state)), "set the fence");
+}
+
+/*
+ * Step: hold back writes to the range, catch up for the last time, stop
+ * replicating, and let the held writers fail (and any later ones, until the
+ * switch).
+ */
+void
+MoveBlock(Move *m)
+{
+	char	   *lsn;
+	int			attempt;
+
+	for (attempt = 1;; attempt++)
+	{
+		char	   *done;
+
+		/* the locks first: a writer that sees the fence finds them held */
+		if (!RemoteUsable(m->lock))
+		{
+			char	   *pid;
+
+			(void) MoveSession(m, &m->lock, m->src_name);
+			pid = RemoteValue(MoveHolder(m), "SELECT pg_catalog.pg_backend_pid()", "read the session's process");
+			m->lock_pid = pg_strtoint32(pid);
+		}
+		RemoteCommand(MoveHolder(m), psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d), pg_catalog.pg_advisory_lock(%d, %d)",
+										SNOWSEQ_LOCK_ALIVE, m->fence_id, SNOWSEQ_LOCK_BLOCK, m->fence_id),
+					  "take the fence locks");
+		MoveFence(m, "block");
+		m->blocked_at = GetCurrentTimestamp();
+		done = RemoteValue(MoveSrc(m), psprintf("SELECT %s(%d, %d)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_wait"),
+											m->fence_id, MOVE_LOCKERS_WAIT_MS),
+						   "wait for running writes");
+		if (strcmp(done, "t") == 0)
+		{
+			lsn = MoveSourceLsn(m);
+			if (MoveWaitApplied(m, lsn, MOVE_FINAL_CATCHUP_MS))
+				break;
+		}
+		/* let writes go on and try again later; replication carries on */
+		MoveFence(m, "open");
+		RemoteCommand(MoveHolder(m), psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)",
+										SNOWSEQ_LOCK_BLOCK, m->fence_id), "release the fence lock");
+		if (attempt == MOVE_BLOCK_ATTEMPTS)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not hold back writes to genes %d to %d of table %s on server \"%s\" long enough to catch up",
+							m->first, m->last, m->src_table, m->src_name),
+					 errdetail("%s", strcmp(done, "t") == 0 ?
+							   "The subscription did not catch up in time." :
+							   "Transactions writing to the table ran for more than 2 seconds."),
+					 errhint("Retry when the source is less busy.")));
+		ereport(NOTICE,
+				(errmsg("writes to genes %d to %d go on: %s; trying again",
+						m->first, m->last, strcmp(done, "t") == 0 ?
+						"the subscription did not catch up in time" : "long transactions were writing")));
+		MoveSleep(1000L * attempt);
+	}
+
+	/* everything up to the block is on the destination: stop replicating */
+	MoveDropSubscription(m);
+	if (m->dest_created == 1)
+		MoveSchemaTriggersOn(MoveTables(m));
+	if (strcmp(m->src_table, m->dst_table) != 0)
+		RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s RENAME TO %s", m->src_table, quote_identifier(m->dst_rel)),
+					  "rename the destination table");
+	MoveFence(m, "reject");
+	RemoteCommand(MoveHolder(m), psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)",
+									SNOWSEQ_LOCK_BLOCK, m->fence_id), "release the fence lock");
+	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz",
+							  quote_literal_cstr(timestamptz_to_str(m->blocked_at))));
+}
+
+/*
+ * Rewrite the router: the partition's bounds, the new foreign table, the
+ * map.  Idempotent: nothing happens if the new table is attached already.
+ */
+void
+MoveSwitchRouter(Move *m)
+{
+	bool		has_lo,
+				has_hi;
+	int64		lo_id,
+				hi_id;
+	char	   *lo;
+	char	   *hi;
+	char	   *plo = BoundSql(m->part_has_lo, m->part_lo, "MINVALUE");
+	char	   *phi = BoundSql(m->part_has_hi, m->part_hi, "MAXVALUE");
+	char	   *map = MoveExt(m, "snowseq_shard_map");
+	char	   *v;
+
+	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
+								  "OPERATOR(pg_catalog.=) %u AND inhrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
+								  m->parent, quote_literal_cstr(m->new_part_q)));
+	if (strcmp(v, "0") != 0)
+		return;
+	/* the moving IDs: the partition's bounds, cut at the genes that move */
+	MoveIds(m, &has_lo, &lo_id, &has_hi, &hi_id);
+	lo = BoundSql(has_lo, lo_id, "MINVALUE");
+	hi = BoundSql(has_hi, hi_id, "MAXVALUE");
+
+	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", m->parent_q, m->part_q), SPI_OK_UTILITY);
+	if (m->kind == MOVE_KIND_PREFIX)
+		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
+						m->parent_q, m->part_q, hi, phi), SPI_OK_UTILITY);
+	else if (m->kind == MOVE_KIND_SUFFIX)
+		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
+						m->parent_q, m->part_q, plo, lo), SPI_OK_UTILITY);
+	SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
+					m->parent_q, m->new_part_q, lo, hi), SPI_OK_UTILITY);
+	if (m->kind == MOVE_KIND_WHOLE)
+		SpiRun(psprintf("DROP FOREIGN TABLE %s", m->part_q), SPI_OK_UTILITY);
+
+	/* the map: rows ending at first - 1 and last, the range to the new server */
+	if (m->first > 0)
+		SpiRun(psprintf("INSERT INTO %s (upper_gene, shard) SELECT %d, (SELECT shard FROM %s WHERE upper_gene "
+						"OPERATOR(pg_catalog.>=) %d ORDER BY upper_gene LIMIT 1) ON CONFLICT (upper_gene) DO NOTHING",
+						map, m->first - 1, map, m->first - 1), SPI_OK_INSERT);
+	SpiRun(psprintf("INSERT INTO %s (upper_gene, shard) SELECT %d, (SELECT shard FROM %s WHERE upper_gene "
+					"OPERATOR(pg_catalog.>=) %d ORDER BY upper_gene LIMIT 1) ON CONFLICT (upper_gene) DO NOTHING",
+					map, m->last, map, m->last), SPI_OK_INSERT);
+	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.>=) %d AND upper_gene OPERATOR(pg_catalog.<) %d",
+					map, m->first, m->last), SPI_OK_DELETE);
+	SpiRun(psprintf("UPDATE %s SET shard = %s WHERE upper_gene OPERATOR(pg_catalog.=) %d",
+					map, quote_literal_cstr(m->dst_name), m->last), SPI_OK_UPDATE);
+	/* neighbours on the same server become one row */
+	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) %s",
+					map, m->first - 1, quote_literal_cstr(m->dst_name)), SPI_OK_DELETE);
+	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) "
+					"(SELECT shard FROM %s WHERE upper_gene OPERATOR(pg_catalog.>) %d ORDER BY upper_gene LIMIT 1)",
+					map, m->last, map, m->last), SPI_OK_DELETE);
+}
+
+/*
+ * One try at the parent's lock: without queueing (NOWAIT), or with a short
+ * lock_timeout, since a lock request that waits makes every later query of
+ * the table wait behind it.
+ */
+static void
+MoveLockParentOnce(Move *m)
+{
+	if (m->switch_wait_ms == 0)
+		SpiRun(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE NOWAIT", m->parent_q), SPI_OK_UTILITY);
+	else
+	{
+		SpiRun(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", m->switch_wait_ms), SPI_OK_SELECT);
+		SpiRun(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE", m->parent_q), SPI_OK_UTILITY);
+	}
+	/* with the parent locked, nothing else should wait long */
+	SpiRun(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", MOVE_SWITCH_MAX_WAIT_MS), SPI_OK_SELECT);
+}
+
+/* Whether a backend on the source waits for the source transaction. */
+static bool
+MoveSourceStuck(Move *m)
+{
+	char	   *n = RemoteValue(MoveSrc(m), psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity "
+												 "WHERE %d OPERATOR(pg_catalog.=) ANY (pg_catalog.pg_blocking_pids(pid))",
+												 m->lock_pid),
+							  "look for writers waiting on the move");
+
+	return strcmp(n, "0") != 0;
+}
+
+/*
+ * Take the parent's lock, first without queueing, then queueing briefly.
+ * With check_stuck, give up (false) as soon as a backend on the source waits
+ * for the open source transaction: a router statement doing so holds the
+ * parent's lock, and would never let go of it.
+ */
+bool
+MoveLockParent(Move *m, bool check_stuck)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	int			tries = 0;
+
+	m->switch_wait_ms = 0;
+	for (;;)
+	{
+		ErrorData  *err = MoveTry(m, MoveLockParentOnce);
+
+		tries++;
+		if (err == NULL)
+			break;
+		if (err->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || MsSince(start) > MOVE_SWITCH_BUDGET_MS)
+			ReThrowError(err);
+		if (check_stuck && tries % 10 == 0 && MoveSourceStuck(m))
+			return false;
+		/* long queries on the table: queue behind them, briefly, more and more */
+		if (MsSince(start) > MOVE_SWITCH_NOWAIT_MS)
+			m->switch_wait_ms = Min(Max(m->switch_wait_ms * 2, 100), MOVE_SWITCH_MAX_WAIT_MS);
+		MoveSleep(m->switch_wait_ms == 0 ? 2 : 20);
+	}
+	if (MsSince(start) > MOVE_SWITCH_NOWAIT_MS)
+		ereport(NOTICE,
+				(errmsg("the switch waited %.1f s (%d tries) for queries on table \"%s\" to end",
+						MsSince(start) / 1000, tries, m->parent_rel)));
+	return true;
+}
+
+/* Open the source transaction: the moved rows go (a split), the fence becomes moved. */
+static void
+MoveSourceTransaction(Move *m)
+{
+	RemoteCommand(MoveHolder(m), "BEGIN", "begin the source transaction");
+	if (m->kind != MOVE_KIND_WHOLE)
+		RemoteCommand(MoveHolder(m), psprintf("SET LOCAL session_replication_role = replica; DELETE FROM %s WHERE %s",
+										m->src_table, MoveIdCondition(m)),
+					  "delete the moved rows");
+	RemoteCommand(MoveHolder(m), psprintf("SELECT %s(%d, 'moved')", MoveRemoteExt(MoveHolder(m), "snowseq_fence_state"), m->fence_id),
+				  "mark the fence moved");
+}
+
+/*
+ * Hold the parent's lock beyond the router's commit, until the prepared
+ * source transaction has committed: a reader planning on the new bounds in
+ * between would otherwise read the source table with a snapshot taken
+ * before the commit (the snapshot comes before the lock it then waits for)
+ * and see the moved rows twice.  A session lock, released by
+ * MoveReleaseParent or, if the mover dies, with its backend.
+ */
+static void
+MoveHoldParent(Move *m)
+{
+	LockRelId	rel = {m->parent, MyDatabaseId};
+
+	LockRelationIdForSession(&rel, AccessExclusiveLock);
+	m->parent_held = true;
+}
+
+/* Let go of the parent's session lock, if held. */
+void
+MoveReleaseParent(Move *m)
+{
+	LockRelId	rel = {m->parent, MyDatabaseId};
+
+	if (!m->parent_held)
+		return;
+	UnlockRelationIdForSession(&rel, AccessExclusiveLock);
+	m->parent_held = false;
+}
+
+/*
+ * Step: the switch, in one router transaction.  The source transaction
+ * (a split deletes the moved rows in it; the rest of the partition stays in
+ * the table) runs first, then the router takes the parent's lock, rewrites
+ * partitions and map, and prepares the source transaction while it still
+ * holds the lock; the router commits state 'switched' when the step ends,
+ * and only then is the prepared source transaction committed (MoveFinish),
+ * so the router's record decides, whenever either side dies.  A router
+ * statement that updates a moved row while the delete runs waits for the
+ * source transaction holding the parent's lock: then the source
+ * transaction is rolled back (that writer fails at the fence and retries),
+ * the router takes its lock first, and the delete runs under it: no router
+ * statement can be waiting on the source then, but every range of the
+ * table waits for the delete.
+ */
+void
+MoveSwitch(Move *m)
+{
+	MoveSourceTransaction(m);
+	if (!MoveLockParent(m, m->kind != MOVE_KIND_WHOLE))
+	{
+		ereport(NOTICE,
+				(errmsg("writes to moved rows waited on their delete: deleting under the router's lock")));
+		RemoteCommand(MoveHolder(m), "ROLLBACK", "roll back the source transaction");
+		(void) MoveLockParent(m, false);
+		MoveSourceTransaction(m);
+	}
+	MoveSwitchRouter(m);
+
+	/*
+	 * Two commits, one decision: the source transaction is prepared, and
+	 * holds the source table until it is resolved; the router's commit of
+	 * state 'switched' decides whether it commits (MoveFinish) or rolls back
+	 * (MoveRollback).  A router that dies in between leaves no half-moved
+	 * state readable: the source table waits for the resolution, which the
+	 * router runs at its next start.  No router query runs on the source
+	 * now (the router holds the parent's lock), so the lock is quick; it
+	 * also keeps foreign keys from appearing between the check and the
+	 * commit.
+	 */
+	RemoteCommand(MoveHolder(m), psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
+									MOVE_SWITCH_MAX_WAIT_MS, m->src_table),
+				  "lock the source table");
+	MoveRefuseReferenced(m, MoveHolder(m));
+	RemoteCommand(MoveHolder(m), psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the source transaction");
+	MoveHoldParent(m);
+	SNOWSEQ_TESTPOINT("move_after_source_commit");
+	MoveRecordState(m, MOVE_STATE_SWITCHED, "switched_at = pg_catalog.clock_timestamp(), "
+				  "pause_ms = pg_catalog.round((extract(epoch FROM pg_catalog.clock_timestamp() "
+				  "OPERATOR(pg_catalog.-) blocked_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1)");
+}
