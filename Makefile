@@ -8,6 +8,7 @@ OBJS = \
 	src/sqlrun.o \
 	src/guc.o \
 	src/shmem.o \
+	src/timeutil.o \
 	src/clock.o \
 	src/reserve.o \
 	src/statefile.o \
@@ -31,6 +32,7 @@ OBJS = \
 	src/move_repl.o \
 	src/move_switch.o \
 	src/move_cleanup.o \
+	src/move_schema.o \
 	src/nodes.o \
 	src/convert.o \
 	src/scatter.o \
@@ -53,7 +55,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 
 # SQL behaviour (test/sql, test/expected), on a temporary instance with
 # snowseq preloaded
-REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid
+REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid public_uuid
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/snowseq.conf \
 	--temp-instance=./tmp_check_regress
 

@@ -128,6 +128,15 @@ CALL_GENERATORS = [
     # shard_of(uuid) is IMMUTABLE: its argument is read once per query by an
     # InitPlan (a constant argument would be folded when the query is planned)
     ("shard_of_uuid", "shard_of(uuid)", "shard_of((SELECT id FROM bench_gene_uuid))"),
+    # the public form of 128-bit gene IDs: encrypt the constant one of
+    # bench/setup.sql and decrypt its public form (both read once per query
+    # by an InitPlan); and a fresh one encrypted, as per order
+    ("snowseq_encrypt_uuid", "snowseq_encrypt_uuid(constant uuid)",
+     "snowseq_encrypt_uuid((SELECT id FROM bench_gene_uuid))"),
+    ("snowseq_decrypt_uuid", "snowseq_decrypt_uuid(constant public uuid)",
+     "snowseq_decrypt_uuid((SELECT public_id FROM bench_gene_uuid))"),
+    ("snowseq_encrypt_gene_uuid", "snowseq_encrypt_uuid(snowseq_gene_uuid(bigint))",
+     "snowseq_encrypt_uuid(snowseq_gene_uuid(4242424242::bigint))"),
     ("nextval_c1", "nextval() CACHE 1", "nextval('bench_seq_cache1')"),
     ("nextval_c100", "nextval() CACHE 100", "nextval('bench_seq_cache100')"),
     ("counter", "snowseq_counter_next(name)", "snowseq_counter_next('bench_counter')"),

@@ -95,6 +95,11 @@ def write_report(path, ctx):
                  "instant; `snowseq_gene_uuid` with the same keys as `snowseq_gene_next`; `shard_of(uuid)` of a "
                  "128-bit gene ID read once per query by an InitPlan (it is IMMUTABLE: a constant argument would "
                  "be folded when the query is planned).")
+    if any(r["key"] == "snowseq_encrypt_uuid" for r in ctx["calls"]):
+        L.append("* The public form of 128-bit gene IDs: `snowseq_encrypt_uuid` of the constant 128-bit gene ID "
+                 "and `snowseq_decrypt_uuid` of its public form (both read once per query by an InitPlan), under "
+                 "the same key as `snowseq_encrypt`; `snowseq_encrypt_uuid(snowseq_gene_uuid(...))` is what an "
+                 "application pays per public 128-bit ID.")
     L.append("* Inserts: the buyers (uniform random, fixed seed) are precomputed once into `bench_src(n, buyer)`, "
              "vacuumed and frozen; every variant runs `INSERT INTO bench_t (buyer, amount) SELECT buyer, n "
              "FROM bench_src LIMIT <rows>` (the gene variant without a trigger adds "
@@ -417,7 +422,7 @@ README_CALLS = ["loop", "clock_timestamp", "snowseq_next", "gene_int8", "gene_te
                 "gene_uuid_text8", "shard_of_uuid", "snowseq_uuid", "snowseq_uuid_min", "snowseq_uuid_max",
                 "loop_ts", "snowseq_id_at", "snowseq_uuid_at", "snowseq_scatter", "counter", "serial",
                 "serial_glue", "snowseq_encrypt", "snowseq_decrypt", "snowseq_public_text",
-                "snowseq_from_public_text", "nextval_c1", "nextval_c100", "gen_random_uuid", "uuidv7_builtin",
+                "snowseq_from_public_text", "snowseq_encrypt_uuid", "snowseq_decrypt_uuid", "nextval_c1", "nextval_c100", "gen_random_uuid", "uuidv7_builtin",
                 "uuidv7", "instagram"]
 # inserts rows of the README, at the largest size of each run
 README_INSERTS = ["snowseq_next", "snowseq_uuid", "gene_select", "bigserial", "identity", "nextval_c100",

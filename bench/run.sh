@@ -142,7 +142,8 @@ done
 if [ "$mode" = smoke ]; then
 	grep -q '^| snowseq_next() call cost' "$out/benchmarks.md" ||
 		{ echo "bench: no targets table in the report" >&2; exit 1; }
-	for t in 'snowseq_public_text(constant ID) under 500 ns' 'snowseq_from_public_text(constant code) under 500 ns'; do
+	for t in 'snowseq_public_text(constant ID) under 500 ns' 'snowseq_from_public_text(constant code) under 500 ns' \
+		'snowseq_encrypt_uuid(constant uuid) under 1 us' 'snowseq_decrypt_uuid(constant public uuid) under 1 us'; do
 		grep -q "^| $t" "$out/benchmarks.md" ||
 			{ echo "bench: no target \"$t\" in the report" >&2; exit 1; }
 	done
@@ -154,7 +155,8 @@ if [ "$mode" = smoke ]; then
 	sed -n '/^<!-- begin: speed tables/,/^<!-- end: speed tables/p' "$tmp/README.md" >"$tmp/speed.md"
 	grep -q '^| snowseq_next() call cost ≤ 1.10x' "$tmp/speed.md" ||
 		{ echo "bench: no targets table in README.md's speed section" >&2; exit 1; }
-	for row in 'snowseq_public_text(constant ID)' 'snowseq_id_at(ts), ts ascending' 'shard_of(uuid)'; do
+	for row in 'snowseq_public_text(constant ID)' 'snowseq_id_at(ts), ts ascending' 'shard_of(uuid)' \
+		'snowseq_encrypt_uuid(constant uuid)' 'snowseq_decrypt_uuid(constant public uuid)'; do
 		grep -qF "| $row |" "$tmp/speed.md" ||
 			{ echo "bench: no row \"$row\" in README.md's speed section" >&2; exit 1; }
 	done

@@ -55,6 +55,8 @@ CREATE TABLE bench_public AS
 	SELECT snowseq_encrypt((4242::bigint << 48) | 123456789) AS public_id,
 		snowseq_public_text((4242::bigint << 48) | 123456789) AS code;
 
--- a 128-bit gene ID, whose shard bench.py reads with shard_of(uuid)
+-- a 128-bit gene ID, whose shard bench.py reads with shard_of(uuid), and
+-- its public form, which it decrypts
 CREATE TABLE bench_gene_uuid AS
-	SELECT snowseq_gene_uuid(4242424242::bigint) AS id;
+	SELECT id, snowseq_encrypt_uuid(id) AS public_id
+	FROM (SELECT snowseq_gene_uuid(4242424242::bigint) AS id) g;

@@ -109,7 +109,8 @@ def targets(calls, clients, client_res, inserts, wal, shmem, skipped=None):
                          "%s vs %s IDs/s = %s" % (fmt_int(r["ids_per_s"][2]), fmt_int(r["ids_per_s"][1]),
                                                   fmt_x(r["scaling"][2])),
                          fmt_x(r["scaling"][2]), r["scaling"][2] >= 1.7))
-    for key in [k for k in ("snowseq_encrypt", "snowseq_decrypt") if k in c]:
+    for key in [k for k in ("snowseq_encrypt", "snowseq_decrypt", "snowseq_encrypt_uuid",
+                            "snowseq_decrypt_uuid") if k in c]:
         ns = c[key]["ns"]
         t.append(_target(key, "%s under 1 us per call" % c[key]["label"],
                          "%.1f ns (%.1f ns over the loop)" % (ns, c[key]["over_loop"]),

@@ -138,6 +138,37 @@ COMMENT ON FUNCTION @extschema@.snowseq_from_public_text(text) IS
 REVOKE ALL ON FUNCTION @extschema@.snowseq_from_public_text(text) FROM PUBLIC;
 -- ---- end of public text IDs (1.2) ----
 
+-- ---- public 128-bit gene IDs (1.2) ----
+-- The public form of a 128-bit gene ID (snowseq_gene_uuid): the same
+-- 23-bit gene, the key version in the 20-bit version field, the 79-bit
+-- segment FF1-AES256-encrypted.  The keys, markings and rights of
+-- snowseq_encrypt and snowseq_decrypt: STABLE (the current key is a row of
+-- a table), not STRICT (NULL is an ERROR, never a NULL ID), PARALLEL SAFE,
+-- EXECUTE a GRANT.  Names of their own: uuid overloads of snowseq_encrypt
+-- would make snowseq_encrypt('123') ambiguous.
+CREATE FUNCTION snowseq_encrypt_uuid(id uuid) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_encrypt_uuid'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_encrypt_uuid(uuid) IS
+	'public form of a 128-bit gene ID: same gene, key version, FF1-AES256-encrypted segment';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_encrypt_uuid(uuid) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_decrypt_uuid(public_id uuid) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_decrypt_uuid'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_decrypt_uuid(uuid) IS
+	'128-bit gene ID of a public one; an ERROR for a UUID snowseq_encrypt_uuid did not make';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_decrypt_uuid(uuid) FROM PUBLIC;
+
+-- STRICT: a predicate, NULL for NULL.
+CREATE FUNCTION snowseq_is_public_uuid(public_id uuid) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_is_public_uuid'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_is_public_uuid(uuid) IS
+	'true when snowseq_decrypt_uuid would return an ID for this UUID, false when it would reject it';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_is_public_uuid(uuid) FROM PUBLIC;
+-- ---- end of public 128-bit gene IDs (1.2) ----
+
 -- ---- moves: crash-safe switch (1.2) ----
 -- The source's part of a switch is a prepared transaction that the router's
 -- record decides; at the router's start a resolver commits or rolls it

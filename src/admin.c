@@ -11,7 +11,10 @@
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 
+#include "backfill.h"
+#include "clock.h"
 #include "reserve.h"
+#include "segment.h"
 #include "testpoint.h"
 
 PG_FUNCTION_INFO_V1(snowseq_reset_state);
@@ -146,9 +149,7 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	raised.tag = RESERVE_TAG_BACKFILL;
 	raised.bound = backfill_floor;
 	ReservationRaise(&SnowseqRes[RESERVE_BACKFILL], backfill_floor, &raised);
-	SpinLockAcquire(&Snowseq->backfill_mutex);
-	Snowseq->backfill_lap_open = false;
-	SpinLockRelease(&Snowseq->backfill_mutex);
+	BackfillCloseLap();
 
 	/* named counters of the old state keep their bounds */
 	if (rr == STATE_READ_OK)

@@ -26,12 +26,28 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "backfill.h"
+#include "clock.h"
 #include "reserve.h"
+#include "timeutil.h"
+
+/* the lap of the backfill clock, in shared memory, under mutex */
+typedef struct BackfillShared
+{
+	slock_t		mutex;
+	bool		lap_open;
+	uint64		floor;			/* lowest sequence value of the lap */
+	uint64		after;			/* the last value handed out + 1, or 0 */
+} BackfillShared;
+
+static BackfillShared *BackfillState = NULL;
 
 /*
  * How the backfill reservation may advance: up to 2^seq_bits (the highest
@@ -47,6 +63,42 @@ BackfillSpec(ReserveSpec *spec)
 	spec->block_min = 1;
 	spec->block_max = Max(per_unit / 16, 1);
 	spec->margin_min = 0;
+}
+
+/* Register the backfill clock's advance rule; at preload. */
+void
+BackfillInit(void)
+{
+	ReserveRegisterOwner(RESERVE_BACKFILL, BackfillSpec);
+}
+
+/* Bytes of the backfill clock's shared memory. */
+Size
+BackfillShmemSize(void)
+{
+	return MAXALIGN(sizeof(BackfillShared));
+}
+
+/* Create (or attach to) the lap in shared memory; caller holds AddinShmemInitLock. */
+void
+BackfillShmemInit(void)
+{
+	bool		found;
+
+	BackfillState = ShmemInitStruct("snowseq backfill", BackfillShmemSize(), &found);
+	if (found)
+		return;
+	memset(BackfillState, 0, sizeof(BackfillShared));
+	SpinLockInit(&BackfillState->mutex);
+}
+
+/* Close the lap: the next value starts a new one (after a reset of the state). */
+void
+BackfillCloseLap(void)
+{
+	SpinLockAcquire(&BackfillState->mutex);
+	BackfillState->lap_open = false;
+	SpinLockRelease(&BackfillState->mutex);
 }
 
 /* ERROR: no sequence value is left for the time unit of ts in this lap. */
@@ -102,7 +154,7 @@ BackfillNext(TimestampTz ts)
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp must be finite"),
 				 errhint("Pass the instant the row was created at, such as its created_at column.")));
-	if (SnowseqTimestamptzToMs(ts) > SnowseqWallMs())
+	if (TimeTimestamptzToMs(ts) > TimeWallMs())
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp %s is not in the past", timestamptz_to_str(ts)),
@@ -115,16 +167,16 @@ BackfillNext(TimestampTz ts)
 				 errhint("IDs exist from snowseq.epoch on; an earlier epoch needs a reset of the layout.")));
 
 	/* take the value: a few loads and stores under a spinlock */
-	SpinLockAcquire(&Snowseq->backfill_mutex);
-	last = Snowseq->backfill_after;
-	if (!Snowseq->backfill_lap_open || (last != 0 && ((last - 1) >> snowseq_seq_bits) > (uint64) t))
+	SpinLockAcquire(&BackfillState->mutex);
+	last = BackfillState->after;
+	if (!BackfillState->lap_open || (last != 0 && ((last - 1) >> snowseq_seq_bits) > (uint64) t))
 	{
 		/* a new lap, above every sequence value used (counter = highest + 1) */
-		Snowseq->backfill_floor = pg_atomic_read_u64(&r->counter);
-		Snowseq->backfill_lap_open = true;
-		Snowseq->backfill_after = last = 0;
+		BackfillState->floor = pg_atomic_read_u64(&r->counter);
+		BackfillState->lap_open = true;
+		BackfillState->after = last = 0;
 	}
-	floor = Snowseq->backfill_floor;
+	floor = BackfillState->floor;
 	if (last != 0 && ((last - 1) >> snowseq_seq_bits) == (uint64) t)
 		v = last;
 	else
@@ -133,11 +185,11 @@ BackfillNext(TimestampTz ts)
 		full = true;
 	else
 	{
-		Snowseq->backfill_after = v + 1;
+		BackfillState->after = v + 1;
 		need = (v & (per_unit - 1)) + 1;
 		AtomicRaise(&r->counter, need);
 	}
-	SpinLockRelease(&Snowseq->backfill_mutex);
+	SpinLockRelease(&BackfillState->mutex);
 	if (full)
 		BackfillRefuse(ts, floor);
 
@@ -154,16 +206,6 @@ BackfillNext(TimestampTz ts)
 	}
 	ShmemCountIssued(1);
 	return v;
-}
-
-/* Advance the backfill reservation if it is due (the worker, holding the lock). */
-bool
-BackfillAdvanceDue(bool in_use)
-{
-	ReserveSpec spec;
-
-	BackfillSpec(&spec);
-	return ReserveAdvanceIfDue(&SnowseqRes[RESERVE_BACKFILL], &spec, in_use);
 }
 
 /* ERROR for a NULL instant: a row without a time gets no ID. */

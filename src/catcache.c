@@ -29,6 +29,7 @@
 #include "utils/snapmgr.h"
 
 #include "catcache.h"
+#include "sqlrun.h"
 
 #define CATCACHE_MAX	8
 
@@ -70,7 +71,7 @@ CatCacheRegister(CatCache *cache)
 static Oid
 CatCacheTable(CatCache *cache, Oid fn_oid)
 {
-	Oid			nsp = get_func_namespace(fn_oid);
+	Oid			nsp = ExtNamespace(fn_oid);
 	Oid			relid = get_relname_relid(cache->relname, nsp);
 
 	if (!OidIsValid(relid))

@@ -13,19 +13,34 @@
  */
 #include "postgres.h"
 
-#include <time.h>
-
 #include "common/int.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "clock.h"
 #include "reserve.h"
+#include "timeutil.h"
+
+/* the clock's statistics and reference clock, in shared memory */
+typedef struct ClockShared
+{
+	pg_atomic_uint64 last_wall_ms;	/* detects a clock that goes back */
+	pg_atomic_uint64 backward_events;
+	pg_atomic_uint64 overflow_borrows;
+	pg_atomic_uint64 lead_waits;
+	pg_atomic_uint64 ref_offset_ms; /* reference clock = monotonic + this */
+} ClockShared;
+
+static ClockShared *ClockState = NULL;
+
+static void ClockSpec(ReserveSpec *spec);
 
 /* The layout, derived once at preload (the settings are fixed from then on). */
 static int	seq_bits;
@@ -75,6 +90,39 @@ ClockInit(void)
 	node_part = snowseq_node_id < 0 ? 0 : (uint64) snowseq_node_id << node_shift;
 	backfill_node_part = snowseq_backfill_node_id < 0 ? 0 :
 		(uint64) snowseq_backfill_node_id << node_shift;
+	ReserveRegisterOwner(RESERVE_CLOCK, ClockSpec);
+}
+
+/* Bytes of the clock's shared memory. */
+Size
+ClockShmemSize(void)
+{
+	return MAXALIGN(sizeof(ClockShared));
+}
+
+/* Create (or attach to) the clock's shared memory; caller holds AddinShmemInitLock. */
+void
+ClockShmemInit(void)
+{
+	bool		found;
+
+	ClockState = ShmemInitStruct("snowseq clock", ClockShmemSize(), &found);
+	if (found)
+		return;
+	pg_atomic_init_u64(&ClockState->last_wall_ms, 0);
+	pg_atomic_init_u64(&ClockState->backward_events, 0);
+	pg_atomic_init_u64(&ClockState->overflow_borrows, 0);
+	pg_atomic_init_u64(&ClockState->lead_waits, 0);
+	pg_atomic_init_u64(&ClockState->ref_offset_ms, 0);
+}
+
+/* The clock's event counts, for snowseq_status. */
+void
+ClockStats(uint64 *backward_events, uint64 *overflow_borrows, uint64 *lead_waits)
+{
+	*backward_events = pg_atomic_read_u64(&ClockState->backward_events);
+	*overflow_borrows = pg_atomic_read_u64(&ClockState->overflow_borrows);
+	*lead_waits = pg_atomic_read_u64(&ClockState->lead_waits);
 }
 
 /* First counter value past the end of the time field. */
@@ -82,53 +130,6 @@ uint64
 ClockCounterLimit(void)
 {
 	return counter_limit;
-}
-
-/* Milliseconds since 1970-01-01 UTC from the real-time clock. */
-int64
-SnowseqWallMs(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Milliseconds of a clock that never steps. */
-static int64
-MonotonicMs(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ms since 1970-01-01 UTC as a timestamptz; ERROR beyond its range. */
-TimestampTz
-SnowseqMsToTimestamptz(int64 ms)
-{
-	int64		us;
-
-	if (pg_sub_s64_overflow(ms, SNOWSEQ_UNIX_TO_PG_MS, &us) ||
-		pg_mul_s64_overflow(us, 1000, &us) || !IS_VALID_TIMESTAMP(us))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp out of range"),
-				 errdetail("The instant %lld ms after 1970-01-01 cannot be represented as a timestamp.",
-						   (long long) ms)));
-	return us;
-}
-
-/* A finite timestamptz as ms since 1970 (floor). */
-int64
-SnowseqTimestamptzToMs(TimestampTz ts)
-{
-	if (TIMESTAMP_NOT_FINITE(ts))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp must be finite")));
-	return (ts >= 0 ? ts / 1000 : -((-ts + 999) / 1000)) + SNOWSEQ_UNIX_TO_PG_MS;
 }
 
 /*
@@ -184,24 +185,24 @@ ClockNowUnits(void)
 	static int64 cached_ms = -1;
 	static uint64 cached_units = 0;
 	uint64		last;
-	int64		ms = SnowseqWallMs();
+	int64		ms = TimeWallMs();
 
 	if (likely(ms == cached_ms))
 		return cached_units;
 
 	/* a new millisecond: load the cluster's last reading, then read again */
-	last = pg_atomic_read_u64(&Snowseq->last_wall_ms);
+	last = pg_atomic_read_u64(&ClockState->last_wall_ms);
 	pg_read_barrier();
-	ms = SnowseqWallMs();
+	ms = TimeWallMs();
 	if ((uint64) ms != last)
 	{
 		if ((uint64) ms < last)
 		{
-			if (pg_atomic_compare_exchange_u64(&Snowseq->last_wall_ms, &last, (uint64) ms))
-				pg_atomic_fetch_add_u64(&Snowseq->backward_events, 1);
+			if (pg_atomic_compare_exchange_u64(&ClockState->last_wall_ms, &last, (uint64) ms))
+				pg_atomic_fetch_add_u64(&ClockState->backward_events, 1);
 		}
 		else
-			pg_atomic_compare_exchange_u64(&Snowseq->last_wall_ms, &last, (uint64) ms);
+			pg_atomic_compare_exchange_u64(&ClockState->last_wall_ms, &last, (uint64) ms);
 	}
 	cached_ms = ms;
 	if (ms <= SnowseqEpochMs)
@@ -237,11 +238,11 @@ ClockMsToCounter(int64 ms)
 static int64
 ClockReferenceMs(void)
 {
-	int64		mono = MonotonicMs();
-	int64		wall = SnowseqWallMs();
+	int64		mono = TimeMonotonicMs();
+	int64		wall = TimeWallMs();
 	int64		from = wall;
 
-	if (pg_atomic_read_u64(&Snowseq->ref_offset_ms) == 0)
+	if (pg_atomic_read_u64(&ClockState->ref_offset_ms) == 0)
 	{
 		uint64		units = pg_atomic_read_u64(&SnowseqRes[RESERVE_CLOCK].counter) >> seq_bits;
 		int64		ms;
@@ -249,7 +250,7 @@ ClockReferenceMs(void)
 		if (ClockUnitsToMs(units, &ms))
 			from = Max(from, ms);
 	}
-	return mono + (int64) AtomicRaise(&Snowseq->ref_offset_ms, (uint64) (from - mono));
+	return mono + (int64) AtomicRaise(&ClockState->ref_offset_ms, (uint64) (from - mono));
 }
 
 /* How the clock's reservation may advance now. */
@@ -345,7 +346,7 @@ ClockNext(uint64 n)
 		if (last > spec.ceiling)
 		{
 			if (!waited)
-				pg_atomic_fetch_add_u64(&Snowseq->lead_waits, 1);
+				pg_atomic_fetch_add_u64(&ClockState->lead_waits, 1);
 			waited = true;
 			ClockWaitForLead(last, &spec);
 		}
@@ -356,7 +357,7 @@ ClockNext(uint64 n)
 	/* started in a time unit the wall clock has not reached: borrowed */
 	if (unlikely((last >> seq_bits) > (now >> seq_bits) &&
 				 ((first - 1) >> seq_bits) < (last >> seq_bits)))
-		pg_atomic_fetch_add_u64(&Snowseq->overflow_borrows, 1);
+		pg_atomic_fetch_add_u64(&ClockState->overflow_borrows, 1);
 	return first;
 }
 
@@ -370,16 +371,6 @@ ClockMaxBatch(void)
 	uint64		lead = (uint64) (snowseq_max_lead_ms / snowseq_time_unit_ms);
 
 	return Min((uint64) 1 << (seq_bits + 10), (lead + 1) << seq_bits);
-}
-
-/* Advance the clock's reservation if it is due (the worker, holding the lock). */
-bool
-ClockAdvanceDue(bool in_use)
-{
-	ReserveSpec spec;
-
-	ClockSpec(&spec);
-	return ReserveAdvanceIfDue(&SnowseqRes[RESERVE_CLOCK], &spec, in_use);
 }
 
 /* Splice the node id into a counter value: [0][time][node][seq] or [0][time][seq][node]. */
@@ -446,7 +437,7 @@ ClockFloorAfterReset(const SavedConfig *old, uint64 old_bound)
 		if (!pg_mul_s64_overflow((int64) (b >> old->seq_bits) + 1, old->time_unit_ms, &span) &&
 			!pg_add_s64_overflow(old->epoch_ms, span, &old_ms))
 		{
-			old_ms = Min(old_ms, SnowseqWallMs() + snowseq_max_lead_ms);
+			old_ms = Min(old_ms, TimeWallMs() + snowseq_max_lead_ms);
 			if (old_ms > SnowseqEpochMs)
 				t = Max(t, ((uint64) (old_ms - SnowseqEpochMs) + snowseq_time_unit_ms - 1) /
 						(uint64) snowseq_time_unit_ms);
@@ -496,7 +487,7 @@ ClockRaiseForReset(uint64 floor, bool check_lead, SavedSlot *slot)
 			(SnowseqEpochMs - (lead - snowseq_max_lead_ms) - snowseq_time_unit_ms) / 1000 * 1000;
 
 		strlcpy(until, timestamptz_to_str(ClockCounterInstant(floor)), sizeof(until));
-		strlcpy(epoch, timestamptz_to_str(SnowseqMsToTimestamptz(earlier)), sizeof(epoch));
+		strlcpy(epoch, timestamptz_to_str(TimeMsToTimestamptz(earlier)), sizeof(epoch));
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the new snowseq configuration would issue IDs below those of the old one until %s", until),
@@ -531,7 +522,7 @@ ClockTimeFieldOf(TimestampTz ts)
 	uint64		units;
 
 	ShmemCheckPreloaded();
-	ms = SnowseqTimestamptzToMs(ts);
+	ms = TimeTimestamptzToMs(ts);
 	if (ms < SnowseqEpochMs)
 		return -1;
 	units = (uint64) (ms - SnowseqEpochMs) / (uint64) snowseq_time_unit_ms;

@@ -50,8 +50,10 @@
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 
+#include "clock.h"
 #include "compat.h"
-#include "snowseq.h"
+#include "shmem.h"
+#include "sqlrun.h"
 
 /* An identity sequence, as it was before the identity was dropped. */
 typedef struct KeptSequence
@@ -69,16 +71,6 @@ typedef struct KeptSequence
 	int64		last_value;
 	bool		is_called;
 } KeptSequence;
-
-/* Run one SQL statement through SPI; anything but the expected result is a bug. */
-static void
-ConvertRunSql(const char *sql, int expect)
-{
-	int			rc = SPI_execute(sql, false, 0);
-
-	if (rc != expect)
-		elog(ERROR, "snowseq: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
-}
 
 /* Quoted, schema-qualified name of a relation. */
 static char *
@@ -297,7 +289,7 @@ ColumnMax(const char *qrel, const char *qcol, int64 *max)
 
 	(void) set_config_option("row_security", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	ConvertRunSql(sql, SPI_OK_SELECT);
+	SpiRun(sql, SPI_OK_SELECT);
 	AtEOXact_GUC(true, nestlevel);
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (!isnull)
@@ -360,7 +352,7 @@ SequenceSnapshot(Oid seqid)
 	k->nspname = get_namespace_name(get_rel_namespace(seqid));
 	k->relname = get_rel_name(seqid);
 	k->qname = quote_qualified_identifier(k->nspname, k->relname);
-	ConvertRunSql(psprintf("SELECT last_value, is_called FROM %s", k->qname), SPI_OK_SELECT);
+	SpiRun(psprintf("SELECT last_value, is_called FROM %s", k->qname), SPI_OK_SELECT);
 	k->last_value = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	k->is_called = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	return k;
@@ -372,12 +364,12 @@ SequenceRecreate(const KeptSequence *k, const char *qrel, const char *qcol)
 {
 	Oid			seqid;
 
-	ConvertRunSql(psprintf("CREATE SEQUENCE %s AS %s INCREMENT BY %lld MINVALUE %lld MAXVALUE %lld "
-						   "START WITH %lld CACHE %lld %sCYCLE OWNED BY %s.%s",
-						   k->qname, format_type_be(k->typid), (long long) k->increment,
-						   (long long) k->min, (long long) k->max, (long long) k->start,
-						   (long long) k->cache, k->cycle ? "" : "NO ", qrel, qcol),
-				  SPI_OK_UTILITY);
+	SpiRun(psprintf("CREATE SEQUENCE %s AS %s INCREMENT BY %lld MINVALUE %lld MAXVALUE %lld "
+					"START WITH %lld CACHE %lld %sCYCLE OWNED BY %s.%s",
+					k->qname, format_type_be(k->typid), (long long) k->increment,
+					(long long) k->min, (long long) k->max, (long long) k->start,
+					(long long) k->cache, k->cycle ? "" : "NO ", qrel, qcol),
+		   SPI_OK_UTILITY);
 	seqid = get_relname_relid(k->relname, get_namespace_oid(k->nspname, false));
 	(void) DirectFunctionCall3(setval3_oid, ObjectIdGetDatum(seqid),
 							   Int64GetDatum(k->last_value), BoolGetDatum(k->is_called));
@@ -598,9 +590,9 @@ DropIdentities(List *rels, const char *col, const char *qcol, bool keep, StringI
 			kept = lappend(kept, SequenceSnapshot(linitial_oid(seqs)));
 		else if (seqs != NIL)
 			appendStringInfo(result, "; sequence %s dropped", QualifiedRelName(linitial_oid(seqs)));
-		ConvertRunSql(psprintf("ALTER TABLE %s ALTER COLUMN %s DROP IDENTITY",
-							   QualifiedRelName(r), qcol),
-					  SPI_OK_UTILITY);
+		SpiRun(psprintf("ALTER TABLE %s ALTER COLUMN %s DROP IDENTITY",
+						QualifiedRelName(r), qcol),
+			   SPI_OK_UTILITY);
 	}
 	return kept;
 }
@@ -633,7 +625,7 @@ DropSequences(List *seqs, bool keep, StringInfo result)
 			appendStringInfo(result, "; sequence %s kept (still used)", qseq);
 			continue;
 		}
-		ConvertRunSql(psprintf("DROP SEQUENCE %s", qseq), SPI_OK_UTILITY);
+		SpiRun(psprintf("DROP SEQUENCE %s", qseq), SPI_OK_UTILITY);
 		appendStringInfo(result, "; sequence %s dropped", qseq);
 	}
 }
@@ -652,7 +644,7 @@ snowseq_convert(PG_FUNCTION_ARGS)
 	Oid			relid = PG_GETARG_OID(0);
 	char	   *col = NameStr(*PG_GETARG_NAME(1));
 	bool		keep = PG_GETARG_BOOL(2);
-	char	   *extschema = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
+	char	   *extschema = get_namespace_name(ExtNamespace(fcinfo->flinfo->fn_oid));
 	char	   *qcol = pstrdup(quote_identifier(col));
 	char	   *qrel;
 	char	   *relname;
@@ -707,9 +699,9 @@ snowseq_convert(PG_FUNCTION_ARGS)
 		appendStringInfoString(&result, " set (no default before)");
 
 	kept = DropIdentities(rels, col, qcol, keep, &result);
-	ConvertRunSql(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s.snowseq_next()",
-						   qrel, qcol, quote_identifier(extschema)),
-				  SPI_OK_UTILITY);
+	SpiRun(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s.snowseq_next()",
+					qrel, qcol, quote_identifier(extschema)),
+		   SPI_OK_UTILITY);
 	foreach(lc, kept)
 	{
 		KeptSequence *k = lfirst(lc);

@@ -76,7 +76,9 @@
 
 #include "catcache.h"
 #include "reserve.h"
+#include "sqlrun.h"
 #include "testpoint.h"
+#include "timeutil.h"
 
 #define SERIAL_PERIOD_SHIFT		40
 #define SERIAL_K_MASK			(((uint64) 1 << SERIAL_PERIOD_SHIFT) - 1)
@@ -162,9 +164,7 @@ static uint64 counter_roles = 1;
 static char *
 CounterTableName(Oid fn_oid)
 {
-	Oid			nsp = get_func_namespace(fn_oid);
-
-	return quote_qualified_identifier(get_namespace_name(nsp), "snowseq_counters");
+	return ExtObject(fn_oid, "snowseq_counters");
 }
 
 /* A counter's name as a NameData; ERROR if it is not a valid one. */
@@ -383,9 +383,7 @@ CounterFreeDroppedCounters(const char *table, Oid nsp)
 	NameData   *names;
 	int			freed = 0;
 
-	if (SPI_execute(psprintf("SELECT name FROM %s WHERE dropped", table), false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read %s", table);
-	n = SPI_processed;
+	n = (int) SpiRun(psprintf("SELECT name FROM %s WHERE dropped", table), SPI_OK_SELECT);
 	names = palloc0(sizeof(NameData) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
@@ -631,15 +629,12 @@ CounterFloorMake(Oid nsp, Oid defs_relid, const NameData *name, const char *comm
 		return seq;
 	CounterAsOwner(defs_relid, &save_user, &save_sec);
 	SPI_connect();
-	if (OidIsValid(seq) &&
-		SPI_execute(psprintf("DROP SEQUENCE %s", qualified), false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not drop %s", qualified);
-	if (SPI_execute(psprintf("CREATE SEQUENCE %s AS bigint MINVALUE %d START %d NO CYCLE",
-							 qualified, COUNTER_FLOOR_NONE, COUNTER_FLOOR_NONE),
-					false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(psprintf("COMMENT ON SEQUENCE %s IS %s", qualified, quote_literal_cstr(comment)),
-					false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not create %s", qualified);
+	if (OidIsValid(seq))
+		SpiRun(psprintf("DROP SEQUENCE %s", qualified), SPI_OK_UTILITY);
+	SpiRun(psprintf("CREATE SEQUENCE %s AS bigint MINVALUE %d START %d NO CYCLE",
+					qualified, COUNTER_FLOOR_NONE, COUNTER_FLOOR_NONE), SPI_OK_UTILITY);
+	SpiRun(psprintf("COMMENT ON SEQUENCE %s IS %s", qualified, quote_literal_cstr(comment)),
+		   SPI_OK_UTILITY);
 	SPI_finish();
 	SetUserIdAndSecContext(save_user, save_sec);
 	CommandCounterIncrement();
@@ -887,7 +882,7 @@ CounterLoad(Oid fn_oid, const NameData *name)
 		CacheRegisterSyscacheCallback(AUTHOID, CounterRolesChanged, (Datum) 0);
 		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, CounterRolesChanged, (Datum) 0);
 	}
-	rights = CounterHasRights(get_func_namespace(fn_oid));
+	rights = CounterHasRights(ExtNamespace(fn_oid));
 
 	SNOWSEQ_TESTPOINT("counter_cache_load");
 	snapshot = CatCacheSnapshot();
@@ -968,7 +963,7 @@ CounterLoad(Oid fn_oid, const NameData *name)
 	CatCacheSnapshotDone(snapshot);
 	e->r = CounterReservation(name);
 	e->r_generation = pg_atomic_read_u64(&e->r->generation);
-	e->nsp = get_func_namespace(fn_oid);
+	e->nsp = ExtNamespace(fn_oid);
 	CounterFloorLoad(e);
 	e->version = stamp;
 	e->valid = true;
@@ -1300,7 +1295,7 @@ snowseq_serial(PG_FUNCTION_ARGS)
 
 	SnowseqCheckUsable();
 	e = CounterLookup(fcinfo, true);
-	p = SerialPeriod(e, SnowseqWallMs());
+	p = SerialPeriod(e, TimeWallMs());
 	for (;;)
 	{
 		if (CounterTake(e, (p << SERIAL_PERIOD_SHIFT) | 1, (p + 1) << SERIAL_PERIOD_SHIFT, &c))
@@ -1314,17 +1309,6 @@ snowseq_serial(PG_FUNCTION_ARGS)
 					 errmsg("serial \"%s\" ran out of numbers for this period", NameStr(e->name))));
 	}
 	PG_RETURN_TEXT_P(SerialFormat(e, c, NameStr(e->name)));
-}
-
-/* Run one statement through SPI with text arguments; returns rows processed. */
-static uint64
-CounterSql(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls, int expect)
-{
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
-
-	if (rc != expect)
-		elog(ERROR, "snowseq: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
-	return SPI_processed;
 }
 
 /*
@@ -1387,7 +1371,7 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 			  const char *format, const char *tzname, bool restart)
 {
 	char	   *table = CounterTableName(fcinfo->flinfo->fn_oid);
-	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+	Oid			nsp = ExtNamespace(fcinfo->flinfo->fn_oid);
 	Oid			types[7] = {TEXTOID, TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, INT8OID};
 	Datum		values[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
@@ -1425,7 +1409,7 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 	nulls[4] = nulls[5] = serial ? ' ' : 'n';
 
 	SPI_connect();
-	CounterSql(psprintf("SELECT kind, start, nodes, format, time_zone, dropped, restart_base FROM %s "
+	SpiRunArgs(psprintf("SELECT kind, start, nodes, format, time_zone, dropped, restart_base FROM %s "
 						"WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", table),
 			   1, types, values, nulls, SPI_OK_SELECT);
 	memset(&def, 0, sizeof(def));
@@ -1448,7 +1432,7 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 		itypes[7] = REGROLEOID;
 		ivalues[7] = ObjectIdGetDatum(GetUserId());
 		inulls[7] = ' ';
-		CounterSql(psprintf("INSERT INTO %s (name, kind, start, nodes, format, time_zone, restart_base%s) "
+		SpiRunArgs(psprintf("INSERT INTO %s (name, kind, start, nodes, format, time_zone, restart_base%s) "
 							"VALUES ($1, $2, $3, $4, $5, $6, $7%s)", table,
 							rights ? ", owner" : "", rights ? ", $8" : ""),
 				   rights ? 8 : 7, itypes, ivalues, inulls, SPI_OK_INSERT);
@@ -1473,7 +1457,7 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 					 errmsg("snowseq counter \"%s\" already exists", NameStr(*name))));
 		def.restart_base = DatumGetInt64(SPI_getbinval(tup, desc, 7, &isnull));
 		if (same && !restart)
-			CounterSql(psprintf("UPDATE %s SET dropped = false WHERE name OPERATOR(pg_catalog.=) $1", table),
+			SpiRunArgs(psprintf("UPDATE %s SET dropped = false WHERE name OPERATOR(pg_catalog.=) $1", table),
 					   1, types, values, nulls, SPI_OK_UPDATE);
 		else if (!restart)
 			ereport(ERROR,
@@ -1495,7 +1479,7 @@ CounterCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 start,
 
 			def.restart_base = DatumGetInt64(base);
 			replace = true;
-			CounterSql(psprintf("UPDATE %s SET dropped = false, restart_base = $2, start = $3, nodes = $4, "
+			SpiRunArgs(psprintf("UPDATE %s SET dropped = false, restart_base = $2, start = $3, nodes = $4, "
 								"kind = $5, format = NULL, time_zone = NULL "
 								"WHERE name OPERATOR(pg_catalog.=) $1", table),
 					   5, btypes, bvalues, NULL, SPI_OK_UPDATE);
@@ -1581,7 +1565,7 @@ snowseq_drop_counter(PG_FUNCTION_ARGS)
 	CounterName(PG_GETARG_TEXT_PP(0), &name);
 	value = CStringGetTextDatum(NameStr(name));
 	SPI_connect();
-	if (CounterSql(psprintf("UPDATE %s SET dropped = true WHERE name OPERATOR(pg_catalog.=) $1 AND NOT dropped",
+	if (SpiRunArgs(psprintf("UPDATE %s SET dropped = true WHERE name OPERATOR(pg_catalog.=) $1 AND NOT dropped",
 							table), 1, &type, &value, NULL, SPI_OK_UPDATE) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -1648,7 +1632,7 @@ PG_FUNCTION_INFO_V1(snowseq_revoke_counter);
 static void
 CounterCheckState(Oid fn_oid, const NameData *name)
 {
-	Oid			nsp = get_func_namespace(fn_oid);
+	Oid			nsp = ExtNamespace(fn_oid);
 	Datum		arg = CStringGetTextDatum(NameStr(*name));
 	Oid			argtype = TEXTOID;
 	bool		allowed = true;
@@ -1688,7 +1672,7 @@ CounterGrant(FunctionCallInfo fcinfo, bool grant)
 	NameData	name;
 	char	   *role;
 	Oid			grantee;
-	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+	Oid			nsp = ExtNamespace(fcinfo->flinfo->fn_oid);
 	char	   *table = CounterTableName(fcinfo->flinfo->fn_oid);
 	Oid			user = GetUserId();
 	Oid			save_user;
@@ -1724,7 +1708,7 @@ CounterGrant(FunctionCallInfo fcinfo, bool grant)
 
 	CounterAsOwner(get_relname_relid("snowseq_counters", nsp), &save_user, &save_sec);
 	SPI_connect();
-	CounterSql(psprintf("SELECT owner, acl FROM %s WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", table),
+	SpiRunArgs(psprintf("SELECT owner, acl FROM %s WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", table),
 			   1, types, values, nulls, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		ereport(ERROR,
@@ -1769,7 +1753,7 @@ CounterGrant(FunctionCallInfo fcinfo, bool grant)
 			elems[i] = PointerGetDatum(&items[i]);
 		values[1] = PointerGetDatum(construct_array(elems, n, ACLITEMOID, typlen, typbyval, typalign));
 	}
-	CounterSql(psprintf("UPDATE %s SET acl = $2 WHERE name OPERATOR(pg_catalog.=) $1", table),
+	SpiRunArgs(psprintf("UPDATE %s SET acl = $2 WHERE name OPERATOR(pg_catalog.=) $1", table),
 			   2, types, values, nulls, SPI_OK_UPDATE);
 	SPI_finish();
 	SetUserIdAndSecContext(save_user, save_sec);

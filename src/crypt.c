@@ -8,7 +8,8 @@
  *	 [0][gene: 15 ][key version: v ][FF1-AES256_{key, tweak = gene}(segment << c)]
  *
  * v is snowseq.public_version_bits (5 to 7, fixed at server start); c, the
- * check bits, belongs to each key.  Decryption accepts a number only when
+ * check bits, belongs to each key.  128-bit gene IDs have a public form
+ * with the same keys (section "128-bit gene IDs" below).  Decryption accepts a number only when
  * its version names a key that is not retired and the low c bits of the
  * decrypted value are zero.
  *
@@ -55,18 +56,22 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/uuid.h"
 
 #include "catcache.h"
 #include "crypt.h"
 #include "ff1.h"
+#include "gene.h"
 #include "keyring.h"
-#include "snowseq.h"
+#include "shmem.h"
+#include "sqlrun.h"
 
 #define CRYPT_KEY_TABLE			"snowseq_key_store"
 #define CRYPT_VERSION_BITS_MIN	5
 #define CRYPT_VERSION_BITS_MAX	7
 #define CRYPT_CHECK_BITS_MAX	16
 #define CRYPT_TWEAK_BYTES		2	/* the gene, big-endian */
+#define CRYPT_WIDE_TWEAK_BYTES	3	/* the 23-bit gene of a 128-bit ID, big-endian */
 #define CRYPT_SEGMENT_MASK		((((uint64) 1) << SNOWSEQ_SEGMENT_BITS) - 1)
 
 /* snowseq.public_version_bits */
@@ -90,6 +95,7 @@ typedef struct CryptKey
 	uint64		max_segment;	/* largest segment this key can encrypt */
 	Ff1Key		aes;			/* unset for a retired key */
 	Ff1Bits		dom;			/* 48 - v bits, 2-byte tweak */
+	Ff1Bits		wide;			/* 128-bit gene IDs: 79 bits, 3-byte tweak */
 	bool		uncommitted;	/* row written by this transaction (parallel workers) */
 } CryptKey;
 
@@ -258,7 +264,7 @@ CryptFreeKeys(void)
 static Oid
 CryptKeyTable(Oid fn_oid)
 {
-	Oid			nsp = get_func_namespace(fn_oid);
+	Oid			nsp = ExtNamespace(fn_oid);
 	Oid			relid = get_relname_relid(CRYPT_KEY_TABLE, nsp);
 
 	if (!OidIsValid(relid))
@@ -297,6 +303,7 @@ CryptCacheRow(const KeyRow *row)
 		explicit_bzero(raw, sizeof(raw));
 		Ff1BitsInit(&k->dom, &k->aes, SNOWSEQ_SEGMENT_BITS - crypt_version_bits,
 					CRYPT_TWEAK_BYTES);
+		Ff1BitsInit(&k->wide, &k->aes, SNOWSEQ_WIDE_SEGMENT_BITS, CRYPT_WIDE_TWEAK_BYTES);
 	}
 	else if (row->state != KEY_RETIRED)
 	{
@@ -304,6 +311,7 @@ CryptCacheRow(const KeyRow *row)
 		Ff1KeyInit(&k->aes, (const uint8 *) VARDATA_ANY(row->key));
 		Ff1BitsInit(&k->dom, &k->aes, SNOWSEQ_SEGMENT_BITS - crypt_version_bits,
 					CRYPT_TWEAK_BYTES);
+		Ff1BitsInit(&k->wide, &k->aes, SNOWSEQ_WIDE_SEGMENT_BITS, CRYPT_WIDE_TWEAK_BYTES);
 	}
 	if (row->state == KEY_CURRENT)
 	{
@@ -635,6 +643,229 @@ snowseq_is_public_id(PG_FUNCTION_ARGS)
 	if (public_id < 0)
 		PG_RETURN_BOOL(false);
 	PG_RETURN_BOOL(CryptDecrypt(fcinfo, public_id, &id, &k) == PUBLIC_OK);
+}
+
+/* ---- 128-bit gene IDs ---- */
+
+/*
+ * The public form of a 128-bit gene ID (snowseq_gene_uuid) keeps the
+ * layout of snowseq.h: the 23-bit gene stays, so it routes like the
+ * private one; the 20-bit key version field holds the key's version; the
+ * 79-bit segment becomes FF1-AES256_{key, tweak = the gene's 3 bytes}
+ * (segment << c) over 79 bits, c being the key's check bits.  The same
+ * keys, versions, rotation and rules as the 64-bit public IDs above.
+ */
+
+/* A UUID as text, for messages. */
+static char *
+CryptUuidText(const pg_uuid_t *uuid)
+{
+	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum((pg_uuid_t *) uuid)));
+}
+
+/* The fields of a 128-bit gene ID argument; ERROR for NULL or another UUID. */
+static pg_uuid_t *
+CryptWideArg(FunctionCallInfo fcinfo, const char *what, WideId *w)
+{
+	pg_uuid_t  *uuid;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", what),
+				 errhint("Public 128-bit gene IDs are made from snowseq_gene_uuid() IDs by snowseq_encrypt_uuid() and read back by snowseq_decrypt_uuid().")));
+	uuid = PG_GETARG_UUID_P(0);
+	if (!WideIdFromUuid(uuid, w))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" is not a 128-bit gene ID", CryptUuidText(uuid)),
+				 errdetail("A 128-bit gene ID is an RFC 9562 version 8 UUID: its third group begins with 8, its fourth with 8, 9, a or b."),
+				 errhint("Make 128-bit gene IDs with snowseq_gene_uuid(key).")));
+	return uuid;
+}
+
+/* The tweak of a 23-bit gene: its three bytes, big-endian. */
+static inline void
+CryptWideTweak(uint32 gene, uint8 *tweak)
+{
+	tweak[0] = (uint8) (gene >> 16);
+	tweak[1] = (uint8) (gene >> 8);
+	tweak[2] = (uint8) gene;
+}
+
+/* Bits a 128-bit gene ID's segment needs. */
+static int
+CryptWideSegmentBits(const WideId *w)
+{
+	if (w->seg_hi != 0)
+		return 64 + pg_leftmost_one_pos64(w->seg_hi) + 1;
+	return w->seg_lo == 0 ? 0 : pg_leftmost_one_pos64(w->seg_lo) + 1;
+}
+
+/* The public form of a private 128-bit gene ID, under the current key. */
+static void
+CryptEncryptWide(FunctionCallInfo fcinfo, const pg_uuid_t *uuid, WideId *w)
+{
+	CryptKey   *k;
+	uint8		tweak[CRYPT_WIDE_TWEAK_BYTES];
+	int			c;
+	int			bits;
+	uint64		hi = w->seg_hi;
+	uint64		lo = w->seg_lo;
+
+	if (w->key_version != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" is a public 128-bit gene ID already", CryptUuidText(uuid)),
+				 errdetail("Its key version field is %u; snowseq_gene_uuid() writes 0 there.",
+						   w->key_version),
+				 errhint("snowseq_decrypt_uuid() reads it back.")));
+	ShmemCheckPreloaded();
+	CryptEnsureLoaded(fcinfo);
+	k = crypt_current;
+	if (unlikely(k == NULL))
+		CryptNoCurrentKey();
+	if (unlikely(crypt_made_any || IsParallelWorker()))
+		CryptCheckCommitted(k);
+	c = k->check_bits;
+	bits = CryptWideSegmentBits(w);
+	if (unlikely(bits > SNOWSEQ_WIDE_SEGMENT_BITS - c))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("128-bit gene ID \"%s\" does not fit in a public ID of key version %d",
+						CryptUuidText(uuid), k->version),
+				 errdetail("Its segment needs %d bits; with the %d check bits of key version %d, a public 128-bit gene ID holds segments of up to %d bits.",
+						   bits, c, k->version, SNOWSEQ_WIDE_SEGMENT_BITS - c),
+				 errhint("Make a key with at most %d check bits current: SELECT snowseq_use_key(snowseq_new_key(check_bits => %d));",
+						 SNOWSEQ_WIDE_SEGMENT_BITS - bits, SNOWSEQ_WIDE_SEGMENT_BITS - bits)));
+	if (c > 0)
+	{
+		hi = (hi << c) | (lo >> (64 - c));
+		lo <<= c;
+	}
+	CryptWideTweak(w->gene, tweak);
+	Ff1BitsCryptWide(&k->aes, &k->wide, tweak, &hi, &lo, false);
+	w->key_version = (uint32) k->version;
+	w->seg_hi = hi;
+	w->seg_lo = lo;
+}
+
+/* Decrypt a 128-bit gene ID's fields in place when the result is PUBLIC_OK. */
+static PublicResult
+CryptDecryptWide(FunctionCallInfo fcinfo, WideId *w, CryptKey **key)
+{
+	uint8		tweak[CRYPT_WIDE_TWEAK_BYTES];
+	CryptKey   *k;
+	int			c;
+	uint64		hi = w->seg_hi;
+	uint64		lo = w->seg_lo;
+
+	/* a server that cannot read its keys says so, whatever the input */
+	ShmemCheckPreloaded();
+	CryptEnsureLoaded(fcinfo);
+	*key = NULL;
+	if (w->key_version == 0)
+		return PUBLIC_VERSION_ZERO;
+	if (w->key_version >= (1U << crypt_version_bits))
+		return PUBLIC_UNKNOWN_VERSION;
+	k = crypt_keys[w->key_version];
+	*key = k;
+	if (k == NULL)
+		return PUBLIC_UNKNOWN_VERSION;
+	if (k->state == KEY_RETIRED)
+		return PUBLIC_RETIRED;
+	CryptWideTweak(w->gene, tweak);
+	Ff1BitsCryptWide(&k->aes, &k->wide, tweak, &hi, &lo, true);
+	c = k->check_bits;
+	if ((lo & ((((uint64) 1) << c) - 1)) != 0)
+		return PUBLIC_CHECK_FAILED;
+	if (c > 0)
+	{
+		lo = (lo >> c) | (hi << (64 - c));
+		hi >>= c;
+	}
+	w->key_version = 0;
+	w->seg_hi = hi;
+	w->seg_lo = lo;
+	return PUBLIC_OK;
+}
+
+PG_FUNCTION_INFO_V1(snowseq_encrypt_uuid);
+PG_FUNCTION_INFO_V1(snowseq_decrypt_uuid);
+PG_FUNCTION_INFO_V1(snowseq_is_public_uuid);
+
+/* snowseq_encrypt_uuid(id uuid) -> uuid: the public form of a 128-bit gene ID. */
+Datum
+snowseq_encrypt_uuid(PG_FUNCTION_ARGS)
+{
+	WideId		w;
+	pg_uuid_t  *uuid = CryptWideArg(fcinfo, "128-bit gene ID to encrypt", &w);
+	pg_uuid_t  *result = palloc(sizeof(pg_uuid_t));
+
+	CryptEncryptWide(fcinfo, uuid, &w);
+	WideIdToUuid(&w, result);
+	PG_RETURN_UUID_P(result);
+}
+
+/* snowseq_decrypt_uuid(public_id uuid) -> uuid: the 128-bit gene ID of a public one, or an ERROR. */
+Datum
+snowseq_decrypt_uuid(PG_FUNCTION_ARGS)
+{
+	WideId		w;
+	pg_uuid_t  *uuid = CryptWideArg(fcinfo, "public 128-bit gene ID", &w);
+	pg_uuid_t  *result;
+	CryptKey   *k;
+	uint32		version = w.key_version;
+
+	switch (CryptDecryptWide(fcinfo, &w, &k))
+	{
+		case PUBLIC_OK:
+			break;
+		case PUBLIC_VERSION_ZERO:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("\"%s\" is not a public 128-bit gene ID", CryptUuidText(uuid)),
+					 errdetail("Its key version field is 0, which snowseq_encrypt_uuid() never writes: it looks like a private one, as snowseq_gene_uuid() makes them."),
+					 errhint("Pass a UUID made by snowseq_encrypt_uuid().")));
+			break;
+		case PUBLIC_UNKNOWN_VERSION:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("\"%s\" is not a valid public 128-bit gene ID", CryptUuidText(uuid)),
+					 errdetail("Its key version %u does not exist.", version),
+					 errhint("Check the UUID for a typing error; snowseq_keys lists the key versions.")));
+			break;
+		case PUBLIC_RETIRED:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("public 128-bit gene ID \"%s\" was made with retired key version %d",
+							CryptUuidText(uuid), k->version),
+					 errdetail("A retired key is erased; its public IDs no longer decrypt.")));
+			break;
+		case PUBLIC_CHECK_FAILED:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("\"%s\" is not a valid public 128-bit gene ID", CryptUuidText(uuid)),
+					 errdetail("It was not made by snowseq_encrypt_uuid() with key version %d: its %d check bits are not zero.",
+							   k->version, k->check_bits),
+					 errhint("Check the UUID for a typing error.")));
+			break;
+	}
+	result = palloc(sizeof(pg_uuid_t));
+	WideIdToUuid(&w, result);
+	PG_RETURN_UUID_P(result);
+}
+
+/* snowseq_is_public_uuid(public_id uuid) -> bool: would snowseq_decrypt_uuid return an ID? */
+Datum
+snowseq_is_public_uuid(PG_FUNCTION_ARGS)
+{
+	WideId		w;
+	CryptKey   *k;
+
+	if (!WideIdFromUuid(PG_GETARG_UUID_P(0), &w))
+		PG_RETURN_BOOL(false);
+	PG_RETURN_BOOL(CryptDecryptWide(fcinfo, &w, &k) == PUBLIC_OK);
 }
 
 /* ---- key management ---- */

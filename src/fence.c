@@ -47,6 +47,7 @@
 #include "snowseq.h"
 #include "gene.h"
 #include "remote.h"
+#include "sqlrun.h"
 
 typedef struct Fence
 {
@@ -69,7 +70,7 @@ static MemoryContext fence_cxt = NULL;
 static Oid
 FenceTable(Oid fn_oid)
 {
-	Oid			relid = get_relname_relid("snowseq_fence", get_func_namespace(fn_oid));
+	Oid			relid = get_relname_relid("snowseq_fence", ExtNamespace(fn_oid));
 
 	if (!OidIsValid(relid))
 		elog(ERROR, "snowseq_fence table is missing");
@@ -306,22 +307,11 @@ snowseq_fence(PG_FUNCTION_ARGS)
 	return PointerGetDatum(td->tg_trigtuple);
 }
 
-/* Run one statement with parameters through SPI, or fail. */
-static void
-FenceSpi(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls, int expect)
-{
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
-
-	if (rc != expect)
-		elog(ERROR, "snowseq: fence update failed: %s", SPI_result_code_string(rc));
-}
-
 /* Qualified name of the fence table, for SPI. */
 static char *
 FenceTableName(Oid fn_oid)
 {
-	return quote_qualified_identifier(get_namespace_name(get_func_namespace(fn_oid)),
-									  "snowseq_fence");
+	return ExtObject(fn_oid, "snowseq_fence");
 }
 
 /*
@@ -354,7 +344,7 @@ snowseq_fence_open(PG_FUNCTION_ARGS)
 				   "RETURNING f.fence_id",
 				   FenceTableName(fcinfo->flinfo->fn_oid));
 	SPI_connect();
-	FenceSpi(sql, 5, types, values, nulls, SPI_OK_INSERT_RETURNING);
+	SpiRunArgs(sql, 5, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 	PG_RETURN_INT32(id);
@@ -379,7 +369,7 @@ snowseq_fence_state(PG_FUNCTION_ARGS)
 				   "WHERE fence_id OPERATOR(pg_catalog.=) $1",
 				   FenceTableName(fcinfo->flinfo->fn_oid));
 	SPI_connect();
-	FenceSpi(sql, 2, types, values, NULL, SPI_OK_UPDATE);
+	SpiRunArgs(sql, 2, types, values, NULL, SPI_OK_UPDATE);
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -403,7 +393,7 @@ snowseq_fence_drop(PG_FUNCTION_ARGS)
 				   "AND state OPERATOR(pg_catalog.<>) 'moved'",
 				   FenceTableName(fcinfo->flinfo->fn_oid));
 	SPI_connect();
-	FenceSpi(sql, 1, types, values, NULL, SPI_OK_DELETE);
+	SpiRunArgs(sql, 1, types, values, NULL, SPI_OK_DELETE);
 	found = SPI_processed > 0;
 	SPI_finish();
 	CacheInvalidateRelcacheByRelid(FenceTable(fcinfo->flinfo->fn_oid));
@@ -432,31 +422,31 @@ snowseq_fence_wait(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	/* the writers now: their virtual transaction ids */
-	FenceSpi(psprintf("SELECT pg_catalog.array_agg(l.virtualtransaction) FROM pg_catalog.pg_locks l "
-					  "JOIN %s f ON f.relid OPERATOR(pg_catalog.=) l.relation "
-					  "WHERE f.fence_id OPERATOR(pg_catalog.=) $1 AND l.locktype OPERATOR(pg_catalog.=) 'relation' "
-					  "AND l.database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database "
-					  "WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) "
-					  "AND l.mode OPERATOR(pg_catalog.=) ANY (ARRAY['RowExclusiveLock', 'ShareRowExclusiveLock', "
-					  "'ExclusiveLock', 'AccessExclusiveLock']) AND l.granted "
-					  "AND l.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()",
-					  FenceTableName(fcinfo->flinfo->fn_oid)),
-			 1, types, values, NULL, SPI_OK_SELECT);
+	SpiRunArgs(psprintf("SELECT pg_catalog.array_agg(l.virtualtransaction) FROM pg_catalog.pg_locks l "
+						"JOIN %s f ON f.relid OPERATOR(pg_catalog.=) l.relation "
+						"WHERE f.fence_id OPERATOR(pg_catalog.=) $1 AND l.locktype OPERATOR(pg_catalog.=) 'relation' "
+						"AND l.database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database "
+						"WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) "
+						"AND l.mode OPERATOR(pg_catalog.=) ANY (ARRAY['RowExclusiveLock', 'ShareRowExclusiveLock', "
+						"'ExclusiveLock', 'AccessExclusiveLock']) AND l.granted "
+						"AND l.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()",
+						FenceTableName(fcinfo->flinfo->fn_oid)),
+			   1, types, values, NULL, SPI_OK_SELECT);
 	values[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (isnull)
 		done = true;
 	while (!done)
 	{
 		/* a transaction holds the lock on its own virtual id until it ends */
-		FenceSpi(psprintf("SELECT NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks v "
-						  "WHERE v.locktype OPERATOR(pg_catalog.=) 'virtualxid' AND v.granted "
-						  "AND v.virtualxid OPERATOR(pg_catalog.=) ANY ($2) "
-						  "AND v.pid OPERATOR(pg_catalog.<>) ALL (SELECT w.pid FROM pg_catalog.pg_locks w "
-						  "WHERE w.locktype OPERATOR(pg_catalog.=) 'advisory' AND NOT w.granted "
-						  "AND w.classid OPERATOR(pg_catalog.=) %u AND w.objid OPERATOR(pg_catalog.=) $1::pg_catalog.oid "
-						  "AND w.objsubid OPERATOR(pg_catalog.=) 2))",
-						  (uint32) SNOWSEQ_LOCK_BLOCK),
-				 2, types, values, NULL, SPI_OK_SELECT);
+		SpiRunArgs(psprintf("SELECT NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks v "
+							"WHERE v.locktype OPERATOR(pg_catalog.=) 'virtualxid' AND v.granted "
+							"AND v.virtualxid OPERATOR(pg_catalog.=) ANY ($2) "
+							"AND v.pid OPERATOR(pg_catalog.<>) ALL (SELECT w.pid FROM pg_catalog.pg_locks w "
+							"WHERE w.locktype OPERATOR(pg_catalog.=) 'advisory' AND NOT w.granted "
+							"AND w.classid OPERATOR(pg_catalog.=) %u AND w.objid OPERATOR(pg_catalog.=) $1::pg_catalog.oid "
+							"AND w.objsubid OPERATOR(pg_catalog.=) 2))",
+							(uint32) SNOWSEQ_LOCK_BLOCK),
+				   2, types, values, NULL, SPI_OK_SELECT);
 		done = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		SPI_freetuptable(SPI_tuptable);
 		if (done || TimestampDifferenceExceeds(start, GetCurrentTimestamp(), timeout_ms))
@@ -485,7 +475,7 @@ snowseq_fence_clear(PG_FUNCTION_ARGS)
 	sql = psprintf("DELETE FROM %s WHERE relid OPERATOR(pg_catalog.=) $1",
 				   FenceTableName(fcinfo->flinfo->fn_oid));
 	SPI_connect();
-	FenceSpi(sql, 1, types, values, NULL, SPI_OK_DELETE);
+	SpiRunArgs(sql, 1, types, values, NULL, SPI_OK_DELETE);
 	n = (int32) SPI_processed;
 	SPI_finish();
 	CacheInvalidateRelcacheByRelid(FenceTable(fcinfo->flinfo->fn_oid));

@@ -11,7 +11,8 @@
  * the other half.  Every tweak gives another permutation of the domain.
  *
  * Two implementations of the same algorithm:
- *	- Ff1Bits*: radix 2, numbers of 20 to 64 bits, what public IDs use.
+ *	- Ff1Bits*: radix 2, numbers of 20 to 112 bits, what public IDs use (up
+ *	  to 64 bits as one word; the 79-bit segment of a 128-bit gene ID as two).
  *	  CIPH_K(P) is computed once per key and domain; with a tweak of at most
  *	  11 bytes Q is a single block, so a round is one AES block encryption.
  *	  No allocation, no branch on secret data.
@@ -157,17 +158,17 @@ Ff1StartQ(const Ff1Key *key, const uint8 *pmac, const uint8 *tweak, int t, int b
 void
 Ff1BitsInit(Ff1Bits *dom, const Ff1Key *key, int nbits, int tweaklen)
 {
-	Assert(nbits >= FF1_BITS_MIN && nbits <= FF1_BITS_MAX && tweaklen >= 0);
+	Assert(nbits >= FF1_BITS_MIN && nbits <= FF1_WIDE_BITS_MAX && tweaklen >= 0);
 	dom->nbits = nbits;
 	dom->u = nbits / 2;
 	dom->v = nbits - dom->u;
-	/* b = ceil(ceil(v * log2(2)) / 8); v <= 32, so b <= 4 and d = 8 */
+	/* b = ceil(ceil(v * log2(2)) / 8); v <= 56, so b <= 7 and d = 8 or 12 */
 	dom->b = (dom->v + 7) / 8;
 	dom->tweaklen = tweaklen;
 	Ff1PMac(key, 2, dom->u, nbits, tweaklen, dom->pmac);
 }
 
-/* Low m bits (m <= 32). */
+/* Low m bits (m <= 56). */
 #define FF1_MASK(m)		((((uint64) 1) << (m)) - 1)
 
 /*
@@ -195,8 +196,9 @@ Ff1BitsStart(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak, Ff1Round
 
 /*
  * One round's y mod 2^64: R = PRF(P || Q) with [i] and NUM(B) = num in Q's
- * last block, y = NUM(S) of S = R's first d = 8 bytes.  Only y mod 2^m is
- * used, m <= 32, so 64 bits suffice.
+ * last block, y = NUM(S) of S = R's first d bytes.  Only y mod 2^m is
+ * used, m <= 56, so the last 8 of the d bytes suffice: bytes 0-7 when
+ * d = 8 (b <= 4), bytes 4-11 when d = 12.
  */
 static inline uint64
 Ff1BitsY(const Ff1Key *key, const Ff1Bits *dom, const Ff1Round *r, int i, uint64 num)
@@ -207,16 +209,19 @@ Ff1BitsY(const Ff1Key *key, const Ff1Bits *dom, const Ff1Round *r, int i, uint64
 	blk[0] = r->w[0];
 	blk[1] = r->w[1] ^ pg_hton64(((uint64) i << (8 * dom->b)) | num);
 	Ff1Aes(key, (const uint8 *) blk, (uint8 *) out);
-	return pg_ntoh64(out[0]);
+	if (dom->b <= 4)
+		return pg_ntoh64(out[0]);
+	return (pg_ntoh64(out[0]) << 32) | (pg_ntoh64(out[1]) >> 32);
 }
 
-/* FF1 encryption of an nbits-bit number x. */
-uint64
-Ff1BitsEncrypt(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak, uint64 x)
+/* FF1 encryption of the halves A (u bits) and B (v bits) of a number. */
+static inline void
+Ff1BitsEncryptHalves(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak,
+					 uint64 *pa, uint64 *pb)
 {
 	Ff1Round	r;
-	uint64		a = x >> dom->v;
-	uint64		b = x & FF1_MASK(dom->v);
+	uint64		a = *pa;
+	uint64		b = *pb;
 
 	Ff1BitsStart(key, dom, tweak, &r);
 	for (int i = 0; i < FF1_ROUNDS; i++)
@@ -227,16 +232,18 @@ Ff1BitsEncrypt(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak, uint64
 		a = b;
 		b = c;
 	}
-	return (a << dom->v) | b;
+	*pa = a;
+	*pb = b;
 }
 
-/* FF1 decryption of an nbits-bit number x. */
-uint64
-Ff1BitsDecrypt(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak, uint64 x)
+/* FF1 decryption of the halves A (u bits) and B (v bits) of a number. */
+static inline void
+Ff1BitsDecryptHalves(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak,
+					 uint64 *pa, uint64 *pb)
 {
 	Ff1Round	r;
-	uint64		a = x >> dom->v;
-	uint64		b = x & FF1_MASK(dom->v);
+	uint64		a = *pa;
+	uint64		b = *pb;
 
 	Ff1BitsStart(key, dom, tweak, &r);
 	for (int i = FF1_ROUNDS - 1; i >= 0; i--)
@@ -247,7 +254,52 @@ Ff1BitsDecrypt(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak, uint64
 		b = a;
 		a = c;
 	}
+	*pa = a;
+	*pb = b;
+}
+
+/* FF1 encryption of an nbits-bit number x (nbits <= 64). */
+uint64
+Ff1BitsEncrypt(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak, uint64 x)
+{
+	uint64		a = x >> dom->v;
+	uint64		b = x & FF1_MASK(dom->v);
+
+	Assert(dom->nbits <= FF1_BITS_MAX);
+	Ff1BitsEncryptHalves(key, dom, tweak, &a, &b);
 	return (a << dom->v) | b;
+}
+
+/* FF1 decryption of an nbits-bit number x (nbits <= 64). */
+uint64
+Ff1BitsDecrypt(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak, uint64 x)
+{
+	uint64		a = x >> dom->v;
+	uint64		b = x & FF1_MASK(dom->v);
+
+	Assert(dom->nbits <= FF1_BITS_MAX);
+	Ff1BitsDecryptHalves(key, dom, tweak, &a, &b);
+	return (a << dom->v) | b;
+}
+
+/*
+ * FF1 encryption or decryption, in place, of an nbits-bit number of up to
+ * FF1_WIDE_BITS_MAX bits, given as *hi * 2^64 + *lo.
+ */
+void
+Ff1BitsCryptWide(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak,
+				 uint64 *hi, uint64 *lo, bool decrypt)
+{
+	/* 0 < v < 64: A is the bits above v, B the v bits below */
+	uint64		a = (*hi << (64 - dom->v)) | (*lo >> dom->v);
+	uint64		b = *lo & FF1_MASK(dom->v);
+
+	if (decrypt)
+		Ff1BitsDecryptHalves(key, dom, tweak, &a, &b);
+	else
+		Ff1BitsEncryptHalves(key, dom, tweak, &a, &b);
+	*lo = (a << dom->v) | b;
+	*hi = a >> (64 - dom->v);
 }
 
 /* ---- any radix: the reference path for published test vectors ---- */
@@ -412,6 +464,7 @@ Ff1TestKey(bytea *raw)
 
 PG_FUNCTION_INFO_V1(snowseq_ff1_test_vector);
 PG_FUNCTION_INFO_V1(snowseq_ff1_test_bits);
+PG_FUNCTION_INFO_V1(snowseq_ff1_test_wide);
 
 /*
  * snowseq_ff1_test_vector(key bytea, tweak bytea, radix int, input text,
@@ -482,4 +535,49 @@ snowseq_ff1_test_bits(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64((int64) (decrypt ?
 							 Ff1BitsDecrypt(key, &dom, (const uint8 *) VARDATA_ANY(tweak), x) :
 							 Ff1BitsEncrypt(key, &dom, (const uint8 *) VARDATA_ANY(tweak), x)));
+}
+
+/*
+ * snowseq_ff1_test_wide(key bytea, tweak bytea, bits text, decrypt bool)
+ * -> text: the radix-2 path of 128-bit public IDs (Ff1BitsCryptWide) on a
+ * string of 20 to 112 binary digits, most significant first.
+ */
+Datum
+snowseq_ff1_test_wide(PG_FUNCTION_ARGS)
+{
+	const Ff1Key *key = Ff1TestKey(PG_GETARG_BYTEA_PP(0));
+	bytea	   *tweak = PG_GETARG_BYTEA_PP(1);
+	char	   *bits = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	bool		decrypt = PG_GETARG_BOOL(3);
+	int			nbits = strlen(bits);
+	uint64		hi = 0;
+	uint64		lo = 0;
+	Ff1Bits		dom;
+	char	   *result;
+
+	if (nbits < FF1_BITS_MIN || nbits > FF1_WIDE_BITS_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a binary string of %d to %d digits is needed, not %d",
+						FF1_BITS_MIN, FF1_WIDE_BITS_MAX, nbits)));
+	for (int k = 0; k < nbits; k++)
+	{
+		if (bits[k] != '0' && bits[k] != '1')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("\"%c\" is not a binary digit", bits[k])));
+		hi = (hi << 1) | (lo >> 63);
+		lo = (lo << 1) | (uint64) (bits[k] - '0');
+	}
+	Ff1BitsInit(&dom, key, nbits, VARSIZE_ANY_EXHDR(tweak));
+	Ff1BitsCryptWide(key, &dom, (const uint8 *) VARDATA_ANY(tweak), &hi, &lo, decrypt);
+	result = palloc(nbits + 1);
+	for (int k = nbits - 1; k >= 0; k--)
+	{
+		result[k] = (char) ('0' + (lo & 1));
+		lo = (lo >> 1) | (hi << 63);
+		hi >>= 1;
+	}
+	result[nbits] = '\0';
+	PG_RETURN_TEXT_P(cstring_to_text(result));
 }

@@ -38,7 +38,8 @@ typedef struct Ff1Bits
 
 /* smallest and largest binary domains of the fast path */
 #define FF1_BITS_MIN		20	/* 2^20 >= 10^6, SP 800-38G Rev. 1's minimum domain */
-#define FF1_BITS_MAX		64
+#define FF1_BITS_MAX		64	/* as one word (Ff1BitsEncrypt, Ff1BitsDecrypt) */
+#define FF1_WIDE_BITS_MAX	112 /* as two (Ff1BitsCryptWide): halves of <= 56 bits */
 
 extern void Ff1KeyInit(Ff1Key *key, const uint8 *raw);
 extern void Ff1KeyFree(Ff1Key *key);
@@ -47,5 +48,7 @@ extern uint64 Ff1BitsEncrypt(const Ff1Key *key, const Ff1Bits *dom,
 							 const uint8 *tweak, uint64 x);
 extern uint64 Ff1BitsDecrypt(const Ff1Key *key, const Ff1Bits *dom,
 							 const uint8 *tweak, uint64 x);
+extern void Ff1BitsCryptWide(const Ff1Key *key, const Ff1Bits *dom, const uint8 *tweak,
+							 uint64 *hi, uint64 *lo, bool decrypt);
 
 #endif							/* SNOWSEQ_FF1_H */

@@ -22,8 +22,9 @@
 #include "utils/rel.h"
 #include "utils/uuid.h"
 
-#include "snowseq.h"
 #include "gene.h"
+#include "segment.h"
+#include "shmem.h"
 
 /* The hash of a byte string whose low 15 bits are its gene (23 bits: its wide gene). */
 static uint64
@@ -124,28 +125,18 @@ WideGeneOfHash(uint64 h)
 					 ((h >> SNOWSEQ_GENE_BITS) & ((1 << SNOWSEQ_WIDE_EXTRA_BITS) - 1)));
 }
 
-/*
- * A 128-bit gene ID of a key's hash (layout in snowseq.h): key version 0,
- * the next wide segment of this node.
- */
-static pg_uuid_t *
-GeneUuid(uint64 h)
+/* The 128-bit gene ID of its fields (layout in snowseq.h). */
+void
+WideIdToUuid(const WideId *w, pg_uuid_t *uuid)
 {
-	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
-	uint64		counter;
-	uint64		hi;
-	uint64		lo;
-
-	SnowseqCheckUsable();
-	counter = WideSegmentNext();
-	/* segment = counter << 30 | node: bits 78..74, 73..62, 61..0 */
-	hi = ((uint64) WideGeneOfHash(h) << 41) |
-		((counter >> 44) << 16) |
+	/* segment bits 78..74, then 73..62, then 61..0 */
+	uint64		hi = ((uint64) w->gene << 41) |
+		((uint64) w->key_version << 21) |
+		((w->seg_hi >> 10) << 16) |
 		(UINT64CONST(8) << 12) |
-		((counter >> 32) & 0xFFF);
-	lo = (UINT64CONST(2) << 62) |
-		((counter & UINT64CONST(0xFFFFFFFF)) << SNOWSEQ_WIDE_NODE_BITS) |
-		(uint64) snowseq_node_id;
+		(((w->seg_hi & 0x3FF) << 2) | (w->seg_lo >> 62));
+	uint64		lo = (UINT64CONST(2) << 62) | (w->seg_lo & ((UINT64CONST(1) << 62) - 1));
+
 	for (int i = 7; i >= 0; i--)
 	{
 		uuid->data[i] = (unsigned char) hi;
@@ -153,6 +144,50 @@ GeneUuid(uint64 h)
 		hi >>= 8;
 		lo >>= 8;
 	}
+}
+
+/*
+ * The fields of a 128-bit gene ID; false for a UUID that is not RFC 9562
+ * version 8 of the RFC variant, which no 128-bit gene ID is.
+ */
+bool
+WideIdFromUuid(const pg_uuid_t *uuid, WideId *w)
+{
+	uint64		hi = 0;
+	uint64		lo = 0;
+
+	for (int i = 0; i < 8; i++)
+	{
+		hi = (hi << 8) | uuid->data[i];
+		lo = (lo << 8) | uuid->data[8 + i];
+	}
+	if (((hi >> 12) & 0xF) != 8 || (lo >> 62) != 2)
+		return false;
+	w->gene = (uint32) (hi >> 41);
+	w->key_version = (uint32) ((hi >> 21) & ((1 << SNOWSEQ_WIDE_VERSION_BITS) - 1));
+	w->seg_hi = (((hi >> 16) & 0x1F) << 10) | ((hi & 0xFFF) >> 2);
+	w->seg_lo = ((hi & 0x3) << 62) | (lo & ((UINT64CONST(1) << 62) - 1));
+	return true;
+}
+
+/*
+ * A 128-bit gene ID of a key's hash: key version 0, the next wide segment
+ * of this node, (counter << 30) | node id.
+ */
+static pg_uuid_t *
+GeneUuid(uint64 h)
+{
+	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+	WideId		w;
+	uint64		counter;
+
+	SnowseqCheckUsable();
+	counter = WideSegmentNext();
+	w.gene = WideGeneOfHash(h);
+	w.key_version = 0;
+	w.seg_hi = counter >> (64 - SNOWSEQ_WIDE_NODE_BITS);
+	w.seg_lo = (counter << SNOWSEQ_WIDE_NODE_BITS) | (uint64) snowseq_node_id;
+	WideIdToUuid(&w, uuid);
 	return uuid;
 }
 

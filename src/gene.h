@@ -1,6 +1,8 @@
 /*
  * gene.h
- *		The arithmetic between genes and ID ranges, in one place.
+ *		Genes: the hash of a sharding key and the layout of a 128-bit gene
+ *		ID (gene.c), and the arithmetic between genes and ID ranges, in one
+ *		place.
  *
  * A gene ID is gene << SNOWSEQ_SEGMENT_BITS | segment: gene g holds the
  * IDs [g << 48, (g + 1) << 48), and the last gene, SNOWSEQ_MAX_GENE, runs
@@ -13,6 +15,13 @@
 #define SNOWSEQ_GENE_H
 
 #include "snowseq.h"
+
+extern int	GeneOfBytes(const char *data, size_t len);
+
+/* the layout of a 128-bit gene ID (WideId, snowseq.h) in a uuid */
+struct pg_uuid_t;
+extern void WideIdToUuid(const WideId *w, struct pg_uuid_t *uuid);
+extern bool WideIdFromUuid(const struct pg_uuid_t *uuid, WideId *w);
 
 /* The first ID of gene g: g << 48. */
 static inline int64

@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "snowseq.h"
+#include "timeutil.h"
 
 int			snowseq_node_id = -1;
 int			snowseq_time_bits = 41;

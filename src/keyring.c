@@ -35,6 +35,7 @@
 #include <openssl/evp.h>
 
 #include "access/xlog.h"
+#include "access/xloginsert.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
@@ -43,7 +44,8 @@
 
 #include "ff1.h"
 #include "keyring.h"
-#include "snowseq.h"
+#include "rmgr.h"
+#include "shmem.h"
 
 #define KEYRING_FILE		"snowseq_keyring"
 #define KEYRING_TMP			"snowseq_keyring.tmp"
@@ -211,6 +213,34 @@ KeyringSave(void)
 }
 
 /*
+ * Log a new wrap key and flush it before any key
+ * is wrapped under it.  Logical decoding does not decode snowseq's
+ * records; physical replication and recovery rebuild the keyring file.
+ */
+static void
+KeyringLogWrapKey(const uint8 *wk)
+{
+	XLogRecPtr	lsn;
+
+	XLogBeginInsert();
+	XLogRegisterData((char *) wk, WRAP_KEY_BYTES);
+	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_WRAP_KEY);
+	XLogFlush(lsn);
+}
+
+/* Log the highest key version made in the cluster and flush it; rmgr.c redoes it. */
+static void
+KeyringLogVersion(uint32 version)
+{
+	XLogRecPtr	lsn;
+
+	XLogBeginInsert();
+	XLogRegisterData((char *) &version, sizeof(version));
+	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_KEY_VERSION);
+	XLogFlush(lsn);
+}
+
+/*
  * Add a wrap key to the data directory's keyring unless it is there;
  * log says whether to write it to the WAL first (not in redo).  Returns
  * true when it was added.
@@ -238,7 +268,7 @@ KeyringAdd(const uint8 *wk, bool log)
 						 errmsg("the snowseq keyring holds %d wrap keys already", KEYRING_MAX),
 						 errhint("Import only the wrap keys of clusters whose key rows this one holds.")));
 			if (log)
-				RmgrLogWrapKey(wk);
+				KeyringLogWrapKey(wk);
 			memcpy(keyring[keyring_n], wk, WRAP_KEY_BYTES);
 			memcpy(keyring_ids[keyring_n], id, WRAP_ID_BYTES);
 			keyring_n++;
@@ -274,7 +304,7 @@ KeyringRaiseVersion(uint32 version, bool log)
 		if (version > keyring_version)
 		{
 			if (log)
-				RmgrLogKeyVersion(version);
+				KeyringLogVersion(version);
 			keyring_version = version;
 			KeyringSave();
 		}

@@ -19,8 +19,4 @@ extern int32 KeyringNextVersion(int32 table_next, int32 max_version);
 extern void KeyringRedoVersion(uint32 version);
 extern void KeyringDescribe(StringInfo buf, const uint8 *wk);
 
-/* rmgr.c */
-extern void RmgrLogWrapKey(const uint8 *wk);
-extern void RmgrLogKeyVersion(uint32 version);
-
 #endif							/* SNOWSEQ_KEYRING_H */

@@ -58,6 +58,7 @@
 #include "foreign/foreign.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/wait_event.h"
@@ -364,6 +365,21 @@ MoveHolder(Move *m)
 	return m->lock;
 }
 
+/* The tables of a move, for move_schema.c. */
+MoveSchemaTables *
+MoveTables(Move *m)
+{
+	MoveSchemaTables *t = palloc(sizeof(MoveSchemaTables));
+
+	t->src = MoveSrc(m);
+	t->dst = MoveDst(m);
+	t->table = m->src_table;
+	t->nsp = m->dst_nsp;
+	t->src_rel = m->src_rel;
+	t->dst_rel = m->dst_rel;
+	return t;
+}
+
 /* Close the sessions of a move. */
 void
 MoveCloseSessions(Move *m)
@@ -477,6 +493,7 @@ MovePrepareTable(Move *m)
 									m->src_table, MoveRemoteExt(dst, "snowseq_fence"), quote_literal_cstr(m->id_col),
 									m->src_table, MoveRemoteExt(dst, "snowseq_fence"), quote_literal_cstr(m->id_col)),
 					  "create the destination table");
+		MoveSchemaCreate(MoveTables(m));
 	}
 	else
 	{
@@ -598,6 +615,7 @@ MoveCopyWatch(Move *m)
 	TimestampTz watch = GetCurrentTimestamp();
 	char	   *rows = NULL;
 	bool		ready = false;
+	ListCell   *lc;
 
 	while (!ready && MsSince(watch) < MOVE_PROGRESS_MS)
 	{
@@ -625,6 +643,11 @@ MoveCopyWatch(Move *m)
 		MoveCopyProgress(m, rows);
 		return;
 	}
+	/* indexes on the copied rows at once, before the catch-up */
+	foreach(lc, MoveGroup(m))
+		if (((Move *) lfirst(lc))->dest_created == 1)
+			MoveSchemaIndexes(MoveTables(lfirst(lc)));
+	SNOWSEQ_TESTPOINT("move_after_copy");
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	rows = MoveGroupRows(m, MoveDst(m), true);

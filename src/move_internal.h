@@ -10,6 +10,7 @@
 #include "nodes/pg_list.h"
 #include "utils/timestamp.h"
 
+#include "move_schema.h"
 #include "remote.h"
 
 /*
@@ -144,6 +145,7 @@ extern RemoteConn *MoveSession(Move *m, RemoteConn **slot, const char *server);
 extern RemoteConn *MoveSrc(Move *m);
 extern RemoteConn *MoveDst(Move *m);
 extern RemoteConn *MoveHolder(Move *m);
+extern MoveSchemaTables *MoveTables(Move *m);
 extern void MoveCloseSessions(Move *m);
 extern Move *MoveNew(const char *ext);
 extern Move *MoveNewMember(Move *lead, Oid parent);

@@ -31,6 +31,7 @@
 #include "snowseq.h"
 #include "gene.h"
 #include "move_internal.h"
+#include "nodes.h"
 #include "sqlrun.h"
 
 #define MOVE_KEYS_LOCK_ATTEMPTS 400	/* tries to lock the tables of a foreign key */
@@ -762,12 +763,17 @@ MovePrepareChecks(Move *m)
 	}
 	else
 		m->dest_created = 1;
+	/* a new table gets everything the source table has: can it? */
+	if (m->dest_created == 1)
+		MoveSchemaCheck(MoveTables(m));
 	MoveRecordSet(m, psprintf("dest_created = %s", m->dest_created ? "true" : "false"));
 }
 
 /*
  * The genes of the partition of a parent that holds a gene, and the
  * foreign server it reads (NULL: not a foreign table); false if none does.
+ * A default partition has no bounds, so it holds every gene here: the
+ * move that follows refuses it and says why.
  */
 bool
 PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server)
@@ -778,7 +784,7 @@ PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server)
 	{
 		MovePartBound *b = lfirst(lc);
 
-		if (!b->is_default && GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, first, last) &&
+		if (GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, first, last) &&
 			*first <= gene && gene <= *last)
 		{
 			*server = NULL;

@@ -195,6 +195,8 @@ MoveBlock(Move *m)
 	{
 		Move	   *t = lfirst(lc);
 
+		if (t->dest_created == 1)
+			MoveSchemaTriggersOn(MoveTables(t));
 		if (strcmp(t->src_table, t->dst_table) != 0)
 			RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s RENAME TO %s", t->src_table, quote_identifier(t->dst_rel)),
 						  "rename the destination table");

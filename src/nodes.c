@@ -15,9 +15,12 @@
 #include "utils/builtins.h"
 #include "utils/formatting.h"
 #include "utils/resowner.h"
+#include "utils/timestamp.h"
 
+#include "nodes.h"
 #include "remote.h"
-#include "reserve.h"
+#include "shmem.h"
+#include "timeutil.h"
 
 /* What one server says about itself. */
 typedef struct NodeInfo
@@ -321,7 +324,7 @@ snowseq_check_nodes(PG_FUNCTION_ARGS)
 		isnull[2] = !n->known;
 		v[2] = isnull[2] ? (Datum) 0 : CStringGetTextDatum(n->layout);
 		isnull[3] = !n->known;
-		v[3] = isnull[3] ? (Datum) 0 : TimestampTzGetDatum(SnowseqMsToTimestamptz(n->epoch_ms));
+		v[3] = isnull[3] ? (Datum) 0 : TimestampTzGetDatum(TimeMsToTimestamptz(n->epoch_ms));
 		isnull[4] = n->version == NULL;
 		v[4] = isnull[4] ? (Datum) 0 : CStringGetTextDatum(n->version);
 		isnull[5] = n->cluster == NULL;

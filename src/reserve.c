@@ -1,9 +1,11 @@
 /*
  * reserve.c
- *		The reservation protocol: advance a counter's durable bound ahead of
- *		need, and wait for it when a caller reaches it.  One code path for
- *		every counter; what differs between counters comes from their owner
- *		in a ReserveSpec.
+ *		The reservations and their protocol: the reservation objects in
+ *		shared memory, loaded from the state file at start and saved to it;
+ *		advancing a counter's durable bound ahead of need, and waiting for it
+ *		when a caller reaches it.  One code path for every counter; what
+ *		differs between counters comes from their owner in a ReserveSpec, by
+ *		a rule the owner registers (ReserveRegisterOwner).
  *
  * An advance, always under Snowseq->lock, in this order:
  *	 1. a WAL record with the new bound, flushed (and, when synchronous
@@ -17,10 +19,260 @@
 
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/shmem.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "reserve.h"
+#include "rmgr.h"
+#include "syncrep.h"
+
+Reservation *SnowseqRes = NULL; /* RESERVE_FIXED + snowseq.max_counters */
+int			SnowseqResCount = 0;
+
+/* the advance rule of each fixed reservation, registered by its owner */
+static ReserveSpecFn reserve_owners[RESERVE_FIXED];
+
+/* Bytes of the reservations in shared memory; fixed once the server has started. */
+Size
+ReserveShmemSize(void)
+{
+	return mul_size(RESERVE_FIXED + snowseq_max_counters, sizeof(Reservation));
+}
+
+/*
+ * Create (or attach to) the reservations, the fixed ones in place; returns
+ * whether they existed.  Caller holds AddinShmemInitLock.
+ */
+bool
+ReserveShmemInit(void)
+{
+	bool		found;
+
+	SnowseqResCount = RESERVE_FIXED + snowseq_max_counters;
+	SnowseqRes = ShmemInitStruct("snowseq reservations", ReserveShmemSize(), &found);
+	if (found)
+		return true;
+	memset(SnowseqRes, 0, ReserveShmemSize());
+	for (int k = 0; k < SnowseqResCount; k++)
+	{
+		Reservation *r = &SnowseqRes[k];
+
+		pg_atomic_init_u64(&r->counter, 0);
+		pg_atomic_init_u64(&r->jumped, 0);
+		pg_atomic_init_u64(&r->bound, 0);
+		pg_atomic_init_u64(&r->low_water, 0);
+		pg_atomic_init_u64(&r->advances, 0);
+		pg_atomic_init_u64(&r->waits, 0);
+		pg_atomic_init_u64(&r->generation, 0);
+	}
+	SnowseqRes[RESERVE_CLOCK].id.tag = RESERVE_TAG_CLOCK;
+	SnowseqRes[RESERVE_CLOCK].in_use = true;
+	SnowseqRes[RESERVE_SEGMENT].id.tag = RESERVE_TAG_SEGMENT;
+	SnowseqRes[RESERVE_SEGMENT].in_use = true;
+	SnowseqRes[RESERVE_BACKFILL].id.tag = RESERVE_TAG_BACKFILL;
+	SnowseqRes[RESERVE_BACKFILL].in_use = true;
+	SnowseqRes[RESERVE_WIDE_SEGMENT].id.tag = RESERVE_TAG_WIDE_SEGMENT;
+	SnowseqRes[RESERVE_WIDE_SEGMENT].in_use = true;
+	return false;
+}
+
+/* The name a reservation shows in snowseq_reservations. */
+const char *
+ReservationName(const Reservation *r)
+{
+	switch (r->id.tag)
+	{
+		case RESERVE_TAG_CLOCK:
+			return "clock";
+		case RESERVE_TAG_SEGMENT:
+			return "segment";
+		case RESERVE_TAG_BACKFILL:
+			return "backfill";
+		case RESERVE_TAG_WIDE_SEGMENT:
+			return "wide segment";
+		default:
+			return NameStr(r->id.name);
+	}
+}
+
+/*
+ * The reservation with this identity; with create, a free one is taken for
+ * it, or NULL when none is left.  Caller holds Snowseq->lock (exclusively
+ * to create), or is the postmaster at startup.
+ */
+Reservation *
+ReservationFind(const ReserveId *id, bool create)
+{
+	Reservation *free_slot = NULL;
+
+	for (int i = 0; i < SnowseqResCount; i++)
+	{
+		Reservation *r = &SnowseqRes[i];
+
+		if (!r->in_use)
+		{
+			if (free_slot == NULL && i >= RESERVE_FIXED)
+				free_slot = r;
+			continue;
+		}
+		if (r->id.tag == id->tag && r->id.dboid == id->dboid &&
+			strcmp(NameStr(r->id.name), NameStr(id->name)) == 0)
+			return r;
+	}
+	if (!create || free_slot == NULL)
+		return NULL;
+	free_slot->id = *id;
+	free_slot->block = 0;
+	free_slot->margin = 0;
+	free_slot->rate_counter = 0;
+	free_slot->rate_jumped = 0;
+	free_slot->rate_time = 0;
+	free_slot->owner_mark = 0;
+	free_slot->owner_tag = 0;
+	pg_atomic_write_u64(&free_slot->counter, 0);
+	pg_atomic_write_u64(&free_slot->jumped, 0);
+	pg_atomic_write_u64(&free_slot->bound, 0);
+	pg_atomic_write_u64(&free_slot->low_water, 0);
+	pg_write_barrier();
+	free_slot->in_use = true;
+	return free_slot;
+}
+
+/* The reservation a saved slot belongs to; with create, taken if new. */
+Reservation *
+ReservationOfSlot(const SavedSlot *slot, bool create)
+{
+	ReserveId	id;
+
+	memset(&id, 0, sizeof(id));
+	id.tag = slot->tag;
+	id.dboid = slot->dboid;
+	id.name = slot->name;
+	return ReservationFind(&id, create);
+}
+
+/*
+ * Raise a reservation to what was saved or replayed: its counter to at
+ * least counter, its bound to at least the saved bound.  Never lowers
+ * anything, so it is safe while values are being taken.
+ */
+void
+ReservationRaise(Reservation *r, uint64 counter, const SavedSlot *saved)
+{
+	AtomicRaise(&r->counter, counter);
+	AtomicRaise(&r->low_water, saved->bound);
+	AtomicRaise(&r->bound, saved->bound);
+	if (saved->block != 0)
+		r->block = saved->block;
+	if (saved->margin != 0)
+		r->margin = saved->margin;
+}
+
+/* A reservation as it is saved. */
+void
+ReservationSlot(Reservation *r, SavedSlot *slot)
+{
+	memset(slot, 0, sizeof(*slot));
+	slot->tag = r->id.tag;
+	slot->dboid = r->id.dboid;
+	slot->name = r->id.name;
+	slot->bound = pg_atomic_read_u64(&r->bound);
+	slot->block = r->block;
+	slot->margin = r->margin;
+}
+
+/*
+ * Write the state file with every reservation as it stands, r as update
+ * says (a bound about to be published).  Caller holds Snowseq->lock
+ * exclusively.
+ */
+void
+ReservationSave(Reservation *r, const SavedSlot *update)
+{
+	SavedState s;
+	int			n = 0;
+
+	StateConfigCurrent(&s.config);
+	s.slots = palloc0(SnowseqResCount * sizeof(SavedSlot));
+	for (int i = 0; i < SnowseqResCount; i++)
+	{
+		Reservation *x = &SnowseqRes[i];
+
+		if (!x->in_use)
+			continue;
+		if (x == r && update != NULL)
+			s.slots[n++] = *update;
+		else
+			ReservationSlot(x, &s.slots[n++]);
+	}
+	s.nslots = n;
+	StateWriteFiles(&s);
+	pfree(s.slots);
+	Snowseq->state_file_found = true;
+}
+
+/*
+ * Load the saved state at server start (postmaster, also after a crash
+ * reset): every reservation starts at its saved bound.  A lost state file
+ * is replaced by its copy.
+ */
+void
+ReserveLoadState(void)
+{
+	SavedState s;
+	char		msg[sizeof(Snowseq->state_message)];
+	StateRead	rr = StateReadFile(SNOWSEQ_STATE_FILE, &s, msg, sizeof(msg));
+
+	if (rr == STATE_READ_MISSING &&
+		StateReadFile(SNOWSEQ_STATE_COPY, &s, msg, sizeof(msg)) == STATE_READ_OK)
+	{
+		ereport(LOG,
+				(errmsg("snowseq state file \"%s\" not found, using its copy \"%s\"",
+						SNOWSEQ_STATE_FILE, SNOWSEQ_STATE_COPY)));
+		rr = STATE_READ_OK;
+	}
+	switch (rr)
+	{
+		case STATE_READ_MISSING:
+			ereport(LOG,
+					(errmsg("snowseq state file \"%s\" not found, starting from the clock and any WAL replayed",
+							SNOWSEQ_STATE_FILE)));
+			Snowseq->state_file_found = false;
+			return;
+		case STATE_READ_CORRUPT:
+			ShmemSetStateError(STATE_CORRUPT, msg,
+							psprintf("snowseq state file \"%s\" is corrupt", SNOWSEQ_STATE_FILE));
+			return;
+		case STATE_READ_OK:
+			break;
+	}
+	Snowseq->state_file_found = true;
+	if (StateConfigDiffers(&s.config, msg, sizeof(msg)))
+	{
+		ShmemSetStateError(STATE_MISMATCH, msg,
+						psprintf("snowseq configuration does not match state file \"%s\"",
+								 SNOWSEQ_STATE_FILE));
+		return;
+	}
+	for (int i = 0; i < s.nslots; i++)
+	{
+		SavedSlot  *slot = &s.slots[i];
+		Reservation *r = ReservationOfSlot(slot, true);
+
+		if (r == NULL)
+		{
+			snprintf(msg, sizeof(msg),
+					 "The state file holds %d reservations, more than the %d that snowseq.max_counters = %d leaves room for.",
+					 s.nslots, SnowseqResCount, snowseq_max_counters);
+			ShmemSetStateError(STATE_MISMATCH, msg, "snowseq state file does not fit in shared memory");
+			return;
+		}
+		ReservationRaise(r, slot->bound, slot);
+	}
+	pfree(s.slots);
+}
+
 
 /*
  * Block size: the observed rate times the buffer, within the spec's bounds.
@@ -208,4 +460,49 @@ ReserveRequestAdvance(Reservation *r, const ReserveSpec *spec)
 		if (did)
 			ConditionVariableBroadcast(&Snowseq->advanced);
 	}
+}
+
+/*
+ * Register the advance rule of a fixed reservation (RESERVE_CLOCK...);
+ * called by its owner at preload.
+ */
+void
+ReserveRegisterOwner(int index, ReserveSpecFn spec)
+{
+	Assert(index >= 0 && index < RESERVE_FIXED);
+	reserve_owners[index] = spec;
+}
+
+/*
+ * Advance every registered reservation that is past its low-water mark; at
+ * start, every one ever used, to get ahead of its first caller.  Named
+ * counters advance in a backend of their database instead (counter.c),
+ * which writes the counter's floor sequence before the new bound.  Returns
+ * whether any advanced.
+ */
+bool
+ReserveAdvanceAllDue(bool at_start)
+{
+	bool		did = false;
+
+	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
+	if (Snowseq->state_error == STATE_OK && snowseq_node_id >= 0)
+	{
+		bool		in_use = at_start && Snowseq->state_file_found;
+
+		for (int i = 0; i < RESERVE_FIXED; i++)
+		{
+			ReserveSpec spec;
+
+			if (reserve_owners[i] == NULL)
+				continue;
+			memset(&spec, 0, sizeof(spec));
+			reserve_owners[i] (&spec);
+			did |= ReserveAdvanceIfDue(&SnowseqRes[i], &spec, in_use);
+		}
+	}
+	LWLockRelease(Snowseq->lock);
+	if (did)
+		ConditionVariableBroadcast(&Snowseq->advanced);
+	return did;
 }

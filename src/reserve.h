@@ -11,25 +11,19 @@
  * advance the bound, which writes a WAL record (rmgr.c), waits for a
  * synchronous standby (syncrep.c) and rewrites the state file (statefile.c)
  * before the new bound is published.  reserve.c knows nothing of what a
- * counter counts.
+ * counter counts: the owners of the fixed reservations register their
+ * advance rule (ReserveRegisterOwner), and the worker advances whatever is
+ * due through it.  The reservations themselves (ReservationX) live in
+ * reserve.c's shared memory, loaded from the state file at start.
  */
 #ifndef SNOWSEQ_RESERVE_H
 #define SNOWSEQ_RESERVE_H
 
-#include "access/xlogdefs.h"
 #include "port/atomics.h"
+#include "utils/timestamp.h"
 
-#include "snowseq.h"
-
-/* what a reservation belongs to; saved with it */
-typedef enum ReserveTag
-{
-	RESERVE_TAG_CLOCK = 1,		/* the snowflake logical clock */
-	RESERVE_TAG_SEGMENT = 2,	/* the gene segment counter */
-	RESERVE_TAG_COUNTER = 3,	/* a named counter of one database */
-	RESERVE_TAG_BACKFILL = 4,	/* the clock of IDs for past instants */
-	RESERVE_TAG_WIDE_SEGMENT = 5	/* the segment counter of 128-bit gene IDs */
-} ReserveTag;
+#include "shmem.h"
+#include "statefile.h"
 
 /* the fixed reservations come first in the array */
 #define RESERVE_CLOCK			0
@@ -162,51 +156,7 @@ extern void ReserveWait(Reservation *r, const ReserveSpec *spec, uint64 need);
 extern void ReserveRequestAdvance(Reservation *r, const ReserveSpec *spec);
 extern bool ReserveAdvanceIfDue(Reservation *r, const ReserveSpec *spec, bool in_use);
 
-/* statefile.c: the state file and its copy */
-typedef struct SavedConfig
-{
-	int32		node_id;
-	int32		time_bits;
-	int32		node_bits;
-	int32		seq_bits;
-	int32		time_unit_ms;
-	int32		seq_before_node;	/* field order: 0 time|node|seq, 1 time|seq|node */
-	int64		epoch_ms;
-} SavedConfig;
-
-typedef struct SavedSlot
-{
-	uint32		tag;
-	Oid			dboid;
-	NameData	name;
-	uint64		bound;
-	uint64		block;
-	uint64		margin;
-} SavedSlot;
-
-typedef struct SavedState
-{
-	SavedConfig config;
-	int			nslots;
-	SavedSlot  *slots;
-} SavedState;
-
-typedef enum StateRead
-{
-	STATE_READ_OK,
-	STATE_READ_MISSING,
-	STATE_READ_CORRUPT
-} StateRead;
-
-#define SNOWSEQ_STATE_COPY		SNOWSEQ_STATE_FILE ".copy"
-
-extern void StateConfigCurrent(SavedConfig *c);
-extern bool StateConfigDiffers(const SavedConfig *c, char *buf, size_t len);
-extern StateRead StateReadFile(const char *path, SavedState *s, char *msg, size_t len);
-extern void StateWriteFiles(const SavedState *s);
-extern SavedSlot *StateFindSlot(const SavedState *s, const ReserveId *id);
-
-/* shmem.c: the reservations in shared memory, saved and restored */
+/* the reservations in shared memory, saved and restored */
 extern Reservation *ReservationFind(const ReserveId *id, bool create);
 extern Reservation *ReservationOfSlot(const SavedSlot *slot, bool create);
 extern void ReservationRaise(Reservation *r, uint64 counter, const SavedSlot *saved);
@@ -214,11 +164,20 @@ extern void ReservationSave(Reservation *r, const SavedSlot *update);
 extern void ReservationSlot(Reservation *r, SavedSlot *slot);
 extern const char *ReservationName(const Reservation *r);
 
-/* rmgr.c: snowseq's WAL resource manager */
-extern void RmgrInit(void);
-extern XLogRecPtr RmgrLogAdvance(const SavedSlot *slot);
 
-/* syncrep.c: waiting for a synchronous standby */
-extern void SyncRepWaitReservation(XLogRecPtr lsn);
+/* the shared memory of the reservations, and the saved state they start from */
+extern Size ReserveShmemSize(void);
+extern bool ReserveShmemInit(void);
+extern void ReserveLoadState(void);
+
+/*
+ * The advance rule of a fixed reservation, registered by the counter that
+ * owns it (at preload): how it may advance now.  The worker advances every
+ * registered reservation that is due without knowing what it counts.
+ */
+typedef void (*ReserveSpecFn) (ReserveSpec *spec);
+
+extern void ReserveRegisterOwner(int index, ReserveSpecFn spec);
+extern bool ReserveAdvanceAllDue(bool at_start);
 
 #endif							/* SNOWSEQ_RESERVE_H */

@@ -16,6 +16,11 @@
  * default).  Once no such WAL is left, turning it off frees 128 for other
  * extensions; WAL that still holds a record under 128 then stops recovery
  * with PostgreSQL's "resource manager with ID 128 not registered".
+ *
+ * The keyring logs its own records (keyring.c) and is called here to redo
+ * them; the reservation records are logged by reserve.c and redone here
+ * into the reservations: the WAL log/redo pair, the one cycle among the
+ * files.
  */
 #include "postgres.h"
 
@@ -30,14 +35,7 @@
 
 #include "keyring.h"
 #include "reserve.h"
-
-/* snowseq's own resource manager ID (1.2 on); 1.0 and 1.1 used 128 */
-#define RM_SNOWSEQ_ID				184
-#define RM_SNOWSEQ_ID_1_1			RM_EXPERIMENTAL_ID
-#define XLOG_SNOWSEQ_RESERVE_V1		0x10	/* 1.0: the clock and the segment counter */
-#define XLOG_SNOWSEQ_RESERVE		0x20	/* one reservation */
-#define XLOG_SNOWSEQ_WRAP_KEY		0x30	/* 1.2: a wrap key of the keyring */
-#define XLOG_SNOWSEQ_KEY_VERSION	0x40	/* 1.2: the highest key version made */
+#include "rmgr.h"
 
 /* A version 1.0 record: the configuration and both fixed reservations. */
 typedef struct RecordV1
@@ -80,34 +78,6 @@ RmgrLogAdvance(const SavedSlot *slot)
 					 XLOG_SNOWSEQ_RESERVE);
 	XLogFlush(lsn);
 	return lsn;
-}
-
-/*
- * Log a new wrap key of the keyring (keyring.c) and flush it before any key
- * is wrapped under it.  Logical decoding does not decode snowseq's
- * records; physical replication and recovery rebuild the keyring file.
- */
-void
-RmgrLogWrapKey(const uint8 *wk)
-{
-	XLogRecPtr	lsn;
-
-	XLogBeginInsert();
-	XLogRegisterData((char *) wk, WRAP_KEY_BYTES);
-	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_WRAP_KEY);
-	XLogFlush(lsn);
-}
-
-/* Log the highest key version made in the cluster (keyring.c) and flush it. */
-void
-RmgrLogKeyVersion(uint32 version)
-{
-	XLogRecPtr	lsn;
-
-	XLogBeginInsert();
-	XLogRegisterData((char *) &version, sizeof(version));
-	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_KEY_VERSION);
-	XLogFlush(lsn);
 }
 
 /*

@@ -35,8 +35,10 @@
 
 #include "catcache.h"
 #include "compat.h"
+#include "nodes.h"
 #include "snowseq.h"
 #include "gene.h"
+#include "sqlrun.h"
 
 typedef struct MapEntry
 {
@@ -53,10 +55,8 @@ static MemoryContext map_cxt = NULL;
 static char *
 MapTableName(Oid fn_oid, Oid *nsp_out)
 {
-	Oid			nsp = get_func_namespace(fn_oid);
-
-	*nsp_out = nsp;
-	return quote_qualified_identifier(get_namespace_name(nsp), "snowseq_shard_map");
+	*nsp_out = ExtNamespace(fn_oid);
+	return ExtObject(fn_oid, "snowseq_shard_map");
 }
 
 /* Load the map into backend memory, sorted by upper_gene (catcache.c's rule). */
@@ -261,16 +261,6 @@ snowseq_shard_map_changed(PG_FUNCTION_ARGS)
 	return PointerGetDatum(NULL);
 }
 
-/* Run one SQL command through SPI, or fail. */
-static void
-RunSql(const char *sql, int expect)
-{
-	int			rc = SPI_execute(sql, false, 0);
-
-	if (rc != expect)
-		elog(ERROR, "snowseq: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
-}
-
 /*
  * snowseq_create_shards(parent, n): n range partitions of a table
  * partitioned by range on its bigint ID column, on gene boundaries, and the
@@ -350,7 +340,7 @@ snowseq_create_shards(PG_FUNCTION_ARGS)
 	appendStringInfo(&q,
 					 "SELECT count(*), count(*) FILTER (WHERE upper_gene %% %d = %d) FROM %s",
 					 genes, genes - 1, qmap);
-	RunSql(q.data, SPI_OK_SELECT);
+	SpiRun(q.data, SPI_OK_SELECT);
 	{
 		bool		isnull;
 		HeapTuple	row = SPI_tuptable->vals[0];
@@ -376,13 +366,13 @@ snowseq_create_shards(PG_FUNCTION_ARGS)
 		resetStringInfo(&q);
 		appendStringInfo(&q, "CREATE TABLE %s PARTITION OF %s FOR VALUES FROM (" INT64_FORMAT ") TO (%s)",
 						 qpart, qparent, GeneFirstId(i * genes), upper);
-		RunSql(q.data, SPI_OK_UTILITY);
+		SpiRun(q.data, SPI_OK_UTILITY);
 		if (existing == 0)
 		{
 			resetStringInfo(&q);
 			appendStringInfo(&q, "INSERT INTO %s (upper_gene, shard) VALUES (%d, %s)",
 							 qmap, (i + 1) * genes - 1, quote_literal_cstr(qpart));
-			RunSql(q.data, SPI_OK_INSERT);
+			SpiRun(q.data, SPI_OK_INSERT);
 		}
 	}
 	SPI_finish();

@@ -10,6 +10,8 @@
 #include "postgres.h"
 
 #include "reserve.h"
+#include "segment.h"
+#include "shmem.h"
 
 /* First counter value past what a segment holds. */
 static uint64
@@ -28,6 +30,14 @@ SegmentSpec(ReserveSpec *spec)
 	spec->block_max = snowseq_segment_block_max;
 	spec->margin_min = 0;
 	spec->jumps_are_use = false;
+}
+
+/* Register the segment counters' advance rule; at preload. */
+void
+SegmentInit(void)
+{
+	ReserveRegisterOwner(RESERVE_SEGMENT, SegmentSpec);
+	ReserveRegisterOwner(RESERVE_WIDE_SEGMENT, SegmentSpec);
 }
 
 /*
@@ -94,19 +104,6 @@ WideSegmentNext(void)
 						(unsigned long long) (limit - 1)),
 				 errhint("Move new rows of this node to another node id.")));
 	return next;
-}
-
-/* Advance the segment reservations if they are due (the worker, holding the lock). */
-bool
-SegmentAdvanceDue(bool in_use)
-{
-	ReserveSpec spec;
-	bool		did;
-
-	SegmentSpec(&spec);
-	did = ReserveAdvanceIfDue(&SnowseqRes[RESERVE_SEGMENT], &spec, in_use);
-	did |= ReserveAdvanceIfDue(&SnowseqRes[RESERVE_WIDE_SEGMENT], &spec, in_use);
-	return did;
 }
 
 /*

@@ -1,19 +1,14 @@
 /*
  * snowseq.h
- *		What the files of snowseq share: the settings, the shared state and
- *		the generators' entry points.  The durability machinery has its own
- *		header, reserve.h.
+ *		What every file of snowseq shares: its constants and its settings
+ *		(guc.c).  Each subsystem declares its API in a header of its own:
+ *		shmem.h, reserve.h, statefile.h, rmgr.h, clock.h, segment.h, ...
  */
 #ifndef SNOWSEQ_H
 #define SNOWSEQ_H
 
 #include "fmgr.h"
-#include "port/atomics.h"
-#include "storage/condition_variable.h"
-#include "storage/latch.h"
-#include "storage/lwlock.h"
-#include "storage/spin.h"
-#include "utils/timestamp.h"
+
 
 #define SNOWSEQ_CACHE_LINE		64
 #define SNOWSEQ_STATE_FILE		"snowseq.state"
@@ -31,12 +26,19 @@
 #define SNOWSEQ_WIDE_EXTRA_BITS (SNOWSEQ_WIDE_GENE_BITS - SNOWSEQ_GENE_BITS)
 #define SNOWSEQ_WIDE_NODE_BITS	30
 #define SNOWSEQ_WIDE_COUNTER_BITS 49
+#define SNOWSEQ_WIDE_VERSION_BITS 20
+#define SNOWSEQ_WIDE_SEGMENT_BITS 79
 
-/* ms since 1970-01-01 UTC and timestamptz (us since 2000-01-01) */
-#define SNOWSEQ_UNIX_TO_PG_MS \
-	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000)
+/* The fields of a 128-bit gene ID; the segment as its top 15 bits and its low 64. */
+typedef struct WideId
+{
+	uint32		gene;			/* 23 bits */
+	uint32		key_version;	/* 20 bits: 0 for a private ID */
+	uint64		seg_hi;			/* segment bits 78..64 */
+	uint64		seg_lo;			/* segment bits 63..0 */
+} WideId;
 
-/* ---- settings (guc.c) ---- */
+/* settings (guc.c) */
 extern int	snowseq_node_id;
 extern int	snowseq_time_bits;
 extern int	snowseq_node_bits;
@@ -65,118 +67,7 @@ extern void GucLayoutNoteExplicit(void);
 extern void GucLayoutInit(void);
 extern void GucLayoutApply(void);
 
-/* ---- time ---- */
-extern TimestampTz SnowseqMsToTimestamptz(int64 ms);
-extern int64 SnowseqTimestamptzToMs(TimestampTz ts);
-extern int64 SnowseqWallMs(void);
-
-/* ---- shared state (shmem.c) ---- */
-
-/* what the state file or redo said about the saved configuration */
-typedef enum SnowseqStateError
-{
-	STATE_OK = 0,
-	STATE_MISMATCH,				/* layout, epoch or node id changed */
-	STATE_CORRUPT				/* checksum or format wrong */
-} SnowseqStateError;
-
-/* one slot per PGPROC, so counting IDs costs no shared cache line */
-typedef struct IssuedSlot
-{
-	pg_atomic_uint64 ids;
-	char		pad[SNOWSEQ_CACHE_LINE - sizeof(pg_atomic_uint64)];
-} IssuedSlot;
-
-typedef struct SnowseqShared
-{
-	/* the logical clock's statistics and reference (clock.c) */
-	pg_atomic_uint64 last_wall_ms;	/* detects a clock that goes back */
-	pg_atomic_uint64 backward_events;
-	pg_atomic_uint64 overflow_borrows;
-	pg_atomic_uint64 lead_waits;
-	pg_atomic_uint64 ref_offset_ms; /* reference clock = monotonic + this */
-	pg_atomic_uint32 advance_requested;
-	char		pad[SNOWSEQ_CACHE_LINE];
-
-	LWLock	   *lock;			/* serialises advances and state file writes */
-	ConditionVariable advanced; /* broadcast after every advance */
-	Latch	   *worker_latch;	/* the reservation worker, if running */
-	int			state_error;	/* SnowseqStateError */
-	char		state_message[512];
-	bool		state_file_found;
-
-	/* the lap of the backfill clock (backfill.c), under backfill_mutex */
-	slock_t		backfill_mutex;
-	bool		backfill_lap_open;
-	uint64		backfill_floor; /* lowest sequence value of the lap */
-	uint64		backfill_after; /* the last value handed out + 1, or 0 */
-
-	int			nslots;
-	IssuedSlot	issued[FLEXIBLE_ARRAY_MEMBER];
-} SnowseqShared;
-
-extern SnowseqShared *Snowseq;
-
-extern void ShmemInit(void);
-extern Size ShmemSize(void);
-extern void ShmemCountIssued(uint64 n);
-extern uint64 ShmemIssuedTotal(void);
-extern void ShmemCheckUsableSlow(void);
-extern void ShmemCheckPreloaded(void);
-
-/*
- * The hot-path check of every generating function: snowseq is preloaded,
- * the node id is set, this is not a standby and the saved state matches.
- * Inline so the common case is a few loads.
- */
-extern bool snowseq_backend_ready;
-
-static inline void
-SnowseqCheckUsable(void)
-{
-	if (likely(snowseq_backend_ready && Snowseq->state_error == STATE_OK))
-		return;
-	ShmemCheckUsableSlow();
-}
-
-/* ---- generators ---- */
-struct SavedConfig;
-struct SavedSlot;
-
-/* clock.c */
-extern void ClockInit(void);
-extern uint64 ClockNext(uint64 n);
-extern int64 ClockComposeId(uint64 counter);
-extern int64 ClockComposeBackfillId(uint64 counter);
-extern int64 ClockTimeFieldOf(TimestampTz ts);
-extern TimestampTz ClockCounterInstant(uint64 counter);
-extern TimestampTz ClockEndOfTime(void);
-extern uint64 ClockCounterLimit(void);
-extern bool ClockUnitsToMs(uint64 units, int64 *ms);
-extern bool ClockAdvanceDue(bool in_use);
-extern uint64 ClockFloorAfterReset(const struct SavedConfig *old, uint64 old_bound);
-extern void ClockRaiseForReset(uint64 floor, bool check_lead, struct SavedSlot *slot);
-
-/* segment.c */
-extern uint64 SegmentNext(void);
-extern bool SegmentAdvanceDue(bool in_use);
-extern uint64 SegmentFloorAfterReset(const struct SavedConfig *old, uint64 old_bound);
-extern uint64 WideSegmentNext(void);
-
-/* backfill.c */
-extern uint64 BackfillNext(TimestampTz ts);
-extern bool BackfillAdvanceDue(bool in_use);
-extern void BackfillCheckInstant(FunctionCallInfo fcinfo);
-
-/* counter.c */
-
-/* gene.c */
-extern int	GeneOfBytes(const char *data, size_t len);
-
-/* nodes.c */
-extern void NodesRefuseCollision(const char *server, const char *what);
-
-/* worker.c */
-extern void WorkerRegister(void);
+/* snowseq.c: the module */
+extern Size SnowseqShmemSize(void);
 
 #endif							/* SNOWSEQ_H */

@@ -20,7 +20,8 @@
 #include "storage/fd.h"
 #include "utils/datetime.h"
 
-#include "reserve.h"
+#include "statefile.h"
+#include "timeutil.h"
 
 #define SNOWSEQ_STATE_MAGIC		0x53455153	/* "SQES" */
 #define SNOWSEQ_STATE_VERSION	2
@@ -83,30 +84,15 @@ StateConfigDiffers(const SavedConfig *c, char *buf, size_t len)
 		/* timestamptz_to_str() returns a static buffer: copy the first */
 		char		was[MAXDATELEN + 1];
 
-		strlcpy(was, timestamptz_to_str(SnowseqMsToTimestamptz(c->epoch_ms)), sizeof(was));
+		strlcpy(was, timestamptz_to_str(TimeMsToTimestamptz(c->epoch_ms)), sizeof(was));
 		snprintf(buf, len, "snowseq.epoch was %s and is now %s.", was,
-				 timestamptz_to_str(SnowseqMsToTimestamptz(SnowseqEpochMs)));
+				 timestamptz_to_str(TimeMsToTimestamptz(SnowseqEpochMs)));
 	}
 	else if (c->node_id != snowseq_node_id)
 		snprintf(buf, len, "snowseq.node_id was %d and is now %d.", c->node_id, snowseq_node_id);
 	else
 		return false;
 	return true;
-}
-
-/* The saved slot of a reservation, or NULL. */
-SavedSlot *
-StateFindSlot(const SavedState *s, const ReserveId *id)
-{
-	for (int i = 0; i < s->nslots; i++)
-	{
-		SavedSlot  *slot = &s->slots[i];
-
-		if (slot->tag == id->tag && slot->dboid == id->dboid &&
-			strcmp(NameStr(slot->name), NameStr(id->name)) == 0)
-			return slot;
-	}
-	return NULL;
 }
 
 /*

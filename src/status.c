@@ -10,7 +10,9 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "clock.h"
 #include "reserve.h"
+#include "timeutil.h"
 
 /* the result shapes of snowseq_status() by extension version */
 #define STATUS_COLS_1_0		18
@@ -46,6 +48,9 @@ StatusRow(FunctionCallInfo fcinfo, int ncols)
 	TimestampTz end;
 	int64		adv = 0,
 				waits = 0;
+	uint64		backward_events;
+	uint64		overflow_borrows;
+	uint64		lead_waits;
 
 	ShmemCheckPreloaded();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -64,6 +69,7 @@ StatusRow(FunctionCallInfo fcinfo, int ncols)
 	bound = pg_atomic_read_u64(&clock->bound);
 	logical = ClockCounterInstant(counter);
 	end = ClockEndOfTime();
+	ClockStats(&backward_events, &overflow_borrows, &lead_waits);
 	for (int k = 0; k < SnowseqResCount; k++)
 	{
 		adv += pg_atomic_read_u64(&SnowseqRes[k].advances);
@@ -76,14 +82,14 @@ StatusRow(FunctionCallInfo fcinfo, int ncols)
 	v[i++] = Int32GetDatum(snowseq_node_bits);
 	v[i++] = Int32GetDatum(snowseq_seq_bits);
 	v[i++] = Int32GetDatum(snowseq_time_unit_ms);
-	v[i++] = TimestampTzGetDatum(SnowseqMsToTimestamptz(SnowseqEpochMs));
+	v[i++] = TimestampTzGetDatum(TimeMsToTimestamptz(SnowseqEpochMs));
 	n[i] = counter == 0;
 	v[i++] = TimestampTzGetDatum(logical);
 	v[i++] = TimestampTzGetDatum(now);
 	v[i++] = MsInterval(counter == 0 || logical <= now ? 0 : (logical - now) / 1000);
 	v[i++] = Int64GetDatum((int64) ShmemIssuedTotal());
-	v[i++] = Int64GetDatum((int64) pg_atomic_read_u64(&Snowseq->backward_events));
-	v[i++] = Int64GetDatum((int64) pg_atomic_read_u64(&Snowseq->overflow_borrows));
+	v[i++] = Int64GetDatum((int64) backward_events);
+	v[i++] = Int64GetDatum((int64) overflow_borrows);
 	n[i] = bound == 0;
 	v[i++] = TimestampTzGetDatum(ClockCounterInstant(bound));
 	v[i++] = Int64GetDatum(adv);
@@ -91,11 +97,11 @@ StatusRow(FunctionCallInfo fcinfo, int ncols)
 	v[i++] = CStringGetTextDatum(Snowseq->state_error == STATE_OK ? "ok" :
 								 Snowseq->state_error == STATE_MISMATCH ? "mismatch" : "corrupt");
 	v[i++] = BoolGetDatum(Snowseq->worker_latch != NULL);
-	v[i++] = Int64GetDatum((int64) ShmemSize());
+	v[i++] = Int64GetDatum((int64) SnowseqShmemSize());
 	if (ncols >= STATUS_COLS_1_1)
 	{
 		v[i++] = MsInterval(snowseq_max_lead_ms);
-		v[i++] = Int64GetDatum((int64) pg_atomic_read_u64(&Snowseq->lead_waits));
+		v[i++] = Int64GetDatum((int64) lead_waits);
 		n[i] = TIMESTAMP_NOT_FINITE(end);
 		v[i++] = TimestampTzGetDatum(end);
 		/* from the logical clock when it leads, else from the wall clock */

@@ -13,7 +13,8 @@
 #include "storage/lwlock.h"
 
 #include "compat.h"
-#include "reserve.h"
+#include "shmem.h"
+#include "syncrep.h"
 
 /*
  * Wait until the synchronous standby has flushed lsn; ERROR if the wait was

@@ -29,7 +29,10 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "snowseq.h"
+#include "backfill.h"
+#include "clock.h"
+#include "shmem.h"
+#include "timeutil.h"
 
 #define UUID_MAX_UNIX_MS	((INT64CONST(1) << 48) - 1)
 #define UUID_RANDOM_BYTES	4096
@@ -152,7 +155,7 @@ snowseq_uuid_time(PG_FUNCTION_ARGS)
 				 errhint("Only version 7 UUIDs carry a Unix time in milliseconds.")));
 	for (int i = 0; i < 6; i++)
 		ms = (ms << 8) | uuid->data[i];
-	PG_RETURN_TIMESTAMPTZ(SnowseqMsToTimestamptz(ms));
+	PG_RETURN_TIMESTAMPTZ(TimeMsToTimestamptz(ms));
 }
 
 /*

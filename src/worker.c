@@ -5,7 +5,9 @@
  *
  * Callers that pass a low-water mark set the worker's latch once; the
  * worker sleeps on that latch and nothing else, so an idle server does not
- * wake it.  Without the worker callers advance for themselves.  Named
+ * wake it.  It advances what the counters' owners registered with the
+ * reservations (ReserveAdvanceAllDue), without knowing what each counts.
+ * Without the worker callers advance for themselves.  Named
  * counters advance in a backend of their database instead (counter.c),
  * which writes the counter's floor sequence before the new bound.
  *
@@ -37,8 +39,9 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
-#include "snowseq.h"
 #include "remote.h"
+#include "reserve.h"
+#include "worker.h"
 
 #define RESOLVE_TRIES			30	/* per database, RESOLVE_RETRY_MS apart */
 #define RESOLVE_RETRY_MS		2000
@@ -53,28 +56,6 @@ WorkerExit(int code, Datum arg)
 {
 	if (Snowseq != NULL)
 		Snowseq->worker_latch = NULL;
-}
-
-/* Advance every reservation that is past its low-water mark. */
-static void
-WorkerAdvanceDue(bool at_start)
-{
-	bool		did = false;
-
-	LWLockAcquire(Snowseq->lock, LW_EXCLUSIVE);
-	/* at start, get ahead of the first caller of every counter in use */
-	if (Snowseq->state_error == STATE_OK && snowseq_node_id >= 0)
-	{
-		bool		in_use = at_start && Snowseq->state_file_found;
-
-		did |= ClockAdvanceDue(in_use);
-		did |= SegmentAdvanceDue(in_use);
-		did |= BackfillAdvanceDue(in_use);
-		/* named counters advance in their database: counter.c */
-	}
-	LWLockRelease(Snowseq->lock);
-	if (did)
-		ConditionVariableBroadcast(&Snowseq->advanced);
 }
 
 /* Entry point of the reservation worker. */
@@ -106,7 +87,7 @@ snowseq_worker_main(Datum arg)
 		}
 		if (at_start || pg_atomic_exchange_u32(&Snowseq->advance_requested, 0) != 0)
 		{
-			WorkerAdvanceDue(at_start);
+			(void) ReserveAdvanceAllDue(at_start);
 			at_start = false;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);

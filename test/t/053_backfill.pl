@@ -41,19 +41,25 @@ sub received
 	return [ map { [ read_ids($_->[1]) ] } @$clients ];
 }
 
-# round 1: crash while the clients run
-my $c1 = script_clients($node, 'round1', scripts(300));
+# round 1: crash while the clients run.  Each client ends by waiting for an
+# advisory lock that a session of the test holds until the crash, so the
+# crash cuts every client off however fast the machine is.
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('SELECT pg_advisory_lock(53)');
+my $c1 = script_clients($node, 'round1',
+	[ map { $_ . "SELECT pg_advisory_lock(53);\n" } @{ scripts(300) } ]);
 $node->poll_query_until('postgres',
 	"SELECT counter > 4000 FROM snowseq_reservations WHERE kind = 'backfill'")
   or die 'the backfill clients did not start';
 $node->stop('immediate');
 my $failed = wait_clients($c1);
+eval { $holder->quit };
 $node->start;
 my $r1 = received($c1);
 my $n1 = 0;
 $n1 += scalar(@$_) for @$r1[ 0 .. 3 ];
 ok($n1 > 0, "round 1: the backfilling clients received $n1 IDs before the crash");
-ok($failed > 0, "round 1: $failed clients were cut off by the crash");
+is($failed, 5, "round 1: all 5 clients were cut off by the crash");
 
 # round 2: the same instant after crash recovery, to the end
 my $c2 = script_clients($node, 'round2', scripts(50));

@@ -1,0 +1,34 @@
+/*
+ * move_schema.h
+ *		The destination table of a move gets what the source table has
+ *		(move_schema.c): defaults, constraints, triggers, policies, and its
+ *		indexes once the initial copy is done.
+ */
+#ifndef SNOWSEQ_MOVE_SCHEMA_H
+#define SNOWSEQ_MOVE_SCHEMA_H
+
+#include "remote.h"
+
+/*
+ * The tables of one move.  "table" names the source table (qualified,
+ * quoted) on the source, and the copy on the destination until replication
+ * stops, since the copy lands in a table of the same name; both live in
+ * schema "nsp".  The copy is then renamed dst_rel, which the names of the
+ * objects made for it follow.
+ */
+typedef struct MoveSchemaTables
+{
+	RemoteConn *src;
+	RemoteConn *dst;
+	const char *table;
+	const char *nsp;			/* unquoted */
+	const char *src_rel;		/* unquoted */
+	const char *dst_rel;		/* unquoted */
+} MoveSchemaTables;
+
+extern void MoveSchemaCheck(const MoveSchemaTables *t);
+extern void MoveSchemaCreate(const MoveSchemaTables *t);
+extern void MoveSchemaIndexes(const MoveSchemaTables *t);
+extern void MoveSchemaTriggersOn(const MoveSchemaTables *t);
+
+#endif							/* SNOWSEQ_MOVE_SCHEMA_H */

@@ -1,0 +1,24 @@
+/*
+ * rmgr.h
+ *		snowseq's WAL resource manager (rmgr.c): the records of reservation
+ *		advances and of the keyring, and their redo.
+ */
+#ifndef SNOWSEQ_RMGR_H
+#define SNOWSEQ_RMGR_H
+
+#include "access/xlogdefs.h"
+
+#include "statefile.h"
+
+/* snowseq's own resource manager ID (1.2 on); 1.0 and 1.1 used 128 */
+#define RM_SNOWSEQ_ID				184
+#define RM_SNOWSEQ_ID_1_1			RM_EXPERIMENTAL_ID
+#define XLOG_SNOWSEQ_RESERVE_V1		0x10	/* 1.0: the clock and the segment counter */
+#define XLOG_SNOWSEQ_RESERVE		0x20	/* one reservation */
+#define XLOG_SNOWSEQ_WRAP_KEY		0x30	/* 1.2: a wrap key of the keyring */
+#define XLOG_SNOWSEQ_KEY_VERSION	0x40	/* 1.2: the highest key version made */
+
+extern void RmgrInit(void);
+extern XLogRecPtr RmgrLogAdvance(const SavedSlot *slot);
+
+#endif							/* SNOWSEQ_RMGR_H */

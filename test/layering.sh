@@ -1,0 +1,131 @@
+#!/bin/bash
+# The layering of snowseq's C files, from the built objects: file A depends
+# on file B when A uses a symbol (a function or a variable) that B defines
+# (nm: A's undefined symbols against B's defined ones).  Prints each file's
+# dependencies, then every cycle (strongly connected group of files); fails
+# when a cycle other than the allowed one is found, when a function of the
+# core is not in the file its prefix names (ReservationSave in reserve.c,
+# ClockNext in clock.c, StateWriteFiles in statefile.c, ...), or when a
+# header of the core declares a function its own file does not define
+# (reserve.h declares reserve.c's API, clock.h clock.c's; snowseq.h holds
+# the settings, guc.c's, and snowseq.c's).
+# Usage: bash test/layering.sh [DIR]   (DIR holds the .o files; default src)
+# The one cycle allowed is WAL logging and its redo: reserve.c writes the
+# records that rmgr.c replays into the reservations.
+set -euo pipefail
+dir=${1:-src}
+allowed=${LAYERING_ALLOWED:-"reserve rmgr"}
+shopt -s nullglob
+objs=("$dir"/*.o)
+if [ ${#objs[@]} -eq 0 ]; then
+	echo "layering: no object files in $dir (run make first)" >&2
+	exit 2
+fi
+for o in "${objs[@]}"; do
+	f=$(basename "$o" .o)
+	nm "$o" | awk -v f="$f" '
+		$1 == "U" { print "U", f, $2; next }
+		NF == 3 && $2 ~ /^[TDBRVWG]$/ { print "D", f, $3 }
+		NF == 3 && $2 == "T" { print "T", f, $3 }'
+done | HEADERS="$dir" perl -e '
+	use strict; use warnings;
+	my @allowed = sort split /\s+/, $ARGV[0];
+	my (%def, %use, %edge, @func);
+	while (<STDIN>)
+	{
+		my ($k, $f, $s) = split;
+		if ($k eq "D") { $def{$s} = $f }
+		elsif ($k eq "T") { push @func, [$f, $s] }
+		else { push @{$use{$f}}, $s }
+		$edge{$f} //= {};
+	}
+	for my $f (keys %use)
+	{
+		for my $s (@{$use{$f}})
+		{
+			my $g = $def{$s};
+			$edge{$f}{$g}{$s} = 1 if defined $g && $g ne $f;
+		}
+	}
+	for my $f (sort keys %edge)
+	{
+		my @to = sort keys %{$edge{$f}};
+		printf "%-10s -> %s\n", $f, join(" ", @to) if @to;
+	}
+	# Tarjan: strongly connected components
+	my ($idx, %index, %low, %on, @stack, @sccs) = (0);
+	my $visit;
+	$visit = sub {
+		my $v = shift;
+		$index{$v} = $low{$v} = $idx++;
+		push @stack, $v; $on{$v} = 1;
+		for my $w (sort keys %{$edge{$v}})
+		{
+			if (!exists $index{$w}) { $visit->($w); $low{$v} = $low{$w} if $low{$w} < $low{$v} }
+			elsif ($on{$w}) { $low{$v} = $index{$w} if $index{$w} < $low{$v} }
+		}
+		if ($low{$v} == $index{$v})
+		{
+			my @c;
+			while (1) { my $w = pop @stack; $on{$w} = 0; push @c, $w; last if $w eq $v }
+			push @sccs, [sort @c] if @c > 1;
+		}
+	};
+	for my $v (sort keys %edge) { $visit->($v) unless exists $index{$v} }
+	my $bad = 0;
+	for my $c (@sccs)
+	{
+		my $ok = "@$c" eq "@allowed";
+		print(($ok ? "allowed cycle: " : "CYCLE: "), join(" ", @$c), "\n");
+		next if $ok;
+		$bad = 1;
+		# the calls that make the ring, so the reader sees where to cut
+		my %in = map { $_ => 1 } @$c;
+		for my $f (@$c)
+		{
+			for my $g (sort grep { $in{$_} } keys %{$edge{$f}})
+			{
+				print "  $f -> $g: ", join(" ", sort keys %{$edge{$f}{$g}}), "\n";
+			}
+		}
+	}
+	# the core: each prefix names the file that defines its functions
+	my %home = (
+		Backfill => "backfill", CatCache => "catcache", Clock => "clock",
+		Counter => "counter", Ext => "sqlrun", Gene => "gene", Guc => "guc",
+		Keyring => "keyring", Nodes => "nodes", Reservation => "reserve",
+		Reserve => "reserve", Rmgr => "rmgr", Segment => "segment",
+		WideSegment => "segment", Shmem => "shmem", Snowseq => "snowseq",
+		Spi => "sqlrun", State => "statefile", SyncRep => "syncrep",
+		Time => "timeutil", Worker => "worker");
+	my @prefixes = sort { length($b) <=> length($a) } keys %home;
+	for my $fs (sort { $a->[1] cmp $b->[1] } @func)
+	{
+		my ($f, $s) = @$fs;
+		my ($p) = grep { $s =~ /^\Q$_\E[A-Z0-9]/ } @prefixes;
+		next unless defined $p && $home{$p} ne $f;
+		print "MISPLACED: $s is in $f.c, its prefix names $home{$p}.c\n";
+		$bad = 1;
+	}
+	# the headers of the core: each declares what its own file defines
+	my %owner = (snowseq => [qw(snowseq guc)]);
+	my %where = map { $_->[1] => $_->[0] } @func;
+	for my $h (sort map { m{(\w+)\.h$} ? $1 : () } glob("$ENV{HEADERS}/*.h"))
+	{
+		next unless $owner{$h} || grep { $_ eq $h } values %home;
+		my @files = @{ $owner{$h} // [$h] };
+		open(my $fh, "<", "$ENV{HEADERS}/$h.h") or die "$h.h: $!";
+		my $text = do { local $/; <$fh> };
+		close($fh);
+		while ($text =~ /^extern\s+[^;(]*?\b(\w+)\s*\(/mg)
+		{
+			my $fn = $1;
+			my $in = $where{$fn} // "no file";
+			next if grep { $_ eq $in } @files;
+			print "HEADER: $h.h declares $fn, defined in $in\n";
+			$bad = 1;
+		}
+	}
+	print $bad ? "layering: FAILED\n" : "layering: no cycle but the allowed one, every core function in the file its prefix names and declared in its header\n";
+	exit $bad;
+' "$allowed"

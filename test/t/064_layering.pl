@@ -1,0 +1,64 @@
+# The layering of the C files, from the objects the build made
+# (test/layering.sh): no file depends, through a chain of calls, on a file
+# that depends on it, except the WAL log/redo pair (reserve.c logs an
+# advance, rmgr.c redoes it into the reservations); every function of the
+# core is in the file its prefix names; each header of the core declares
+# its own file's API.  The checker itself is shown to find a ring, a
+# misplaced function and a header declaring another file's function.  No
+# server needed.
+use strict;
+use warnings;
+use File::Temp qw(tempdir);
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my @objs = glob('src/*.o');
+ok(@objs > 10, 'the build left its object files (' . scalar(@objs) . ')')
+  or BAIL_OUT('build snowseq first: make');
+
+# the tree
+my ($out, $err);
+my $ok = run_log([ 'bash', 'test/layering.sh', 'src' ], '>', \$out, '2>', \$err);
+ok($ok, 'no cycle among src/ files but the WAL log/redo pair') or diag($out . $err);
+like($out, qr/^allowed cycle: reserve rmgr$/m, 'the one cycle is reserve.c <-> rmgr.c');
+unlike($out, qr/^(CYCLE|MISPLACED|HEADER):/m, 'no other cycle, no misplaced function, no header declaring another file\'s');
+like($out, qr/^statefile\s+->\s+(?!.*\bclock\b).*$/m, 'the state file layer does not call the clock');
+like($out, qr/^shmem\s+->\s+guc$/m, 'shared state calls nothing above it but the settings');
+unlike($out, qr/^worker\s+->.*\b(clock|segment|backfill|counter)\b/m,
+	'the worker does not know the counter kinds: they register with the reservations');
+
+# without the allowance, the pair itself is reported: the checker sees it
+$ok = run_log([ 'bash', 'test/layering.sh', 'src' ], '>', \$out, '2>', \$err,
+	init => sub { $ENV{LAYERING_ALLOWED} = 'none' });
+ok(!$ok, 'with no cycle allowed the check fails');
+like($out, qr/^CYCLE: reserve rmgr$/m, 'and names the ring with the calls that make it');
+like($out, qr/^  reserve -> rmgr: RmgrLogAdvance$/m, 'the call from reserve.c into rmgr.c');
+
+# a ring of three files and a misplaced function, built here
+my $dir = tempdir(CLEANUP => 1);
+my %src = (
+	a => 'int b1(void); int a1(void) { return b1(); }',
+	b => 'int c1(void); int b1(void) { return c1(); }',
+	c => 'int a1(void); int c1(void) { return a1(); } int ClockNow(void) { return 0; }',
+	d => 'int a1(void); int d1(void) { return a1(); }');
+my $cc = $ENV{CC} // 'cc';
+open(my $hh, '>', "$dir/clock.h") or die;
+print $hh "extern int ClockNow(void);\nextern int a1(void);\n";
+close($hh);
+for my $f (sort keys %src)
+{
+	open(my $fh, '>', "$dir/$f.c") or die;
+	print $fh "$src{$f}\n";
+	close($fh);
+	system($cc, '-c', '-o', "$dir/$f.o", "$dir/$f.c") == 0 or BAIL_OUT("cannot compile with $cc");
+}
+$ok = run_log([ 'bash', 'test/layering.sh', $dir ], '>', \$out, '2>', \$err);
+ok(!$ok, 'a ring of three files fails the check');
+like($out, qr/^CYCLE: a b c$/m, 'the ring is named, d (which only calls in) is not part of it');
+like($out, qr/^MISPLACED: ClockNow is in c\.c, its prefix names clock\.c$/m,
+	'a function outside the file its prefix names is reported');
+like($out, qr/^HEADER: clock\.h declares a1, defined in a$/m, 'a header declaring another file\'s function is reported');
+like($out, qr/^HEADER: clock\.h declares ClockNow, defined in c$/m,
+	'so is the misplaced function, which clock.c does not define');
+
+done_testing();
