@@ -111,6 +111,7 @@ typedef struct Move
 	bool		leftovers;		/* something could not be removed */
 	bool		fence_moved;	/* MoveUndoFence: the source says it switched */
 	int			switch_wait_ms; /* MoveLockParentOnce: 0 NOWAIT, or lock_timeout */
+	bool		keys_locked;	/* the source transaction locked tables of a foreign key */
 	char	   *ext;			/* quoted schema of snowseq on this server */
 	MemoryContext cxt;
 	/* the placement group: one Move per table, the first one leads */

@@ -939,7 +939,10 @@ MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock)
 			if (RemoteTry(rc, psprintf("SAVEPOINT snowseq_keys; LOCK TABLE %s, %s IN SHARE MODE NOWAIT",
 									   child->src_table, parent->src_table),
 						  "lock the tables of a foreign key", state))
+			{
+				MoveLead(m)->keys_locked = true;
 				break;
+			}
 			if (strcmp(state, "55P03") != 0 || attempt == MOVE_KEYS_LOCK_ATTEMPTS)
 				ereport(ERROR,
 						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),

@@ -441,8 +441,10 @@ MoveSwitch(Move *m)
 	/* a split deletes rows in the source transaction: writers may wait on it */
 	foreach(lc, MoveGroup(m))
 		deletes = deletes || ((Move *) lfirst(lc))->kind != MOVE_KIND_WHOLE;
+	m->keys_locked = false;
 	MoveSourceTransaction(m);
-	if (!MoveLockParent(m, deletes))
+	/* so do writers of tables whose foreign key the source transaction locked */
+	if (!MoveLockParent(m, deletes || m->keys_locked))
 	{
 		ereport(NOTICE,
 				(errmsg("writes to moved rows waited on their delete: deleting under the router's lock")));
