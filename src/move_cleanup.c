@@ -75,101 +75,6 @@ MoveFinishTable(Move *m)
 	MoveRecordSet(m, psprintf("finished_at = pg_catalog.clock_timestamp(), (rows_copied, bytes_copied) = (%s)", rows));
 }
 
-/* A referential action of pg_constraint as SQL. */
-static const char *
-MoveFkAction(char c)
-{
-	switch (c)
-	{
-		case 'r':
-			return "RESTRICT";
-		case 'c':
-			return "CASCADE";
-		case 'n':
-			return "SET NULL";
-		case 'd':
-			return "SET DEFAULT";
-		default:
-			return "NO ACTION";
-	}
-}
-
-/*
- * After the switch: the foreign keys between tables of the group, which
- * move together, made on the destination between their new tables (not
- * valid first, then validated, so that writers are held back only for a
- * moment).  Only between tables the move created; one already there is
- * left as it is.
- */
-static void
-MoveGroupForeignKeys(Move *m)
-{
-	List	   *group = MoveGroup(m);
-	StringInfoData tables;
-	PGresult   *res;
-	ListCell   *lc;
-
-	if (list_length(group) < 2)
-		return;
-	initStringInfo(&tables);
-	foreach(lc, group)
-		appendStringInfo(&tables, "%spg_catalog.to_regclass(%s)", tables.len ? ", " : "",
-						 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
-	res = RemoteExec(MoveSrc(m), psprintf("SELECT c.conname, pg_catalog.array_position(g.t, c.conrelid), "
-										  "pg_catalog.array_position(g.t, c.confrelid), "
-										  "(SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY k.n) "
-										  "FROM ROWS FROM (pg_catalog.unnest(c.conkey)) WITH ORDINALITY k(att, n) "
-										  "JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.conrelid "
-										  "AND a.attnum OPERATOR(pg_catalog.=) k.att), "
-										  "(SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY k.n) "
-										  "FROM ROWS FROM (pg_catalog.unnest(c.confkey)) WITH ORDINALITY k(att, n) "
-										  "JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.confrelid "
-										  "AND a.attnum OPERATOR(pg_catalog.=) k.att), "
-										  "c.confupdtype, c.confdeltype, c.confmatchtype, c.condeferrable, c.condeferred "
-										  "FROM (SELECT ARRAY[%s]::pg_catalog.oid[] AS t) g, pg_catalog.pg_constraint c "
-										  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
-										  "AND c.conrelid OPERATOR(pg_catalog.=) ANY (g.t) AND c.confrelid OPERATOR(pg_catalog.=) ANY (g.t) "
-										  "ORDER BY 1", tables.data),
-					 "read the foreign keys between the tables of the move");
-	for (int i = 0; i < PQntuples(res); i++)
-	{
-		Move	   *child = list_nth(group, atoi(PQgetvalue(res, i, 1)) - 1);
-		Move	   *parent = list_nth(group, atoi(PQgetvalue(res, i, 2)) - 1);
-		char	   *conname = PQgetvalue(res, i, 0);
-		char	   *name;
-		char	   *v;
-
-		if (child->dest_created != 1 || parent->dest_created != 1)
-			continue;
-		/* named after the new table, as its other constraints are */
-		name = strncmp(conname, child->src_rel, strlen(child->src_rel)) == 0 ?
-			psprintf("%s%s", child->dst_rel, conname + strlen(child->src_rel)) : psprintf("%s_%s", child->dst_rel, conname);
-		if (strlen(name) >= NAMEDATALEN)
-			name = conname;
-		v = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_constraint "
-											 "WHERE contype OPERATOR(pg_catalog.=) 'f' "
-											 "AND conrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
-											 "AND confrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass",
-											 quote_literal_cstr(child->dst_table), quote_literal_cstr(parent->dst_table)),
-						"look up the foreign keys of the destination table");
-		if (strcmp(v, "0") != 0)
-			continue;
-		RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s ADD CONSTRAINT %s FOREIGN KEY (%s) REFERENCES %s (%s) "
-										   "MATCH %s ON UPDATE %s ON DELETE %s%s%s NOT VALID",
-										   child->dst_table, quote_identifier(name), PQgetvalue(res, i, 3),
-										   parent->dst_table, PQgetvalue(res, i, 4),
-										   PQgetvalue(res, i, 7)[0] == 'f' ? "FULL" : "SIMPLE",
-										   MoveFkAction(PQgetvalue(res, i, 5)[0]), MoveFkAction(PQgetvalue(res, i, 6)[0]),
-										   PQgetvalue(res, i, 8)[0] == 't' ? " DEFERRABLE" : "",
-										   PQgetvalue(res, i, 9)[0] == 't' ? " INITIALLY DEFERRED" : ""),
-					  "create a foreign key between the moved tables");
-		RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s VALIDATE CONSTRAINT %s", child->dst_table, quote_identifier(name)),
-					  "validate a foreign key between the moved tables");
-		MoveNote(child, m->dst_name, psprintf("foreign key %s of %s", name, child->dst_table), "created");
-	}
-	PQclear(res);
-}
-
 /*
  * Step: after the switch, remove what the source and destination no longer
  * need.  The lead's record counts the rows and bytes of the whole group.
@@ -188,7 +93,6 @@ MoveFinish(Move *m)
 	MoveDropSlots(m);
 	foreach(lc, MoveDeleteOrder(m, MoveSrc(m)))
 		MoveFinishTable(lfirst(lc));
-	MoveGroupForeignKeys(m);
 	MoveRecordState(m, MOVE_STATE_DONE,
 					m->members == NIL ? NULL :
 					psprintf("(rows_copied, bytes_copied) = (SELECT pg_catalog.sum(rows_copied), pg_catalog.sum(bytes_copied) "

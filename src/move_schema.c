@@ -196,12 +196,10 @@ MoveSchemaCheck(const MoveSchemaTables *t)
 		PQclear(res);
 	}
 
-	/* foreign keys reference a table that does not move with the genes (but those of its group) */
+	/* foreign keys reference a table that does not move with the genes */
 	res = RemoteExec(t->src, psprintf("SELECT pg_catalog.quote_ident(conname), confrelid::pg_catalog.regclass::text "
 									  "FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) %s "
-									  "AND contype OPERATOR(pg_catalog.=) 'f' "
-									  "AND NOT coalesce(confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]), false) "
-									  "ORDER BY conname", tab, t->group ? t->group : "NULL"),
+									  "AND contype OPERATOR(pg_catalog.=) 'f' ORDER BY conname", tab),
 					 "read the foreign keys of the source table");
 	for (int i = 0; i < PQntuples(res); i++)
 		ereport(NOTICE,
