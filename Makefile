@@ -28,6 +28,7 @@ OBJS = \
 	src/remote.o \
 	src/fence.o \
 	src/move.o \
+	src/move_common.o \
 	src/move_plan.o \
 	src/move_repl.o \
 	src/move_switch.o \

@@ -1,0 +1,398 @@
+/*
+ * move_common.c
+ *		Elastic shards: the Move and what every phase of a move uses (its
+ *		sessions on the servers, its record in snowseq_moves, its ID range as
+ *		SQL, its state and kind names, its group).
+ *
+ * The phases (move_plan.c, move_repl.c, move_switch.c, move_cleanup.c) and
+ * the procedures that run them in order (move.c) build on this file; it
+ * calls none of them, so the move files form no cycle.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/wait_event.h"
+
+#include "snowseq.h"
+#include "gene.h"
+#include "move_internal.h"
+#include "sqlrun.h"
+
+/* Sleep, interruptibly. */
+void
+MoveSleep(long ms)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+					 PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* Milliseconds since a moment. */
+double
+MsSince(TimestampTz t)
+{
+	return (double) (GetCurrentTimestamp() - t) / 1000.0;
+}
+
+/* The name of one of snowseq's objects here, qualified. */
+char *
+MoveExt(Move *m, const char *name)
+{
+	return psprintf("%s.%s", m->ext, name);
+}
+
+/* The name of one of snowseq's objects on a remote server, qualified. */
+char *
+MoveRemoteExt(RemoteConn *rc, const char *name)
+{
+	return psprintf("%s.%s", rc->extschema, name);
+}
+
+/* A bigint, or NULL, as SQL. */
+char *
+Int8OrNull(bool has, int64 v)
+{
+	return has ? psprintf(INT64_FORMAT, v) : "NULL";
+}
+
+/* A range partition bound as SQL. */
+char *
+BoundSql(bool has, int64 v, const char *infinite)
+{
+	return has ? psprintf(INT64_FORMAT, v) : (char *) infinite;
+}
+
+/* The IDs that move: [lo, hi), either side possibly unbounded. */
+void
+MoveIds(Move *m, bool *has_lo, int64 *lo, bool *has_hi, int64 *hi)
+{
+	*has_lo = m->part_has_lo;
+	*lo = m->part_lo;
+	*has_hi = m->part_has_hi;
+	*hi = m->part_hi;
+	if (m->kind == MOVE_KIND_SUFFIX)
+	{
+		*has_lo = true;
+		*lo = GeneFirstId(m->first);
+	}
+	if (m->kind == MOVE_KIND_PREFIX)
+	{
+		*has_hi = true;
+		(void) GeneEndId(m->last, hi);
+	}
+}
+
+/* A condition on the ID column that holds for exactly the moving IDs. */
+char *
+MoveIdCondition(Move *m)
+{
+	return MoveIdConditionOf(m, NULL);
+}
+
+/* MoveIdCondition, its column qualified by a table alias (NULL: none). */
+char *
+MoveIdConditionOf(Move *m, const char *alias)
+{
+	bool		has_lo,
+				has_hi;
+	int64		lo,
+				hi;
+	const char *col = alias ? psprintf("%s.%s", alias, quote_identifier(m->id_col)) : quote_identifier(m->id_col);
+
+	MoveIds(m, &has_lo, &lo, &has_hi, &hi);
+	if (has_lo && has_hi)
+		return psprintf("%s >= " INT64_FORMAT " AND %s < " INT64_FORMAT, col, lo, col, hi);
+	if (has_lo)
+		return psprintf("%s >= " INT64_FORMAT, col, lo);
+	if (has_hi)
+		return psprintf("%s < " INT64_FORMAT, col, hi);
+	return psprintf("%s IS NOT NULL", col);
+}
+
+/* Add a line to the report of a move. */
+void
+MoveNote(Move *m, const char *server, const char *object, const char *action)
+{
+	Move	   *lead = MoveLead(m);
+	MemoryContext old = MemoryContextSwitchTo(lead->cxt);
+	MoveReport *r = palloc(sizeof(MoveReport));
+
+	r->id = lead->id;
+	r->parent = m->parent;
+	r->first = m->first;
+	r->last = m->last;
+	r->server = server ? pstrdup(server) : NULL;
+	r->object = pstrdup(object);
+	r->action = pstrdup(action);
+	lead->report = lappend(lead->report, r);
+	MemoryContextSwitchTo(old);
+}
+
+/* Names of the states, as snowseq_moves stores them (MoveStateId order). */
+static const char *const MoveStateNames[] = {
+	NULL, "prepare", "copy", "block", "switch", "switched", "done", "failed", "rollback"
+};
+
+/* Names of the kinds, as snowseq_moves stores them (MoveKind order). */
+static const char *const MoveKindNames[] = {"whole", "prefix", "suffix"};
+
+/* The stored name of a state. */
+const char *
+MoveStateName(MoveStateId state)
+{
+	Assert(state > MOVE_STATE_NONE && state < lengthof(MoveStateNames));
+	return MoveStateNames[state];
+}
+
+/* The state of a stored name (NULL: MOVE_STATE_NONE). */
+MoveStateId
+MoveStateFromName(const char *name)
+{
+	if (name == NULL)
+		return MOVE_STATE_NONE;
+	for (int i = MOVE_STATE_NONE + 1; i < lengthof(MoveStateNames); i++)
+		if (strcmp(name, MoveStateNames[i]) == 0)
+			return (MoveStateId) i;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("snowseq_moves holds an unknown move state \"%s\"", name),
+			 errhint("Move states are those the check on snowseq_moves.state lists; restore the record.")));
+	return MOVE_STATE_NONE;		/* keep the compiler quiet */
+}
+
+/* The stored name of a kind. */
+const char *
+MoveKindName(MoveKind kind)
+{
+	Assert(kind >= MOVE_KIND_WHOLE && kind < lengthof(MoveKindNames));
+	return MoveKindNames[kind];
+}
+
+/* The kind of a stored name. */
+MoveKind
+MoveKindFromName(const char *name)
+{
+	for (int i = 0; name != NULL && i < lengthof(MoveKindNames); i++)
+		if (strcmp(name, MoveKindNames[i]) == 0)
+			return (MoveKind) i;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("snowseq_moves holds an unknown move kind \"%s\"", name ? name : "NULL"),
+			 errhint("Move kinds are whole, prefix and suffix; restore the record.")));
+	return MOVE_KIND_WHOLE;		/* keep the compiler quiet */
+}
+
+/*
+ * Update the move's record to a state, and more columns (sets, or NULL);
+ * the records of the other tables of its group take the state too.
+ */
+void
+MoveRecordState(Move *m, MoveStateId state, const char *sets)
+{
+	Move	   *lead = MoveLead(m);
+
+	MoveRecordSet(m, psprintf("state = %s%s%s", quote_literal_cstr(MoveStateName(state)),
+							  sets ? ", " : "", sets ? sets : ""));
+	if (lead->members != NIL)
+		SpiRun(psprintf("UPDATE %s SET state = %s WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
+						MoveExt(m, "snowseq_moves"), quote_literal_cstr(MoveStateName(state)), lead->id),
+			   SPI_OK_UPDATE);
+}
+
+/* Update the move's record (committed with the current transaction). */
+void
+MoveRecordSet(Move *m, const char *sets)
+{
+	SpiRun(psprintf("UPDATE %s SET %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+					MoveExt(m, "snowseq_moves"), sets, m->id), SPI_OK_UPDATE);
+}
+
+/*
+ * Run a step in a subtransaction.  Returns NULL, or the error it raised,
+ * with the subtransaction rolled back, so the caller can undo and go on.
+ */
+ErrorData *
+MoveTry(Move *m, MoveStep step)
+{
+	MemoryContext old = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(old);
+	PG_TRY();
+	{
+		step(m);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(old);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(m->cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(old);
+		CurrentResourceOwner = owner;
+	}
+	PG_END_TRY();
+	return edata;
+}
+
+/* The session of a move on a server, reopened if it was lost. */
+RemoteConn *
+MoveSession(Move *m, RemoteConn **slot, const char *server)
+{
+	ForeignServer *fs;
+
+	if (RemoteUsable(*slot))
+		return *slot;
+	fs = GetForeignServerByName(server, false);
+	RemoteClose(*slot);
+	{
+		/* the session outlives the step and the transaction that opened it */
+		MemoryContext old = MemoryContextSwitchTo(m->cxt);
+
+		*slot = RemoteConnect(fs->serverid);
+		MemoryContextSwitchTo(old);
+	}
+	if ((*slot)->extschema == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowseq is not installed on server \"%s\"", server),
+				 errhint("Run CREATE EXTENSION snowseq in that database.")));
+	return *slot;
+}
+
+/* The session of a move on its source server. */
+RemoteConn *
+MoveSrc(Move *m)
+{
+	Move	   *lead = MoveLead(m);
+
+	return MoveSession(lead, &lead->src, lead->src_name);
+}
+
+/* The session of a move on its destination server. */
+RemoteConn *
+MoveDst(Move *m)
+{
+	Move	   *lead = MoveLead(m);
+
+	return MoveSession(lead, &lead->dst, lead->dst_name);
+}
+
+/*
+ * The source session that holds the fence locks and the source transaction:
+ * opened afresh only at the start of a block attempt, never behind the
+ * back of a transaction it holds.
+ */
+RemoteConn *
+MoveHolder(Move *m)
+{
+	m = MoveLead(m);
+	if (m->lock == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("the session holding the fence on server \"%s\" was lost", m->src_name)));
+	return m->lock;
+}
+
+/* The tables of a move, for move_schema.c. */
+MoveSchemaTables *
+MoveTables(Move *m)
+{
+	MoveSchemaTables *t = palloc(sizeof(MoveSchemaTables));
+
+	t->src = MoveSrc(m);
+	t->dst = MoveDst(m);
+	t->table = m->src_table;
+	t->nsp = m->dst_nsp;
+	t->src_rel = m->src_rel;
+	t->dst_rel = m->dst_rel;
+	return t;
+}
+
+/* Close the sessions of a move. */
+void
+MoveCloseSessions(Move *m)
+{
+	RemoteClose(m->lock);
+	RemoteClose(m->src);
+	RemoteClose(m->dst);
+}
+
+/* A new, empty move in a memory context that outlives commits. */
+Move *
+MoveNew(const char *ext)
+{
+	MemoryContext cxt = AllocSetContextCreate(PortalContext ? PortalContext : TopMemoryContext,
+											  "snowseq move", ALLOCSET_DEFAULT_SIZES);
+	Move	   *m = MemoryContextAllocZero(cxt, sizeof(Move));
+
+	m->cxt = cxt;
+	m->ext = MemoryContextStrdup(cxt, ext);
+	m->dest_created = -1;
+	return m;
+}
+
+/* A Move for another table of the lead's group, in the lead's memory. */
+Move *
+MoveNewMember(Move *lead, Oid parent)
+{
+	Move	   *m = MemoryContextAllocZero(lead->cxt, sizeof(Move));
+	MemoryContext old = MemoryContextSwitchTo(lead->cxt);
+
+	m->cxt = lead->cxt;
+	m->ext = lead->ext;
+	m->dest_created = -1;
+	m->lead = lead;
+	m->parent = parent;
+	m->first = lead->first;
+	m->last = lead->last;
+	lead->members = lappend(lead->members, m);
+	MemoryContextSwitchTo(old);
+	return m;
+}
+
+/*
+ * Whether snowseq_moves records placement groups (group_move, since 1.2):
+ * a library newer than its catalog moves one table at a time.
+ */
+bool
+MoveGroupsRecorded(const char *ext)
+{
+	char	   *v = SpiValue(CurrentMemoryContext,
+							 psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_attribute WHERE attrelid "
+									  "OPERATOR(pg_catalog.=) %s::pg_catalog.regclass AND attname OPERATOR(pg_catalog.=) 'group_move' "
+									  "AND NOT attisdropped",
+									  quote_literal_cstr(psprintf("%s.snowseq_moves", ext))));
+
+	return v != NULL && strcmp(v, "0") != 0;
+}
+
+/* Every Move of a move's group, the lead first. */
+List *
+MoveGroup(Move *m)
+{
+	Move	   *lead = MoveLead(m);
+
+	return lcons(lead, list_copy(lead->members));
+}
+
+/* The committed state of a move (MOVE_STATE_NONE: no record). */
+MoveStateId
+MoveStateRead(Move *m)
+{
+	return MoveStateFromName(SpiValue(m->cxt, psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+													   MoveExt(m, "snowseq_moves"), m->id)));
+}
