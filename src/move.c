@@ -59,6 +59,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/wait_event.h"
