@@ -366,6 +366,16 @@ MoveCopyAll(Move *m)
 	return true;
 }
 
+/* Step: drop the keep views of a split's tables on the source, once unused. */
+static void
+MoveDropKeepViews(Move *m)
+{
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+		(void) MoveDropKeepView(lfirst(lc));
+}
+
 /*
  * Move genes first..last of the placement group of a table (InvalidOid:
  * of every gene-sharded table) to a server: the whole procedure.  Every
@@ -458,6 +468,16 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 					(errmsg("move " INT64_FORMAT " switched, but could not clean up: %s", m->id, err->message),
 					 errhint("SELECT * FROM snowseq_move_cleanup(); finishes it.")));
 		}
+	}
+	SPI_commit();
+	{
+		/* the router reads the tables again (committed): the keep views go */
+		ErrorData  *err = MoveTry(m, MoveDropKeepViews);
+
+		if (err != NULL)
+			ereport(WARNING,
+					(errmsg("move " INT64_FORMAT " could not drop its views on server \"%s\": %s", m->id, m->src_name, err->message),
+					 errhint("SELECT * FROM snowseq_move_cleanup(); drops them.")));
 	}
 	SPI_commit();
 	MoveRelease(m);

@@ -3,10 +3,11 @@
  *		Elastic shards: the end of a move, whichever way it ends.
  *
  * Finish (commit the prepared source transaction, drop what replication
- * used, delete the moved rows of a whole-partition move), undo a move that
- * did not switch, roll forward one whose source committed, resolve moves
- * that are not running (snowseq_move_cleanup, and the resolver at the
- * router's start), and remove the orphans of moves on every server.
+ * used, delete the moved rows in batches, point a split's partition back
+ * at its table), undo a move that did not switch, roll forward one whose
+ * source committed, resolve moves that are not running (snowseq_move_cleanup,
+ * and the resolver at the router's start), and remove the orphans of moves
+ * on every server.
  */
 #include "postgres.h"
 
@@ -19,6 +20,7 @@
 #include "snowseq.h"
 #include "move_internal.h"
 #include "sqlrun.h"
+#include "testpoint.h"
 
 #define MOVE_DELETE_BATCH		50000
 
@@ -57,14 +59,17 @@ MoveDeleteSource(Move *m)
 		MoveNote(m, m->src_name, psprintf("%s: " INT64_FORMAT " moved rows", m->src_table, total), "deleted");
 }
 
-/* After the switch: the source rows, the mark and the record of one table of the group. */
+/*
+ * After the switch: the source rows, the mark and the record of one table
+ * of the group.  A split's moved rows are deleted while the router reads
+ * the rows that stay through the keep view.
+ */
 static void
 MoveFinishTable(Move *m)
 {
 	char	   *rows;
 
-	if (m->kind == MOVE_KIND_WHOLE)
-		MoveDeleteSource(m);
+	MoveDeleteSource(m);
 	RemoteCommand(MoveDst(m), psprintf("COMMENT ON TABLE %s IS %s", m->dst_table,
 									   quote_literal_cstr(psprintf("snowseq: genes %d to %d of %s, moved here by %s",
 																   m->first, m->last, m->parent_q, MoveLead(m)->token))),
@@ -91,8 +96,11 @@ MoveFinish(Move *m)
 	MoveDropSubscription(m);
 	MoveDropPublication(m);
 	MoveDropSlots(m);
+	SNOWSEQ_TESTPOINT("move_before_source_delete");
 	foreach(lc, MoveDeleteOrder(m, MoveSrc(m)))
 		MoveFinishTable(lfirst(lc));
+	/* a split's partitions read their tables again */
+	MovePointBack(m);
 	MoveRecordState(m, MOVE_STATE_DONE,
 					m->members == NIL ? NULL :
 					psprintf("(rows_copied, bytes_copied) = (SELECT pg_catalog.sum(rows_copied), pg_catalog.sum(bytes_copied) "
@@ -512,8 +520,9 @@ MoveReportCopy(Move *collect, Move *m)
 
 /*
  * Step (on a Move that stands for one server): find replication slots,
- * publications, subscriptions and half copies named after moves of this
- * router that are over or unknown, and drop them.  A slot left behind keeps
+ * publications, subscriptions, half copies and keep views named after
+ * moves of this router that are over or unknown, and drop them (a keep
+ * view only once no partition of the router reads it).  A slot left behind keeps
  * WAL on its server for ever.
  */
 static void
@@ -540,7 +549,11 @@ CleanupOrphansOn(Move *o)
 					 "'^snowseq (snowseq_move_[0-9]+_[0-9]+): copy in progress$'), '' "
 					 "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_description d ON d.objoid OPERATOR(pg_catalog.=) c.oid "
 					 "AND d.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objsubid OPERATOR(pg_catalog.=) 0 "
-					 "WHERE d.description OPERATOR(pg_catalog.~) '^snowseq snowseq_move_[0-9]+_[0-9]+: copy in progress$'",
+					 "WHERE d.description OPERATOR(pg_catalog.~) '^snowseq snowseq_move_[0-9]+_[0-9]+: copy in progress$' "
+					 "UNION ALL SELECT 'view', c.oid::pg_catalog.regclass::pg_catalog.text, pg_catalog.substring(c.relname::pg_catalog.text, "
+					 "'^(snowseq_move_[0-9]+_[0-9]+)_keep_[0-9]+$'), '' FROM pg_catalog.pg_class c "
+					 "WHERE c.relkind OPERATOR(pg_catalog.=) 'v' "
+					 "AND c.relname::pg_catalog.text OPERATOR(pg_catalog.~) '^snowseq_move_[0-9]+_[0-9]+_keep_[0-9]+$'",
 					 "list the objects of moves");
 	for (int i = 0; i < PQntuples(res); i++)
 	{
@@ -559,7 +572,9 @@ CleanupOrphansOn(Move *o)
 			MoveNote(o, o->src_name, object, "kept: made by another router");
 			continue;
 		}
-		SpiRun(psprintf("SELECT move_id, parent, first_gene, last_gene, state FROM %s WHERE token OPERATOR(pg_catalog.=) %s",
+		SpiRun(psprintf("SELECT move_id, parent, first_gene, last_gene, state, "
+						"coalesce(finished_at OPERATOR(pg_catalog.>=) pg_catalog.transaction_timestamp(), false) "
+						"FROM %s WHERE token OPERATOR(pg_catalog.=) %s",
 						MoveExt(o, "snowseq_moves"), quote_literal_cstr(token)), SPI_OK_SELECT);
 		if (SPI_processed == 1)
 		{
@@ -574,6 +589,26 @@ CleanupOrphansOn(Move *o)
 			if (state != MOVE_STATE_DONE && state != MOVE_STATE_FAILED)
 				continue;
 			switched = state == MOVE_STATE_DONE;
+			/* a keep view: until the router's partition reads the table again, committed */
+			if (strcmp(kind, "view") == 0 &&
+				DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull)))
+			{
+				MoveNote(o, o->src_name, object, "kept: its move finished in this transaction (the next cleanup drops it)");
+				continue;
+			}
+		}
+		if (strcmp(kind, "view") == 0 &&
+			strcmp(SpiValue(o->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_foreign_table f "
+											 "JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) f.ftserver, "
+											 "pg_catalog.pg_options_to_table(f.ftoptions) x "
+											 "WHERE s.srvname OPERATOR(pg_catalog.=) %s AND x.option_name OPERATOR(pg_catalog.=) 'table_name' "
+											 "AND x.option_value OPERATOR(pg_catalog.=) (pg_catalog.parse_ident(%s))"
+											 "[pg_catalog.array_length(pg_catalog.parse_ident(%s), 1)]",
+											 quote_literal_cstr(o->src_name), quote_literal_cstr(name), quote_literal_cstr(name))),
+				   "0") != 0)
+		{
+			MoveNote(o, o->src_name, object, "kept: a partition of the router reads it");
+			continue;
 		}
 		o->token = token;
 		if (strcmp(kind, "prepared transaction") == 0)
@@ -599,6 +634,8 @@ CleanupOrphansOn(Move *o)
 			MoveDropSubscription(o);
 			o->dst = NULL;
 		}
+		else if (strcmp(kind, "view") == 0)
+			RemoteCommand(rc, psprintf("DROP VIEW IF EXISTS %s", name), "drop the view of the rows that stayed");
 		else
 			RemoteCommand(rc, psprintf("DROP TABLE IF EXISTS %s", name), "drop the half copy");
 		MoveNote(o, o->src_name, object, "dropped");

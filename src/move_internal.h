@@ -193,6 +193,9 @@ extern void MoveSwitchRouter(Move *m);
 extern bool MoveLockParent(Move *m, bool check_stuck);
 extern void MoveReleaseParent(Move *m);
 extern void MoveSwitch(Move *m);
+extern char *MoveKeepView(Move *m);
+extern void MovePointBack(Move *m);
+extern bool MoveDropKeepView(Move *m);
 
 /* move_cleanup.c */
 extern void MoveFinish(Move *m);

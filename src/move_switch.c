@@ -6,13 +6,16 @@
  * writes of the moving range while replication catches up for the last
  * time, the router's lock on the parent, the router's switch of
  * partitions and map, and the two-phase source transaction whose outcome
- * the router's committed state decides.
+ * the router's committed state decides.  A split leaves the partition that
+ * keeps the rest of the genes reading a view of the rows that stay (the
+ * keep view), so that no row is deleted in the switch.
  */
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 
 #include "snowseq.h"
@@ -28,6 +31,7 @@
 #define MOVE_SWITCH_BUDGET_MS	60000	/* give up after */
 #define MOVE_TRIGGER_LOCK_MS	100 /* lock_timeout for the fence trigger */
 #define MOVE_TRIGGER_ATTEMPTS	50	/* source table lock tries for the trigger */
+#define MOVE_POINT_NOWAIT_MS	10000	/* partitions back at their tables: tries that never queue */
 
 /* The two-phase name of the source transaction of a move. */
 static char *
@@ -207,6 +211,233 @@ MoveBlock(Move *m)
 							  quote_literal_cstr(timestamptz_to_str(m->blocked_at))));
 }
 
+/*
+ * The keep view of one table of a split: on the source, beside the table,
+ * the rows that stay there.  From the switch until the moved rows are
+ * deleted (in batches, after it), the router's partition that keeps the
+ * rest of the genes reads this view, so the switch deletes nothing and the
+ * pause of the moved genes does not grow with their rows.  It has the
+ * table's columns and its ctid (postgres_fdw updates and deletes rows by
+ * ctid), WITH CHECK OPTION so no write through it reaches a moved ID, and
+ * security_invoker, so the table's grants and policies apply to each user
+ * as before.
+ */
+char *
+MoveKeepView(Move *m)
+{
+	return psprintf("%s_keep_%d", MoveLead(m)->token, m->fence_id);
+}
+
+/* The keep view, qualified and quoted, on the source. */
+static char *
+MoveKeepViewQ(Move *m)
+{
+	return psprintf("%s.%s", quote_identifier(m->dst_nsp), quote_identifier(MoveKeepView(m)));
+}
+
+/* A condition on the ID column that holds for exactly the IDs that stay. */
+static char *
+MoveKeepCondition(Move *m, const char *alias)
+{
+	bool		has_lo,
+				has_hi;
+	int64		lo,
+				hi;
+	char	   *col = psprintf("%s.%s", alias, quote_identifier(m->id_col));
+
+	MoveIds(m, &has_lo, &lo, &has_hi, &hi);
+	Assert(m->kind != MOVE_KIND_WHOLE);
+	if (m->kind == MOVE_KIND_SUFFIX)
+		return psprintf("%s < " INT64_FORMAT, col, lo);
+	return psprintf("%s >= " INT64_FORMAT, col, hi);
+}
+
+/* Create the keep view of a table, with the table's owner and grants (source transaction). */
+static void
+MoveCreateKeepView(Move *m, RemoteConn *rc)
+{
+	char	   *view = MoveKeepViewQ(m);
+	char	   *tab = quote_literal_cstr(m->src_table);
+	PGresult   *res;
+
+	RemoteCommand(rc, psprintf("DROP VIEW IF EXISTS %s; CREATE VIEW %s WITH (security_invoker = true) AS "
+							   "SELECT t.ctid, t.* FROM %s t WHERE %s WITH CASCADED CHECK OPTION",
+							   view, view, m->src_table, MoveKeepCondition(m, "t")),
+				  "create the view of the rows that stay");
+	res = RemoteExec(rc, psprintf("SELECT pg_catalog.format('ALTER VIEW %%s OWNER TO %%I', %s, r.rolname) "
+								  "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) c.relowner "
+								  "WHERE c.oid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
+								  "UNION ALL SELECT pg_catalog.format('GRANT %%s ON %%s TO %%s', x.privilege_type, %s, "
+								  "CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END) "
+								  "FROM pg_catalog.pg_class c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) x "
+								  "LEFT JOIN pg_catalog.pg_roles g ON g.oid OPERATOR(pg_catalog.=) x.grantee "
+								  "WHERE c.oid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
+								  "AND x.privilege_type OPERATOR(pg_catalog.=) ANY (ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE'])",
+								  quote_literal_cstr(view), tab, quote_literal_cstr(view), tab),
+					 "read the table's owner and grants");
+	for (int i = 0; i < PQntuples(res); i++)
+		RemoteCommand(rc, PQgetvalue(res, i, 0), "give the view the table's owner and grants");
+	PQclear(res);
+}
+
+/*
+ * Point the router's partition of a table at a relation of the source:
+ * the keep view (to_view) or the table itself.  Nothing happens if it
+ * points there already.
+ */
+static void
+MovePointPartition(Move *m, bool to_view)
+{
+	const char *rel = to_view ? MoveKeepView(m) : m->src_rel;
+	SPITupleTable *rows;
+	char	   *set_nsp = "ADD";
+	char	   *set_rel = "ADD";
+	bool		there = true;
+
+	SpiRun(psprintf("SELECT o.option_name::pg_catalog.text, o.option_value::pg_catalog.text "
+					"FROM pg_catalog.pg_foreign_table f, pg_catalog.pg_options_to_table(f.ftoptions) o "
+					"WHERE f.ftrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
+					"AND o.option_name OPERATOR(pg_catalog.=) ANY (ARRAY['schema_name', 'table_name'])",
+					quote_literal_cstr(m->part_q)), SPI_OK_SELECT);
+	rows = SPI_tuptable;
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		char	   *name = SPI_getvalue(rows->vals[i], rows->tupdesc, 1);
+		char	   *value = SPI_getvalue(rows->vals[i], rows->tupdesc, 2);
+
+		if (strcmp(name, "schema_name") == 0)
+		{
+			set_nsp = "SET";
+			there = there && strcmp(value, m->dst_nsp) == 0;
+		}
+		else
+		{
+			set_rel = "SET";
+			there = there && strcmp(value, rel) == 0;
+		}
+	}
+	if (there && strcmp(set_nsp, "SET") == 0 && strcmp(set_rel, "SET") == 0)
+		return;
+	SpiRun(psprintf("ALTER FOREIGN TABLE %s OPTIONS (%s schema_name %s, %s table_name %s)",
+					m->part_q, set_nsp, quote_literal_cstr(m->dst_nsp), set_rel, quote_literal_cstr(rel)),
+		   SPI_OK_UTILITY);
+}
+
+/* Whether the router's partition of a table reads its keep view (now, as this transaction sees it). */
+static bool
+MovePartitionReadsView(Move *m)
+{
+	char	   *v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_foreign_table f, "
+											  "pg_catalog.pg_options_to_table(f.ftoptions) o "
+											  "WHERE f.ftrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) "
+											  "AND o.option_name OPERATOR(pg_catalog.=) 'table_name' "
+											  "AND o.option_value OPERATOR(pg_catalog.=) %s",
+											  quote_literal_cstr(m->part_q), quote_literal_cstr(MoveKeepView(m))));
+
+	return strcmp(v, "0") != 0;
+}
+
+/* A split's partition that reads its keep view still (as this transaction sees it), for MovePointBack. */
+static bool
+MoveReadsView(Move *t)
+{
+	return t->kind != MOVE_KIND_WHOLE && MovePartitionReadsView(t);
+}
+
+/*
+ * One try at the locks of the partitions of a group that read keep views
+ * (LOCK TABLE does not take foreign tables): without waiting, or waiting
+ * switch_wait_ms for each.
+ */
+static void
+MoveLockPartitionsOnce(Move *m)
+{
+	ListCell   *lc;
+
+	if (m->switch_wait_ms > 0)
+		SpiRun(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", m->switch_wait_ms), SPI_OK_SELECT);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		Oid			relid;
+
+		if (!MoveReadsView(t))
+			continue;
+		relid = pg_strtoint64(SpiValue(m->cxt, psprintf("SELECT %s::pg_catalog.regclass::pg_catalog.oid",
+														quote_literal_cstr(t->part_q))));
+		if (m->switch_wait_ms > 0)
+			LockRelationOid(relid, AccessExclusiveLock);
+		else if (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not obtain lock on relation %s", t->part_q)));
+	}
+	if (m->switch_wait_ms > 0)
+		SpiRun("SELECT pg_catalog.set_config('lock_timeout', '0', true)", SPI_OK_SELECT);
+}
+
+/*
+ * After the moved rows of a split are deleted on the source: point the
+ * partitions of the group that read keep views back at their tables, in
+ * one transaction (one catalog change each).  The locks are tried without
+ * waiting for up to MOVE_POINT_NOWAIT_MS (nothing waits for such a try,
+ * and nothing is in a hurry: the views serve meanwhile), then waiting, all
+ * the waits of one try together shorter than deadlock_timeout: a writer
+ * that holds one of the locks and waits for another is never the one a
+ * deadlock check cancels, since the move lets go first.  The views go once this commits (MoveDropKeepView).
+ */
+void
+MovePointBack(Move *m)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	ListCell   *lc;
+	int			n = 0;
+	int			cap;
+
+	foreach(lc, MoveGroup(m))
+		n += MoveReadsView(lfirst(lc)) ? 1 : 0;
+	if (n == 0)
+		return;
+	/* all the waits of one try together stay under deadlock_timeout */
+	cap = Max(DeadlockTimeout / (2 * n), 10);
+	m->switch_wait_ms = 0;
+	for (;;)
+	{
+		ErrorData  *err = MoveTry(m, MoveLockPartitionsOnce);
+
+		if (err == NULL)
+			break;
+		if ((err->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE && err->sqlerrcode != ERRCODE_T_R_DEADLOCK_DETECTED) ||
+			MsSince(start) > MOVE_SWITCH_BUDGET_MS)
+			ReThrowError(err);
+		if (MsSince(start) > MOVE_POINT_NOWAIT_MS)
+			m->switch_wait_ms = Min(Max(m->switch_wait_ms * 2, 10), cap);
+		MoveSleep(m->switch_wait_ms == 0 ? 5 : 20);
+	}
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		if (MoveReadsView(t))
+			MovePointPartition(t, false);
+	}
+}
+
+/*
+ * Drop the keep view of a table on the source, once the router's
+ * committed partition no longer reads it.  Returns false if it still does.
+ */
+bool
+MoveDropKeepView(Move *m)
+{
+	if (m->kind == MOVE_KIND_WHOLE)
+		return true;
+	if (MovePartitionReadsView(m))
+		return false;
+	RemoteCommand(MoveSrc(m), psprintf("DROP VIEW IF EXISTS %s", MoveKeepViewQ(m)), "drop the view of the rows that stayed");
+	return true;
+}
+
 /* Rewrite the router's partitions of one table of the group. */
 static void
 MoveSwitchPartitions(Move *m)
@@ -232,6 +463,9 @@ MoveSwitchPartitions(Move *m)
 	else if (m->kind == MOVE_KIND_SUFFIX)
 		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
 						m->parent_q, m->part_q, plo, lo), SPI_OK_UTILITY);
+	/* the rest of the genes: the rows that stay, until the moved ones are deleted */
+	if (m->kind != MOVE_KIND_WHOLE)
+		MovePointPartition(m, true);
 	SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
 					m->parent_q, m->new_part_q, lo, hi), SPI_OK_UTILITY);
 	if (m->kind == MOVE_KIND_WHOLE)
@@ -352,7 +586,10 @@ MoveLockParent(Move *m, bool check_stuck)
 	return true;
 }
 
-/* Open the source transaction: the moved rows go (a split), the fence becomes moved. */
+/*
+ * Open the source transaction: a split's keep view appears (the moved rows
+ * stay until after the switch), the fence becomes moved.
+ */
 static void
 MoveSourceTransaction(Move *m)
 {
@@ -360,19 +597,12 @@ MoveSourceTransaction(Move *m)
 
 	RemoteCommand(MoveHolder(m), "BEGIN", "begin the source transaction");
 	MoveCheckGroupKeys(m, MoveHolder(m), true);
-	foreach(lc, MoveDeleteOrder(m, MoveHolder(m)))
+	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
 
-		/*
-		 * Triggers are off (the fence would turn the delete away), foreign
-		 * keys included: those between tables of the group link rows of the
-		 * moved genes only (MoveCheckGroupKeys), so all of them go.
-		 */
 		if (t->kind != MOVE_KIND_WHOLE)
-			RemoteCommand(MoveHolder(m), psprintf("SET LOCAL session_replication_role = replica; DELETE FROM %s WHERE %s",
-												  t->src_table, MoveIdCondition(t)),
-						  "delete the moved rows");
+			MoveCreateKeepView(t, MoveHolder(m));
 		RemoteCommand(MoveHolder(m), psprintf("SELECT %s(%d, 'moved')", MoveRemoteExt(MoveHolder(m), "snowseq_fence_state"), t->fence_id),
 					  "mark the fence moved");
 	}
@@ -419,35 +649,32 @@ MoveReleaseParent(Move *m)
 
 /*
  * Step: the switch, in one router transaction.  The source transaction
- * (a split deletes the moved rows in it; the rest of the partition stays in
- * the table) runs first, then the router takes the parent's lock, rewrites
+ * (a split's keep view appears in it, the fence becomes moved; no row is
+ * deleted) runs first, then the router takes the parent's lock, rewrites
  * partitions and map, and prepares the source transaction while it still
  * holds the lock; the router commits state 'switched' when the step ends,
  * and only then is the prepared source transaction committed (MoveFinish),
- * so the router's record decides, whenever either side dies.  A router
- * statement that updates a moved row while the delete runs waits for the
- * source transaction holding the parent's lock: then the source
- * transaction is rolled back (that writer fails at the fence and retries),
- * the router takes its lock first, and the delete runs under it: no router
- * statement can be waiting on the source then, but every range of the
- * table waits for the delete.
+ * so the router's record decides, whenever either side dies.  The moved
+ * rows are deleted after the switch (MoveFinish), while the router reads
+ * the rows that stay through the keep view: the pause of the moved genes
+ * does not grow with their rows.  If the source transaction locked the
+ * tables of a foreign key (MoveCheckGroupKeys) and a router statement
+ * writing to them waits on it while holding the parent's lock, the source
+ * transaction is rolled back and opened again once the router holds the
+ * lock.
  */
 void
 MoveSwitch(Move *m)
 {
-	bool		deletes = false;
 	ListCell   *lc;
 
-	/* a split deletes rows in the source transaction: writers may wait on it */
-	foreach(lc, MoveGroup(m))
-		deletes = deletes || ((Move *) lfirst(lc))->kind != MOVE_KIND_WHOLE;
 	m->keys_locked = false;
 	MoveSourceTransaction(m);
-	/* so do writers of tables whose foreign key the source transaction locked */
-	if (!MoveLockParent(m, deletes || m->keys_locked))
+	/* writers of tables whose foreign key the source transaction locked may wait on it */
+	if (!MoveLockParent(m, m->keys_locked))
 	{
 		ereport(NOTICE,
-				(errmsg("writes to moved rows waited on their delete: deleting under the router's lock")));
+				(errmsg("writes waited on the source transaction of the switch: opening it again under the router's lock")));
 		RemoteCommand(MoveHolder(m), "ROLLBACK", "roll back the source transaction");
 		(void) MoveLockParent(m, false);
 		MoveSourceTransaction(m);

@@ -29,6 +29,16 @@
 #     move_after_router_commit).  A reader through the router started then
 #     waits on the parent's lock, which the mover holds until the source
 #     committed, and once released sees every row exactly once.
+# (4) A split deletes nothing in its switch: paused after the switch, before
+#     the moved rows are deleted (pause point move_before_source_delete),
+#     the source still holds them, the partition that keeps the rest of the
+#     genes reads them through the keep view (the rows that stay), and the
+#     router returns every row once; writes to both sides work, updates the
+#     remote server cannot run alone (by ctid) included, and the view's
+#     check option refuses a moved ID.  The router is killed there: the
+#     first query after its restart sees every row once, the resolver
+#     deletes the moved rows and points the partition back at the table,
+#     and snowseq_move_cleanup() drops the view.
 use strict;
 use warnings;
 use lib 'test';
@@ -238,6 +248,10 @@ is(count_once(), "$total $total", '(2) the router returns every row once');
 is($sb->safe_psql('postgres', "SELECT count(*) FROM orders_g16384_32767 WHERE stamped = 'stamped by orders on " . $sa->port . "'"), $moved,
 	'(2) the copied rows keep the source\'s stamp: the trigger did not fire again on the copy');
 check_complete('(2) split', $sb, 'orders_g16384_32767', '(20000::bigint << 48) + 1');
+is($sa->safe_psql('postgres', q{SELECT count(*) FROM pg_views WHERE viewname ~ '^snowseq_move_.*_keep_'}), '0',
+	'(2) the split left no view on shard_a');
+is($router->safe_psql('postgres', q{SELECT ftoptions::text FROM pg_foreign_table WHERE ftrelid = 'orders_0'::regclass}),
+	'{table_name=orders,schema_name=public}', '(2) the partition that kept genes 0..16383 reads the table again');
 
 ($out, $err) = ('', '');
 $rc = $router->psql('postgres', q{CALL snowseq_move_genes('orders', 16384, 32767, 'shard_a')},
@@ -293,5 +307,78 @@ is($rout, "$total $total\n", "(3) once released, the reader sees all $total rows
 like(layout(), qr/^8191=shard_a,16383=shard_b,32767=shard_a /, '(3) the split finished');
 is($sa->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0', '(3) and committed on the source');
 is(count_once(), "$total $total", '(3) the router returns every row once');
+
+# ---------------------------------------------------------------------
+# (4) The moved rows are deleted after the switch, through the keep view
+# ---------------------------------------------------------------------
+my $lo4 = q{4096::bigint << 48};
+my $hi4 = q{8192::bigint << 48};
+my $in_moved4 = $router->safe_psql('postgres', "SELECT count(*) FROM orders WHERE order_id >= $lo4 AND order_id < $hi4");
+ok($in_moved4 > 100, "(4) genes 4096..8191 hold $in_moved4 orders");
+$locker = $router->background_psql('postgres');
+$locker->query_safe("SELECT pg_advisory_lock($pause_lock)");
+($mout, $merr) = ('', '');
+$mover = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
+	'-c', "SET snowseq.test_pause_at = 'move_before_source_delete'",
+	'-c', q{CALL snowseq_split_shard('orders', 4096, 'shard_b')} ], '>', \$mout, '2>', \$merr);
+ok($router->poll_query_until('postgres', q{
+	SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'CALL%'}),
+	'(4) the split paused after its switch, before deleting the moved rows');
+like(layout(), qr/^4095=shard_a,16383=shard_b,32767=shard_a /, '(4) the router switched');
+is($router->safe_psql('postgres', q{SELECT state FROM snowseq_moves ORDER BY move_id DESC LIMIT 1}), 'switched',
+	'(4) ... and recorded it');
+is($sa->safe_psql('postgres', "SELECT count(*) FROM orders WHERE order_id >= $lo4 AND order_id < $hi4"), $in_moved4,
+	"(4) the source still holds the $in_moved4 moved rows: the switch deleted none");
+my $view = $sa->safe_psql('postgres', q{SELECT viewname FROM pg_views WHERE viewname ~ '^snowseq_move_.*_keep_'});
+like($view, qr/^snowseq_move_1_\d+_keep_\d+$/, "(4) the source has the keep view $view");
+like($router->safe_psql('postgres', q{SELECT ftoptions::text FROM pg_foreign_table WHERE ftrelid = 'orders_0'::regclass}),
+	qr/table_name=\Q$view\E/, '(4) the partition that keeps genes 0..4095 reads it');
+my $first_moved = $router->safe_psql('postgres', "SELECT $lo4");
+like($sa->safe_psql('postgres', qq{SELECT pg_get_viewdef('$view'::regclass)}), qr/WHERE \(?t\.order_id < '?$first_moved'?/,
+	'(4) ... the rows below the first moved ID');
+is(count_once(), "$total $total", '(4) the router returns every row once');
+
+# writes on both sides of the cut, while the moved rows are still on shard_a
+$router->safe_psql('postgres', qq{INSERT INTO orders (order_id, buyer_id, code) VALUES ((1000::bigint << 48) + 11, 'b1', 'kept4'),
+	((5000::bigint << 48) + 11, 'b1', 'moved4')});
+$total += 2;
+is($sb->safe_psql('postgres', q{SELECT count(*) FROM orders_g4096_8191 WHERE code = 'moved4'}), '1',
+	'(4) a new row of the moved genes lands on shard_b: their writes no longer wait');
+is($sa->safe_psql('postgres', q{SELECT count(*) FROM orders WHERE code = 'kept4'}), '1',
+	'(4) a new row of genes 0..4095 lands on shard_a, through the view');
+my $bumped = $router->safe_psql('postgres', qq{WITH u AS (UPDATE orders SET amount = amount + 1, stamped = 'at ' || clock_timestamp()
+	WHERE order_id < $lo4 AND amount < 5 RETURNING 1) SELECT count(*) FROM u});
+ok($bumped > 0, "(4) an update the remote server cannot run alone (clock_timestamp) updates $bumped rows of genes 0..4095 by ctid");
+like($router->safe_psql('postgres', qq{EXPLAIN (VERBOSE, COSTS OFF) UPDATE orders SET stamped = 'at ' || clock_timestamp()
+	WHERE order_id < $lo4 AND amount < 5}), qr/Remote SQL: UPDATE public\.\Q$view\E SET .* WHERE ctid = \$1/,
+	'(4) ... through the view, by ctid');
+is($router->safe_psql('postgres', qq{WITH d AS (DELETE FROM orders WHERE code = 'kept4' AND stamped <> clock_timestamp()::text
+	RETURNING 1) SELECT count(*) FROM d}), '1', '(4) a delete by ctid works too');
+$total--;
+# (with triggers off, so that the fence does not refuse it first)
+$sa->psql('postgres', qq{SET session_replication_role = replica;
+	INSERT INTO "$view" (order_id, buyer_id) VALUES ((5000::bigint << 48) + 12, 'b1')},
+	stdout => \$out, stderr => \$err);
+like($err, qr/new row violates check option for view "\Q$view\E"/, '(4) the view\'s check option refuses a moved ID');
+is(count_once(), "$total $total", '(4) the router returns every row once');
+
+# the router dies before the moved rows are deleted
+$router->stop('immediate');
+$mover->finish;
+eval { $locker->quit };
+$router->start;
+is(count_once(), "$total $total", '(4) the first query after the restart returns every row once');
+ok($router->poll_query_until('postgres', q{SELECT state = 'done' FROM snowseq_moves ORDER BY move_id DESC LIMIT 1}),
+	'(4) the resolver finished the split');
+is($sa->safe_psql('postgres', "SELECT count(*) FROM orders WHERE order_id >= $lo4 AND order_id < $hi4"), '0',
+	'(4) ... deleted the moved rows on shard_a');
+is($router->safe_psql('postgres', q{SELECT ftoptions::text FROM pg_foreign_table WHERE ftrelid = 'orders_0'::regclass}),
+	'{table_name=orders,schema_name=public}', '(4) ... and pointed the partition back at the table');
+is(count_once(), "$total $total", '(4) the router returns every row once');
+like($router->safe_psql('postgres', q{SELECT string_agg(object || ': ' || action, E'\n') FROM snowseq_move_cleanup()}),
+	qr/view (public\.)?\Q$view\E: dropped/, '(4) snowseq_move_cleanup() drops the view');
+is($sa->safe_psql('postgres', q{SELECT count(*) FROM pg_views WHERE viewname ~ '^snowseq_move_.*_keep_'}), '0',
+	'(4) no view is left on shard_a');
+is(count_once(), "$total $total", '(4) the router returns every row once');
 
 done_testing();
