@@ -101,6 +101,7 @@ MoveFinish(Move *m)
 		MoveFinishTable(lfirst(lc));
 	/* a split's partitions read their tables again */
 	MovePointBack(m);
+	MoveValidateGroupKeys(m);
 	MoveRecordState(m, MOVE_STATE_DONE,
 					m->members == NIL ? NULL :
 					psprintf("(rows_copied, bytes_copied) = (SELECT pg_catalog.sum(rows_copied), pg_catalog.sum(bytes_copied) "

@@ -319,6 +319,18 @@ MoveTables(Move *m)
 	t->nsp = m->dst_nsp;
 	t->src_rel = m->src_rel;
 	t->dst_rel = m->dst_rel;
+	t->group = NULL;
+	if (MoveLead(m)->members != NIL)
+	{
+		StringInfoData group;
+		ListCell   *lc;
+
+		initStringInfo(&group);
+		foreach(lc, MoveGroup(m))
+			appendStringInfo(&group, "%spg_catalog.to_regclass(%s)", group.len ? ", " : "",
+							 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
+		t->group = group.data;
+	}
 	return t;
 }
 

@@ -196,10 +196,12 @@ MoveSchemaCheck(const MoveSchemaTables *t)
 		PQclear(res);
 	}
 
-	/* foreign keys reference a table that does not move with the genes */
+	/* foreign keys reference a table that does not move with the genes (but those of its group) */
 	res = RemoteExec(t->src, psprintf("SELECT pg_catalog.quote_ident(conname), confrelid::pg_catalog.regclass::text "
 									  "FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) %s "
-									  "AND contype OPERATOR(pg_catalog.=) 'f' ORDER BY conname", tab),
+									  "AND contype OPERATOR(pg_catalog.=) 'f' "
+									  "AND NOT coalesce(confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]), false) "
+									  "ORDER BY conname", tab, t->group ? t->group : "NULL"),
 					 "read the foreign keys of the source table");
 	for (int i = 0; i < PQntuples(res); i++)
 		ereport(NOTICE,

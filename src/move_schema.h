@@ -24,6 +24,8 @@ typedef struct MoveSchemaTables
 	const char *nsp;			/* unquoted */
 	const char *src_rel;		/* unquoted */
 	const char *dst_rel;		/* unquoted */
+	const char *group;			/* the source tables moving with it, as a
+								 * list of oid expressions, or NULL */
 } MoveSchemaTables;
 
 extern void MoveSchemaCheck(const MoveSchemaTables *t);

@@ -139,6 +139,131 @@ MoveFenceWait(Move *m)
 	return "t";
 }
 
+/* A referential action of pg_constraint as SQL. */
+static const char *
+MoveFkAction(char c)
+{
+	switch (c)
+	{
+		case 'r':
+			return "RESTRICT";
+		case 'c':
+			return "CASCADE";
+		case 'n':
+			return "SET NULL";
+		case 'd':
+			return "SET DEFAULT";
+		default:
+			return "NO ACTION";
+	}
+}
+
+/*
+ * In the block, once replication has stopped and before the switch: the
+ * foreign keys between tables of the group, which move together, made on
+ * the destination between their new tables, NOT VALID.  Nothing writes to
+ * those tables then (the router reaches them at the switch), so the lock
+ * waits for no one, and the keys hold for every write after the switch;
+ * MoveValidateGroupKeys validates them once the move has switched.  Only
+ * between tables the move created; one already there is left as it is.
+ */
+static void
+MoveGroupForeignKeys(Move *m)
+{
+	List	   *group = MoveGroup(m);
+	StringInfoData tables;
+	PGresult   *res;
+	ListCell   *lc;
+
+	if (list_length(group) < 2)
+		return;
+	initStringInfo(&tables);
+	foreach(lc, group)
+		appendStringInfo(&tables, "%spg_catalog.to_regclass(%s)", tables.len ? ", " : "",
+						 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
+	res = RemoteExec(MoveSrc(m), psprintf("SELECT c.conname, pg_catalog.array_position(g.t, c.conrelid), "
+										  "pg_catalog.array_position(g.t, c.confrelid), "
+										  "(SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY k.n) "
+										  "FROM ROWS FROM (pg_catalog.unnest(c.conkey)) WITH ORDINALITY k(att, n) "
+										  "JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.conrelid "
+										  "AND a.attnum OPERATOR(pg_catalog.=) k.att), "
+										  "(SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY k.n) "
+										  "FROM ROWS FROM (pg_catalog.unnest(c.confkey)) WITH ORDINALITY k(att, n) "
+										  "JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.confrelid "
+										  "AND a.attnum OPERATOR(pg_catalog.=) k.att), "
+										  "c.confupdtype, c.confdeltype, c.confmatchtype, c.condeferrable, c.condeferred "
+										  "FROM (SELECT ARRAY[%s]::pg_catalog.oid[] AS t) g, pg_catalog.pg_constraint c "
+										  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
+										  "AND c.conrelid OPERATOR(pg_catalog.=) ANY (g.t) AND c.confrelid OPERATOR(pg_catalog.=) ANY (g.t) "
+										  "ORDER BY 1", tables.data),
+					 "read the foreign keys between the tables of the move");
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		Move	   *child = list_nth(group, atoi(PQgetvalue(res, i, 1)) - 1);
+		Move	   *parent = list_nth(group, atoi(PQgetvalue(res, i, 2)) - 1);
+		char	   *conname = PQgetvalue(res, i, 0);
+		char	   *name;
+		char	   *v;
+
+		if (child->dest_created != 1 || parent->dest_created != 1)
+			continue;
+		/* named after the new table, as its other constraints are */
+		name = strncmp(conname, child->src_rel, strlen(child->src_rel)) == 0 ?
+			psprintf("%s%s", child->dst_rel, conname + strlen(child->src_rel)) : psprintf("%s_%s", child->dst_rel, conname);
+		if (strlen(name) >= NAMEDATALEN)
+			name = conname;
+		v = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_constraint "
+											 "WHERE contype OPERATOR(pg_catalog.=) 'f' "
+											 "AND conrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
+											 "AND confrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass",
+											 quote_literal_cstr(child->dst_table), quote_literal_cstr(parent->dst_table)),
+						"look up the foreign keys of the destination table");
+		if (strcmp(v, "0") != 0)
+			continue;
+		RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s ADD CONSTRAINT %s FOREIGN KEY (%s) REFERENCES %s (%s) "
+										   "MATCH %s ON UPDATE %s ON DELETE %s%s%s NOT VALID",
+										   child->dst_table, quote_identifier(name), PQgetvalue(res, i, 3),
+										   parent->dst_table, PQgetvalue(res, i, 4),
+										   PQgetvalue(res, i, 7)[0] == 'f' ? "FULL" : "SIMPLE",
+										   MoveFkAction(PQgetvalue(res, i, 5)[0]), MoveFkAction(PQgetvalue(res, i, 6)[0]),
+										   PQgetvalue(res, i, 8)[0] == 't' ? " DEFERRABLE" : "",
+										   PQgetvalue(res, i, 9)[0] == 't' ? " INITIALLY DEFERRED" : ""),
+					  "create a foreign key between the moved tables");
+		MoveNote(child, m->dst_name, psprintf("foreign key %s of %s", name, child->dst_table), "created");
+	}
+	PQclear(res);
+}
+
+/*
+ * After the switch: validate the foreign keys that MoveGroupForeignKeys
+ * made between the destination tables of the group.  VALIDATE CONSTRAINT
+ * takes no lock that writers wait for.
+ */
+void
+MoveValidateGroupKeys(Move *m)
+{
+	StringInfoData tables;
+	PGresult   *res;
+	ListCell   *lc;
+
+	if (list_length(MoveGroup(m)) < 2)
+		return;
+	initStringInfo(&tables);
+	foreach(lc, MoveGroup(m))
+		appendStringInfo(&tables, "%spg_catalog.to_regclass(%s)", tables.len ? ", " : "",
+						 quote_literal_cstr(((Move *) lfirst(lc))->dst_table));
+	res = RemoteExec(MoveDst(m), psprintf("SELECT conrelid::pg_catalog.regclass::pg_catalog.text, pg_catalog.quote_ident(conname) "
+										  "FROM pg_catalog.pg_constraint WHERE contype OPERATOR(pg_catalog.=) 'f' AND NOT convalidated "
+										  "AND conrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]) "
+										  "AND confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]) ORDER BY 1, 2",
+										  tables.data, tables.data),
+					 "read the foreign keys to validate");
+	for (int i = 0; i < PQntuples(res); i++)
+		RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s VALIDATE CONSTRAINT %s", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1)),
+					  "validate a foreign key between the moved tables");
+	PQclear(res);
+}
+
 /*
  * Step: hold back writes to the range, catch up for the last time, stop
  * replicating, and let the held writers fail (and any later ones, until the
@@ -205,6 +330,7 @@ MoveBlock(Move *m)
 			RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s RENAME TO %s", t->src_table, quote_identifier(t->dst_rel)),
 						  "rename the destination table");
 	}
+	MoveGroupForeignKeys(m);
 	MoveFence(m, "reject");
 	MoveFenceLocks(m, "pg_advisory_unlock", SNOWSEQ_LOCK_BLOCK, false);
 	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz",

@@ -351,7 +351,8 @@ is($router->safe_psql('postgres', q{
 	'orders done lead, order_items done 1, payments done 1', '(1) snowseq_moves: one move, a record per table, all done');
 is($router->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'local_log_g0_4095'}), 0,
 	'(1) a local partitioned table is no part of the group');
-# the destination's tables: every index and trigger of the source
+# the destination's tables: every index, constraint and trigger of the source,
+# and the foreign key between the moved tables, validated
 is($sc->safe_psql('postgres', q{
 	SELECT string_agg(x, ', ' ORDER BY x) FROM (
 		SELECT 'index ' || indexrelid::regclass::text AS x FROM pg_index
@@ -359,13 +360,21 @@ is($sc->safe_psql('postgres', q{
 		UNION ALL SELECT 'trigger ' || tgname || ' on ' || tgrelid::regclass::text FROM pg_trigger
 		WHERE NOT tgisinternal AND tgname NOT LIKE 'snowseq%'
 		AND tgrelid::regclass::text IN ('orders_g0_4095', 'order_items_g0_4095', 'payments_g0_4095')
-		) s}),
-	'index order_items_g0_4095_order, index order_items_g0_4095_pkey, '
+		UNION ALL SELECT 'fk ' || conrelid::regclass::text || ' -> ' || confrelid::regclass::text
+			|| CASE WHEN convalidated THEN ' valid' ELSE ' not valid' END || ' on delete ' || confdeltype::text
+		FROM pg_constraint WHERE contype = 'f') s}),
+	'fk order_items_g0_4095 -> orders_g0_4095 valid on delete c, '
+	  . 'index order_items_g0_4095_order, index order_items_g0_4095_pkey, '
 	  . 'index orders_g0_4095_buyer, index orders_g0_4095_pkey, '
 	  . 'index payments_g0_4095_order, index payments_g0_4095_pkey, '
 	  . 'trigger order_items_touch on order_items_g0_4095, trigger orders_touch on orders_g0_4095, '
 	  . 'trigger payments_touch on payments_g0_4095',
-	'(1) shard_c: every index and trigger of the source tables');
+	'(1) shard_c: every index and trigger of the source tables, and the foreign key between the moved tables');
+my ($c_key) = grep { length } split /\n/, $router->safe_psql('postgres',
+	q{SELECT b FROM (SELECT 'k' || i AS b FROM generate_series(1, 500) i) s WHERE snowseq_gene(b) < 4096 LIMIT 1});
+my ($frc, $fout, $ferr) = $sc->psql('postgres', qq{
+	INSERT INTO order_items_g0_4095 (item_id, order_id, buyer_id) VALUES (snowseq_gene_next('$c_key'), snowseq_gene_next('$c_key'), '$c_key')});
+like($ferr, qr/violates foreign key constraint/, '(1) shard_c refuses an item without its order');
 let_clients_write('(1) after A -> C');
 check_state('(1) after A -> C');
 
