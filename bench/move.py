@@ -185,11 +185,10 @@ def section(results, mode, elapsed, rows, rate):
     L += ["", "* **whole**: the moved genes are a partition of their own (on A, table `orders_moved`); the other "
           "genes are another partition on A. After the switch the source rows are deleted in batches.",
           "* **split**: one partition holds all genes (on A, table `orders`, %s more rows in genes 8192..32767); "
-          "the move takes genes 0..8191 out of it. The source rows must go in the same instant as the router "
-          "switches (else a query would see them twice): they are deleted in a source transaction that runs "
-          "before the router takes the table's lock and commits while it holds it, so the moved genes wait for "
-          "the delete and the other genes only for the switch (with inserts only; an update of a moved row "
-          "during the delete would make the move delete under the lock, and the whole table wait)."
+          "the move takes genes 0..8191 out of it. The switch deletes nothing: until the moved rows are "
+          "deleted in batches after it, the partition that keeps genes 8192..32767 reads a view of the rows "
+          "that stay on A, and is then pointed back at the table (one catalog change). The pause of the moved "
+          "genes is the final catch-up and the switch, whatever the number of rows."
           % fmt_int(rows), ""]
     kinds = [r["kind"] for r in results]
     L.append("| | " + " | ".join(kinds) + " |")
@@ -212,10 +211,10 @@ def section(results, mode, elapsed, rows, rate):
     row("rows through the router: all / distinct / loaded plus inserts the writers saw",
         lambda r: "%s / %s / %s" % (fmt_int(r["total"]), fmt_int(r["distinct"]), fmt_int(r["expected"])))
     L.append("")
-    L.append("Aim: the moved genes pause for under one second, other genes not at all; only the moved range is "
-             "copied. Results: "
+    L.append("Aim: the moved genes pause for under 300 ms whatever the rows moved, other genes not at all; "
+             "only the moved range is copied. Results: "
              + "; ".join("%s: moved genes %.0f ms (%s), other genes %.0f ms, %s"
-                         % (r["kind"], r["moved_gap_ms"], "met" if r["moved_gap_ms"] < 1000 else "missed",
+                         % (r["kind"], r["moved_gap_ms"], "met" if r["moved_gap_ms"] < 300 else "missed",
                             r["other_gap_ms"],
                             "only the moved genes copied" if r["dest_foreign"] == 0 else "OTHER GENES COPIED")
                          for r in results) + ". "

@@ -284,6 +284,7 @@ MoveCopyWatch(Move *m)
 	foreach(lc, MoveGroup(m))
 		if (((Move *) lfirst(lc))->dest_created == 1)
 			MoveSchemaIndexes(MoveTables(lfirst(lc)));
+	MoveGroupForeignKeys(m);
 	SNOWSEQ_TESTPOINT("move_after_copy");
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);

@@ -189,6 +189,7 @@ extern void MoveDropPublication(Move *m);
 extern void MoveResolvePrepared(Move *m, bool commit);
 extern void MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col);
 extern void MoveBlock(Move *m);
+extern void MoveGroupForeignKeys(Move *m);
 extern void MoveValidateGroupKeys(Move *m);
 extern void MoveSwitchRouter(Move *m);
 extern bool MoveLockParent(Move *m, bool check_stuck);

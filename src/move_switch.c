@@ -5,8 +5,9 @@
  * The fence on the source (its triggers and state), holding back the
  * writes of the moving range while replication catches up for the last
  * time, the router's lock on the parent, the router's switch of
- * partitions and map, and the two-phase source transaction whose outcome
- * the router's committed state decides.  A split leaves the partition that
+ * partitions and map, the two-phase source transaction whose outcome the
+ * router's committed state decides, and the foreign keys between the new
+ * tables of a group on the destination.  A split leaves the partition that
  * keeps the rest of the genes reading a view of the rows that stay (the
  * keep view), so that no row is deleted in the switch.
  */
@@ -159,15 +160,17 @@ MoveFkAction(char c)
 }
 
 /*
- * In the block, once replication has stopped and before the switch: the
- * foreign keys between tables of the group, which move together, made on
- * the destination between their new tables, NOT VALID.  Nothing writes to
- * those tables then (the router reaches them at the switch), so the lock
- * waits for no one, and the keys hold for every write after the switch;
+ * Once the initial copy is done (with the indexes): the foreign keys
+ * between tables of the group, which move together, made on the
+ * destination between their new tables, NOT VALID.  The copies still have
+ * the source tables' names (the block renames them).  Logical apply does
+ * not fire the keys' triggers (it runs as a replica, as the source's
+ * cascades arrive as rows of their own), and nothing else writes to those
+ * tables before the switch; the keys hold for every write after it, and
  * MoveValidateGroupKeys validates them once the move has switched.  Only
  * between tables the move created; one already there is left as it is.
  */
-static void
+void
 MoveGroupForeignKeys(Move *m)
 {
 	List	   *group = MoveGroup(m);
@@ -216,14 +219,14 @@ MoveGroupForeignKeys(Move *m)
 											 "WHERE contype OPERATOR(pg_catalog.=) 'f' "
 											 "AND conrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
 											 "AND confrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass",
-											 quote_literal_cstr(child->dst_table), quote_literal_cstr(parent->dst_table)),
+											 quote_literal_cstr(child->src_table), quote_literal_cstr(parent->src_table)),
 						"look up the foreign keys of the destination table");
 		if (strcmp(v, "0") != 0)
 			continue;
 		RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s ADD CONSTRAINT %s FOREIGN KEY (%s) REFERENCES %s (%s) "
 										   "MATCH %s ON UPDATE %s ON DELETE %s%s%s NOT VALID",
-										   child->dst_table, quote_identifier(name), PQgetvalue(res, i, 3),
-										   parent->dst_table, PQgetvalue(res, i, 4),
+										   child->src_table, quote_identifier(name), PQgetvalue(res, i, 3),
+										   parent->src_table, PQgetvalue(res, i, 4),
 										   PQgetvalue(res, i, 7)[0] == 'f' ? "FULL" : "SIMPLE",
 										   MoveFkAction(PQgetvalue(res, i, 5)[0]), MoveFkAction(PQgetvalue(res, i, 6)[0]),
 										   PQgetvalue(res, i, 8)[0] == 't' ? " DEFERRABLE" : "",
@@ -330,7 +333,6 @@ MoveBlock(Move *m)
 			RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s RENAME TO %s", t->src_table, quote_identifier(t->dst_rel)),
 						  "rename the destination table");
 	}
-	MoveGroupForeignKeys(m);
 	MoveFence(m, "reject");
 	MoveFenceLocks(m, "pg_advisory_unlock", SNOWSEQ_LOCK_BLOCK, false);
 	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz",
