@@ -29,20 +29,21 @@
  *			 the subscription; the held-back writers fail with a
  *			 serialization failure, and their retries reach the new server
  *			 once the router has switched;
- *	switch	 a source transaction deletes the moved rows (a split: the
- *			 source table keeps serving the rest of the partition) and marks
- *			 the fence "moved"; one router transaction takes the parent's
- *			 lock, detaches the partition, attaches what is left of it and
- *			 the new foreign table, and rewrites the map; the source
- *			 transaction locks the source table and is prepared (two-phase),
- *			 the router commits, then the source commits: no query through
- *			 the router sees a row twice or misses one (a router statement
- *			 stuck on the delete makes it run under the router's lock
- *			 instead), and a router that dies between the two commits leaves
- *			 the source table waiting for the outcome its record decides;
+ *	switch	 a split makes its keep view on the source (the rows that stay);
+ *			 a source transaction marks the fence "moved" and deletes
+ *			 nothing; one router transaction takes the parent's lock,
+ *			 detaches the partition, attaches what is left of it (reading
+ *			 the keep view) and the new foreign table, and rewrites the map;
+ *			 the source transaction locks the source table and is prepared
+ *			 (two-phase), the router commits, then the source commits: no
+ *			 query through the router sees a row twice or misses one, and a
+ *			 router that dies between the two commits leaves the source
+ *			 table waiting for the outcome its record decides;
  *	finish	 commit the prepared source transaction, drop the publication
- *			 (the slot went with the subscription); a whole-partition move
- *			 deletes the source rows now, in batches.
+ *			 (the slot went with the subscription), delete the moved rows on
+ *			 the source in batches, validate the foreign keys made between a
+ *			 group's new tables, point a split's partitions back at their
+ *			 tables, and once that commits drop the keep views.
  *
  * Each step commits, and the record in snowseq_moves says how far a move
  * got (while it copies, also how far the copy got, for

@@ -99,9 +99,10 @@ MoveFinish(Move *m)
 	SNOWSEQ_TESTPOINT("move_before_source_delete");
 	foreach(lc, MoveDeleteOrder(m, MoveSrc(m)))
 		MoveFinishTable(lfirst(lc));
-	/* a split's partitions read their tables again */
-	MovePointBack(m);
+	/* before the router holds any lock: validating scans the destination tables */
 	MoveValidateGroupKeys(m);
+	/* a split's partitions read their tables again: last, the locks are held to the commit */
+	MovePointBack(m);
 	MoveRecordState(m, MOVE_STATE_DONE,
 					m->members == NIL ? NULL :
 					psprintf("(rows_copied, bytes_copied) = (SELECT pg_catalog.sum(rows_copied), pg_catalog.sum(bytes_copied) "
@@ -253,6 +254,13 @@ MoveRollback(Move *m)
 		return UNKNOWN;
 	}
 	MoveUndoStep(m, MoveDropSubscription, m->dst_name, psprintf("subscription %s", m->token));
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		if (t->kind != MOVE_KIND_WHOLE)
+			MoveUndoStep(t, MoveDropKeepViewOf, m->src_name, psprintf("view %s", MoveKeepView(t)));
+	}
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);

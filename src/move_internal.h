@@ -99,7 +99,8 @@ typedef struct Move
 	char	   *new_colopts;
 	/* sessions */
 	RemoteConn *src;
-	RemoteConn *lock;			/* source: holds the fence locks and the delete */
+	RemoteConn *lock;			/* source: holds the fence locks and the source
+								 * transaction */
 	int			lock_pid;		/* its backend there */
 	RemoteConn *dst;
 	TimestampTz blocked_at;
@@ -198,6 +199,7 @@ extern void MoveSwitch(Move *m);
 extern char *MoveKeepView(Move *m);
 extern void MovePointBack(Move *m);
 extern bool MoveDropKeepView(Move *m);
+extern void MoveDropKeepViewOf(Move *m);
 
 /* move_cleanup.c */
 extern void MoveFinish(Move *m);

@@ -33,6 +33,7 @@
 #define MOVE_TRIGGER_LOCK_MS	100 /* lock_timeout for the fence trigger */
 #define MOVE_TRIGGER_ATTEMPTS	50	/* source table lock tries for the trigger */
 #define MOVE_POINT_NOWAIT_MS	10000	/* partitions back at their tables: tries that never queue */
+#define MOVE_FK_ATTEMPTS		500 /* a foreign key on the destination: tries, 20 ms apart */
 
 /* The two-phase name of the source transaction of a move. */
 static char *
@@ -194,7 +195,11 @@ MoveGroupForeignKeys(Move *m)
 										  "FROM ROWS FROM (pg_catalog.unnest(c.confkey)) WITH ORDINALITY k(att, n) "
 										  "JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.confrelid "
 										  "AND a.attnum OPERATOR(pg_catalog.=) k.att), "
-										  "c.confupdtype, c.confdeltype, c.confmatchtype, c.condeferrable, c.condeferred "
+										  "c.confupdtype, c.confdeltype, c.confmatchtype, c.condeferrable, c.condeferred, "
+										  "(SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY k.n) "
+										  "FROM ROWS FROM (pg_catalog.unnest(c.confdelsetcols)) WITH ORDINALITY k(att, n) "
+										  "JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.conrelid "
+										  "AND a.attnum OPERATOR(pg_catalog.=) k.att), c.convalidated "
 										  "FROM (SELECT ARRAY[%s]::pg_catalog.oid[] AS t) g, pg_catalog.pg_constraint c "
 										  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
 										  "AND c.conrelid OPERATOR(pg_catalog.=) ANY (g.t) AND c.confrelid OPERATOR(pg_catalog.=) ANY (g.t) "
@@ -207,6 +212,8 @@ MoveGroupForeignKeys(Move *m)
 		char	   *conname = PQgetvalue(res, i, 0);
 		char	   *name;
 		char	   *v;
+		char	   *sql;
+		int			attempt;
 
 		if (child->dest_created != 1 || parent->dest_created != 1)
 			continue;
@@ -223,15 +230,47 @@ MoveGroupForeignKeys(Move *m)
 						"look up the foreign keys of the destination table");
 		if (strcmp(v, "0") != 0)
 			continue;
-		RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s ADD CONSTRAINT %s FOREIGN KEY (%s) REFERENCES %s (%s) "
-										   "MATCH %s ON UPDATE %s ON DELETE %s%s%s NOT VALID",
-										   child->src_table, quote_identifier(name), PQgetvalue(res, i, 3),
-										   parent->src_table, PQgetvalue(res, i, 4),
-										   PQgetvalue(res, i, 7)[0] == 'f' ? "FULL" : "SIMPLE",
-										   MoveFkAction(PQgetvalue(res, i, 5)[0]), MoveFkAction(PQgetvalue(res, i, 6)[0]),
-										   PQgetvalue(res, i, 8)[0] == 't' ? " DEFERRABLE" : "",
-										   PQgetvalue(res, i, 9)[0] == 't' ? " INITIALLY DEFERRED" : ""),
-					  "create a foreign key between the moved tables");
+		/*
+		 * Apply writes to these tables meanwhile: both locks at once, never
+		 * queued (a queued ALTER and the apply worker, each holding one of
+		 * the tables, would deadlock), tried again while apply holds them.
+		 */
+		sql = psprintf("LOCK TABLE %s, %s IN SHARE ROW EXCLUSIVE MODE NOWAIT; "
+					   "ALTER TABLE %s ADD CONSTRAINT %s FOREIGN KEY (%s) REFERENCES %s (%s) "
+					   "MATCH %s ON UPDATE %s ON DELETE %s%s%s%s NOT VALID",
+					   parent->src_table, child->src_table,
+					   child->src_table, quote_identifier(name), PQgetvalue(res, i, 3),
+					   parent->src_table, PQgetvalue(res, i, 4),
+					   PQgetvalue(res, i, 7)[0] == 'f' ? "FULL" : "SIMPLE",
+					   MoveFkAction(PQgetvalue(res, i, 5)[0]), MoveFkAction(PQgetvalue(res, i, 6)[0]),
+					   PQgetisnull(res, i, 10) ? "" : psprintf(" (%s)", PQgetvalue(res, i, 10)),
+					   PQgetvalue(res, i, 8)[0] == 't' ? " DEFERRABLE" : "",
+					   PQgetvalue(res, i, 9)[0] == 't' ? " INITIALLY DEFERRED" : "");
+		for (attempt = 1;; attempt++)
+		{
+			char		state[6];
+
+			if (RemoteTry(MoveDst(m), sql, "create a foreign key between the moved tables", state))
+				break;
+			if (strcmp(state, "55P03") != 0)
+				RemoteCommand(MoveDst(m), sql, "create a foreign key between the moved tables");
+			if (attempt == MOVE_FK_ATTEMPTS)
+				break;
+			MoveSleep(20);
+		}
+		if (attempt == MOVE_FK_ATTEMPTS)
+		{
+			ereport(WARNING,
+					(errmsg("foreign key %s of table %s is not created on server \"%s\"", name, child->dst_table, m->dst_name),
+					 errdetail("Replication kept the tables busy for %d s.", MOVE_FK_ATTEMPTS / 50),
+					 errhint("Create it once the move is done: ALTER TABLE ... ADD CONSTRAINT ... NOT VALID, then VALIDATE CONSTRAINT.")));
+			continue;
+		}
+		/* validated after the switch, unless the source's key is not valid either */
+		if (PQgetvalue(res, i, 11)[0] != 't')
+			RemoteCommand(MoveDst(m), psprintf("COMMENT ON CONSTRAINT %s ON %s IS 'snowseq: not valid on the source'",
+											   quote_identifier(name), child->src_table),
+						  "mark a foreign key not valid on the source");
 		MoveNote(child, m->dst_name, psprintf("foreign key %s of %s", name, child->dst_table), "created");
 	}
 	PQclear(res);
@@ -239,8 +278,12 @@ MoveGroupForeignKeys(Move *m)
 
 /*
  * After the switch: validate the foreign keys that MoveGroupForeignKeys
- * made between the destination tables of the group.  VALIDATE CONSTRAINT
- * takes no lock that writers wait for.
+ * made between the destination tables of the group (those the move made,
+ * but the ones not valid on the source either).  VALIDATE CONSTRAINT
+ * takes no lock that writers wait for; called before the router takes any
+ * lock of its own.  A key that does not validate (rows that break it came
+ * with the copy) stays NOT VALID, with a WARNING: it still holds for new
+ * rows.
  */
 void
 MoveValidateGroupKeys(Move *m)
@@ -248,22 +291,41 @@ MoveValidateGroupKeys(Move *m)
 	StringInfoData tables;
 	PGresult   *res;
 	ListCell   *lc;
+	int			n = 0;
 
-	if (list_length(MoveGroup(m)) < 2)
-		return;
 	initStringInfo(&tables);
 	foreach(lc, MoveGroup(m))
-		appendStringInfo(&tables, "%spg_catalog.to_regclass(%s)", tables.len ? ", " : "",
-						 quote_literal_cstr(((Move *) lfirst(lc))->dst_table));
+	{
+		Move	   *t = lfirst(lc);
+
+		if (t->dest_created != 1)
+			continue;
+		appendStringInfo(&tables, "%spg_catalog.to_regclass(%s)", tables.len ? ", " : "", quote_literal_cstr(t->dst_table));
+		n++;
+	}
+	if (n < 2)
+		return;
 	res = RemoteExec(MoveDst(m), psprintf("SELECT conrelid::pg_catalog.regclass::pg_catalog.text, pg_catalog.quote_ident(conname) "
-										  "FROM pg_catalog.pg_constraint WHERE contype OPERATOR(pg_catalog.=) 'f' AND NOT convalidated "
+										  "FROM pg_catalog.pg_constraint c WHERE contype OPERATOR(pg_catalog.=) 'f' AND NOT convalidated "
 										  "AND conrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]) "
-										  "AND confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]) ORDER BY 1, 2",
+										  "AND confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]) "
+										  "AND coalesce(pg_catalog.obj_description(c.oid, 'pg_constraint'), '') "
+										  "OPERATOR(pg_catalog.<>) 'snowseq: not valid on the source' ORDER BY 1, 2",
 										  tables.data, tables.data),
 					 "read the foreign keys to validate");
 	for (int i = 0; i < PQntuples(res); i++)
-		RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s VALIDATE CONSTRAINT %s", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1)),
-					  "validate a foreign key between the moved tables");
+	{
+		char		state[6];
+		char	   *err = RemoteTryMessage(MoveDst(m), psprintf("ALTER TABLE %s VALIDATE CONSTRAINT %s",
+																PQgetvalue(res, i, 0), PQgetvalue(res, i, 1)),
+										   "validate a foreign key between the moved tables", state);
+
+		if (err != NULL)
+			ereport(WARNING,
+					(errmsg("foreign key %s of table %s on server \"%s\" stays NOT VALID: %s",
+							PQgetvalue(res, i, 1), PQgetvalue(res, i, 0), m->dst_name, err),
+					 errhint("It holds for new rows; fix the rows that break it, then ALTER TABLE ... VALIDATE CONSTRAINT.")));
+	}
 	PQclear(res);
 }
 
@@ -376,11 +438,19 @@ MoveKeepCondition(Move *m, const char *alias)
 	MoveIds(m, &has_lo, &lo, &has_hi, &hi);
 	Assert(m->kind != MOVE_KIND_WHOLE);
 	if (m->kind == MOVE_KIND_SUFFIX)
-		return psprintf("%s < " INT64_FORMAT, col, lo);
-	return psprintf("%s >= " INT64_FORMAT, col, hi);
+		return psprintf("%s OPERATOR(pg_catalog.<) " INT64_FORMAT, col, lo);
+	return psprintf("%s OPERATOR(pg_catalog.>=) " INT64_FORMAT, col, hi);
 }
 
-/* Create the keep view of a table, with the table's owner and grants (source transaction). */
+/*
+ * Create the keep view of a table, with the table's owner and grants, on
+ * the source, committed before the switch: between the router's commit of
+ * the switch and the source's COMMIT PREPARED, a reader of the view waits
+ * for the source table's lock, which the prepared transaction holds, as a
+ * reader of the table would (a view made in that transaction would not
+ * exist for it yet).  A move that does not switch drops it
+ * (MoveDropKeepViewOf).
+ */
 static void
 MoveCreateKeepView(Move *m, RemoteConn *rc)
 {
@@ -551,6 +621,14 @@ MovePointBack(Move *m)
 	}
 }
 
+/* Undo: drop the keep view of a table of a move that did not switch. */
+void
+MoveDropKeepViewOf(Move *m)
+{
+	if (m->kind != MOVE_KIND_WHOLE && m->fence_id != 0)
+		RemoteCommand(MoveSrc(m), psprintf("DROP VIEW IF EXISTS %s", MoveKeepViewQ(m)), "drop the view of the rows that stay");
+}
+
 /*
  * Drop the keep view of a table on the source, once the router's
  * committed partition no longer reads it.  Returns false if it still does.
@@ -715,8 +793,8 @@ MoveLockParent(Move *m, bool check_stuck)
 }
 
 /*
- * Open the source transaction: a split's keep view appears (the moved rows
- * stay until after the switch), the fence becomes moved.
+ * Open the source transaction: the fence becomes moved (a split's moved
+ * rows stay until after the switch; its keep view is there already).
  */
 static void
 MoveSourceTransaction(Move *m)
@@ -729,8 +807,6 @@ MoveSourceTransaction(Move *m)
 	{
 		Move	   *t = lfirst(lc);
 
-		if (t->kind != MOVE_KIND_WHOLE)
-			MoveCreateKeepView(t, MoveHolder(m));
 		RemoteCommand(MoveHolder(m), psprintf("SELECT %s(%d, 'moved')", MoveRemoteExt(MoveHolder(m), "snowseq_fence_state"), t->fence_id),
 					  "mark the fence moved");
 	}
@@ -796,6 +872,9 @@ MoveSwitch(Move *m)
 {
 	ListCell   *lc;
 
+	foreach(lc, MoveGroup(m))
+		if (((Move *) lfirst(lc))->kind != MOVE_KIND_WHOLE)
+			MoveCreateKeepView(lfirst(lc), MoveSrc(m));
 	m->keys_locked = false;
 	MoveSourceTransaction(m);
 	/* writers of tables whose foreign key the source transaction locked may wait on it */

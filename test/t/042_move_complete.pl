@@ -28,7 +28,9 @@
 #     switch, before the source's COMMIT PREPARED (pause point
 #     move_after_router_commit).  A reader through the router started then
 #     waits on the parent's lock, which the mover holds until the source
-#     committed, and once released sees every row exactly once.
+#     committed, and once released sees every row exactly once.  The keep
+#     view the router's partition now reads exists already, and a reader of
+#     it on the source waits for the prepared transaction too.
 # (4) A split deletes nothing in its switch: paused after the switch, before
 #     the moved rows are deleted (pause point move_before_source_delete),
 #     the source still holds them, the partition that keeps the rest of the
@@ -282,6 +284,15 @@ ok($router->poll_query_until('postgres', q{
 is($sa->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '1',
 	'(3) ... with the source transaction prepared, not committed');
 like(layout(), qr/^8191=shard_a,16383=shard_b,32767=shard_a /, '(3) ... and the router\'s map switched');
+# the partition that keeps genes 0..8191 reads the keep view, which exists
+# already (made before the source transaction): a reader of it waits for the
+# source table's lock, held by the prepared transaction, rather than failing
+my $view3 = $sa->safe_psql('postgres', q{SELECT viewname FROM pg_views WHERE viewname ~ '^snowseq_move_.*_keep_'});
+like($view3, qr/^snowseq_move_1_\d+_keep_\d+$/, "(3) the keep view $view3 exists before the source commits");
+like($router->safe_psql('postgres', q{SELECT ftoptions::text FROM pg_foreign_table WHERE ftrelid = 'orders_0'::regclass}),
+	qr/table_name=\Q$view3\E/, '(3) ... and the router\'s committed partition reads it');
+$sa->psql('postgres', qq{SET lock_timeout = '300ms'; SELECT count(*) FROM "$view3"}, stdout => \$out, stderr => \$err);
+like($err, qr/canceling statement due to lock timeout/, '(3) ... a reader of it waits for the prepared transaction');
 
 # a reader through the router, started in the window
 my ($rout, $rerr) = ('', '');
