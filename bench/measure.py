@@ -540,7 +540,7 @@ def bench_wal(cfg):
 # 5. shared memory
 
 SHMEM_SQL = ("SELECT s.shmem_bytes, s.ids_issued, "
-             "(SELECT size FROM pg_shmem_allocations WHERE name = 'snowseq') "
+             "(SELECT sum(size) FROM pg_shmem_allocations WHERE name = 'snowseq' OR name LIKE 'snowseq %') "
              "FROM snowseq_status s")
 
 

@@ -267,15 +267,17 @@ def write_report(path, ctx):
     # 5
     sh = ctx["shmem"]
     L.append("\n## 5. Shared memory\n")
-    L.append(md_table(["reading", "snowseq_status.shmem_bytes", "pg_shmem_allocations 'snowseq'",
+    L.append(md_table(["reading", "snowseq_status.shmem_bytes", "pg_shmem_allocations 'snowseq', 'snowseq ...'",
                        "ids_issued"], [
         ("after CREATE EXTENSION", fmt_int(sh["before"]["shmem_bytes"]), fmt_int(sh["before"]["allocation"]),
          fmt_int(sh["before"]["ids_issued"])),
         ("after every benchmark", fmt_int(sh["after"]["shmem_bytes"]), fmt_int(sh["after"]["allocation"]),
          fmt_int(sh["after"]["ids_issued"])),
     ], ["---", "---:", "---:", "---:"]))
-    L.append("\nsnowseq's shared memory is sized once at server start (one cache line per process "
-             "slot plus the two counters) and does not depend on the number of IDs.")
+    L.append("\nsnowseq's shared memory is sized once at server start, in four entries of "
+             "`pg_shmem_allocations` (`snowseq`, `snowseq clock`, `snowseq reservations`, `snowseq backfill`: "
+             "each part owns its own, allocations rounded up to a cache line), and does not depend on the "
+             "number of IDs.")
     # sections other benchmark commands own (bash bench/move.sh) are kept
     kept = []
     if os.path.isfile(path):
