@@ -319,18 +319,7 @@ MoveTables(Move *m)
 	t->nsp = m->dst_nsp;
 	t->src_rel = m->src_rel;
 	t->dst_rel = m->dst_rel;
-	t->group = NULL;
-	if (MoveLead(m)->members != NIL)
-	{
-		StringInfoData group;
-		ListCell   *lc;
-
-		initStringInfo(&group);
-		foreach(lc, MoveGroup(m))
-			appendStringInfo(&group, "%spg_catalog.to_regclass(%s)", group.len ? ", " : "",
-							 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
-		t->group = group.data;
-	}
+	t->group = MoveLead(m)->members != NIL ? MoveGroupRelations(m, false, false) : NULL;
 	return t;
 }
 
@@ -399,6 +388,31 @@ MoveGroup(Move *m)
 	Move	   *lead = MoveLead(m);
 
 	return lcons(lead, list_copy(lead->members));
+}
+
+/*
+ * The tables of a move's group as a list of oid expressions for an
+ * ARRAY[...]: their source names (also the copies' names on the
+ * destination until the block renames them), or their destination tables,
+ * of those the move created only (created_only); NULL if there are none.
+ */
+char *
+MoveGroupRelations(Move *m, bool dst, bool created_only)
+{
+	StringInfoData rels;
+	ListCell   *lc;
+
+	initStringInfo(&rels);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		if (created_only && t->dest_created != 1)
+			continue;
+		appendStringInfo(&rels, "%spg_catalog.to_regclass(%s)", rels.len ? ", " : "",
+						 quote_literal_cstr(dst ? t->dst_table : t->src_table));
+	}
+	return rels.len > 0 ? rels.data : NULL;
 }
 
 /* The committed state of a move (MOVE_STATE_NONE: no record). */

@@ -175,16 +175,10 @@ void
 MoveGroupForeignKeys(Move *m)
 {
 	List	   *group = MoveGroup(m);
-	StringInfoData tables;
 	PGresult   *res;
-	ListCell   *lc;
 
 	if (list_length(group) < 2)
 		return;
-	initStringInfo(&tables);
-	foreach(lc, group)
-		appendStringInfo(&tables, "%spg_catalog.to_regclass(%s)", tables.len ? ", " : "",
-						 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
 	res = RemoteExec(MoveSrc(m), psprintf("SELECT c.conname, pg_catalog.array_position(g.t, c.conrelid), "
 										  "pg_catalog.array_position(g.t, c.confrelid), "
 										  "(SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY k.n) "
@@ -203,7 +197,7 @@ MoveGroupForeignKeys(Move *m)
 										  "FROM (SELECT ARRAY[%s]::pg_catalog.oid[] AS t) g, pg_catalog.pg_constraint c "
 										  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
 										  "AND c.conrelid OPERATOR(pg_catalog.=) ANY (g.t) AND c.confrelid OPERATOR(pg_catalog.=) ANY (g.t) "
-										  "ORDER BY 1", tables.data),
+										  "ORDER BY 1", MoveGroupRelations(m, false, false)),
 					 "read the foreign keys between the tables of the move");
 	for (int i = 0; i < PQntuples(res); i++)
 	{
@@ -288,22 +282,10 @@ MoveGroupForeignKeys(Move *m)
 void
 MoveValidateGroupKeys(Move *m)
 {
-	StringInfoData tables;
+	char	   *tables = MoveGroupRelations(m, true, true);
 	PGresult   *res;
-	ListCell   *lc;
-	int			n = 0;
 
-	initStringInfo(&tables);
-	foreach(lc, MoveGroup(m))
-	{
-		Move	   *t = lfirst(lc);
-
-		if (t->dest_created != 1)
-			continue;
-		appendStringInfo(&tables, "%spg_catalog.to_regclass(%s)", tables.len ? ", " : "", quote_literal_cstr(t->dst_table));
-		n++;
-	}
-	if (n < 2)
+	if (list_length(MoveGroup(m)) < 2 || tables == NULL)
 		return;
 	res = RemoteExec(MoveDst(m), psprintf("SELECT conrelid::pg_catalog.regclass::pg_catalog.text, pg_catalog.quote_ident(conname) "
 										  "FROM pg_catalog.pg_constraint c WHERE contype OPERATOR(pg_catalog.=) 'f' AND NOT convalidated "
@@ -311,7 +293,7 @@ MoveValidateGroupKeys(Move *m)
 										  "AND confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]) "
 										  "AND coalesce(pg_catalog.obj_description(c.oid, 'pg_constraint'), '') "
 										  "OPERATOR(pg_catalog.<>) 'snowseq: not valid on the source' ORDER BY 1, 2",
-										  tables.data, tables.data),
+										  tables, tables),
 					 "read the foreign keys to validate");
 	for (int i = 0; i < PQntuples(res); i++)
 	{
