@@ -1,7 +1,7 @@
 # snowseq: time-ordered, shard-routable 64-bit IDs generated inside PostgreSQL
 
 EXTENSION = snowseq
-EXTVERSION = 1.2
+EXTVERSION = 1.3
 MODULE_big = snowseq
 OBJS = \
 	src/snowseq.o \

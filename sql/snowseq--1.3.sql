@@ -1,0 +1,1035 @@
+/* snowseq--1.3.sql: install script of the snowseq extension */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION snowseq" to load this file. \quit
+
+------------------------------------------------------------------------
+-- Snowflake IDs: [0][time][node][seq]
+------------------------------------------------------------------------
+
+-- VOLATILE: every call returns a new ID.  PARALLEL SAFE: the state is one
+-- counter in shared memory, shared by parallel workers and the leader alike.
+CREATE FUNCTION snowseq_next() RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_next'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_next() IS
+	'next snowflake ID of this node: unique, greater than every ID issued before';
+
+-- Not for PUBLIC: one call takes up to a second of the clock's capacity at
+-- once (2^(seq_bits+10) IDs), which other callers would wait for.  Grant it
+-- to the roles that load in bulk.
+CREATE FUNCTION snowseq_next_n(n integer) RETURNS SETOF bigint
+	AS 'MODULE_PATHNAME', 'snowseq_next_n'
+	LANGUAGE C VOLATILE STRICT PARALLEL SAFE ROWS 1000;
+COMMENT ON FUNCTION snowseq_next_n(integer) IS
+	'n consecutive snowflake IDs taken in one atomic step (bulk loads; needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION snowseq_next_n(integer) FROM PUBLIC;
+
+-- STABLE, not IMMUTABLE: the layout and epoch are settings read at server
+-- start, so the same ID may parse differently after a reconfiguration.
+CREATE FUNCTION snowseq_parse(id bigint, OUT ts timestamptz, OUT node integer, OUT seq integer)
+	AS 'MODULE_PATHNAME', 'snowseq_parse'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_parse(bigint) IS
+	'time, node and sequence fields of a snowflake ID';
+
+CREATE FUNCTION snowseq_time(id bigint) RETURNS timestamptz
+	AS 'MODULE_PATHNAME', 'snowseq_time'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_time(bigint) IS 'instant a snowflake ID was issued at';
+
+CREATE FUNCTION snowseq_node(id bigint) RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_node'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_node(bigint) IS 'node that issued a snowflake ID';
+
+CREATE FUNCTION snowseq_min_id(ts timestamptz) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_min_id'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_min_id(timestamptz) IS
+	'smallest snowflake ID issued at or after ts: WHERE id >= snowseq_min_id(...) uses the primary key';
+
+CREATE FUNCTION snowseq_max_id(ts timestamptz) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_max_id'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_max_id(timestamptz) IS
+	'largest snowflake ID issued in the time unit of ts or before';
+
+------------------------------------------------------------------------
+-- Status and administration
+------------------------------------------------------------------------
+
+CREATE FUNCTION snowseq_status(
+	OUT node_id integer, OUT time_bits integer, OUT node_bits integer,
+	OUT seq_bits integer, OUT time_unit_ms integer, OUT epoch timestamptz,
+	OUT last_time timestamptz, OUT wall_clock timestamptz, OUT drift interval,
+	OUT ids_issued bigint, OUT clock_backward_events bigint,
+	OUT overflow_borrows bigint, OUT clock_reserved_until timestamptz,
+	OUT reservation_advances bigint, OUT reservation_waits bigint,
+	OUT state text, OUT worker_running boolean, OUT shmem_bytes bigint,
+	OUT max_lead interval, OUT lead_waits bigint,
+	OUT time_field_ends timestamptz, OUT lifetime_left interval)
+	AS 'MODULE_PATHNAME', 'snowseq_status_1_1'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_status() IS
+	'node, layout, logical clock, drift, lead, lifetime and counters of the snowseq generator';
+
+CREATE VIEW snowseq_status AS SELECT * FROM @extschema@.snowseq_status();
+COMMENT ON VIEW snowseq_status IS 'the snowseq generator at a glance';
+
+CREATE FUNCTION snowseq_reservations(
+	OUT kind text, OUT counter bigint, OUT bound bigint, OUT low_water bigint,
+	OUT block bigint, OUT advances bigint, OUT waits bigint,
+	OUT last_advance timestamptz)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_reservations'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_reservations() IS
+	'each durable reservation: counter, bound, block size, advances and waits';
+
+CREATE VIEW snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
+COMMENT ON VIEW snowseq_reservations IS 'snowseq durable reservations';
+
+-- PARALLEL UNSAFE: rewrites the state file.
+CREATE FUNCTION snowseq_reset_state(segment_floor bigint DEFAULT NULL) RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_reset_state'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_reset_state(bigint) IS
+	'adopt the configured layout, epoch and node id after a deliberate change, above every ID issued before (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION snowseq_reset_state(bigint) FROM PUBLIC;
+
+------------------------------------------------------------------------
+-- Sharding-gene IDs: [0][gene: 15][segment: 48]
+------------------------------------------------------------------------
+
+-- IMMUTABLE: a fixed hash of the key bytes.  Not STRICT: a NULL key is an
+-- ERROR, never a NULL gene.
+CREATE FUNCTION snowseq_gene(key text) RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_gene_text'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION snowseq_gene(key bigint) RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_gene_int8'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION snowseq_gene(key bytea) RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_gene_bytea'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_gene(text) IS 'gene (0..32767) of a text key, hashed as UTF-8';
+COMMENT ON FUNCTION snowseq_gene(bigint) IS 'gene (0..32767) of a bigint key, hashed as 8 bytes little-endian';
+COMMENT ON FUNCTION snowseq_gene(bytea) IS 'gene (0..32767) of a bytea key';
+
+CREATE FUNCTION snowseq_gene_next(key text) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_gene_next_text'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION snowseq_gene_next(key bigint) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_gene_next_int8'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION snowseq_gene_next(key bytea) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_gene_next_bytea'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_gene_next(text) IS 'next gene ID of a text key: gene << 48 | segment';
+COMMENT ON FUNCTION snowseq_gene_next(bigint) IS 'next gene ID of a bigint key: gene << 48 | segment';
+COMMENT ON FUNCTION snowseq_gene_next(bytea) IS 'next gene ID of a bytea key: gene << 48 | segment';
+
+CREATE FUNCTION snowseq_fill_gene_id() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'snowseq_fill_gene_id'
+	LANGUAGE C;
+COMMENT ON FUNCTION snowseq_fill_gene_id() IS
+	'BEFORE INSERT trigger: snowseq_fill_gene_id(''id_column'', ''key_column'') fills a NULL ID from the key';
+
+------------------------------------------------------------------------
+-- Routing
+------------------------------------------------------------------------
+
+-- IMMUTABLE: id >> 48 whatever the configuration, so it can be used in
+-- generated columns, index expressions and partition keys.
+CREATE FUNCTION shard_of(id bigint) RETURNS integer
+	AS 'MODULE_PATHNAME', 'shard_of'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION shard_of(bigint) IS 'gene of a gene ID (id >> 48), the key to its shard';
+
+CREATE FUNCTION snowseq_gene_range(gene integer) RETURNS int8range
+	AS 'MODULE_PATHNAME', 'snowseq_gene_range'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_gene_range(integer) IS 'the IDs of one gene: [gene << 48, (gene + 1) << 48)';
+
+CREATE FUNCTION snowseq_key_range(key text) RETURNS int8range
+	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
+	RETURN @extschema@.snowseq_gene_range(@extschema@.snowseq_gene(key));
+CREATE FUNCTION snowseq_key_range(key bigint) RETURNS int8range
+	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
+	RETURN @extschema@.snowseq_gene_range(@extschema@.snowseq_gene(key));
+CREATE FUNCTION snowseq_key_range(key bytea) RETURNS int8range
+	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
+	RETURN @extschema@.snowseq_gene_range(@extschema@.snowseq_gene(key));
+COMMENT ON FUNCTION snowseq_key_range(text) IS 'the IDs of the gene of a text key';
+COMMENT ON FUNCTION snowseq_key_range(bigint) IS 'the IDs of the gene of a bigint key';
+COMMENT ON FUNCTION snowseq_key_range(bytea) IS 'the IDs of the gene of a bytea key';
+
+-- PostgreSQL 15 cannot prune partitions on "bigint <@ int8range".  This
+-- operator means exactly what the built-in one means, but is written as an
+-- inlinable SQL function of two plain comparisons, so the planner sees
+-- id >= lower AND id <= upper - 1 and prunes, at plan time for a constant
+-- range and at run time for a parameter.  int8range is canonical ([)); an
+-- empty range, and one that ends before the smallest bigint, give bounds
+-- no ID satisfies (and upper - 1 is never computed for them); an unbounded
+-- side gives the extreme; a NULL range NULL.
+CREATE FUNCTION snowseq_in_range(id bigint, r int8range) RETURNS boolean
+	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
+	RETURN id OPERATOR(pg_catalog.>=) CASE
+			WHEN pg_catalog.isempty(r) OR pg_catalog.upper(r) OPERATOR(pg_catalog.=) '-9223372036854775808'::bigint
+				THEN '9223372036854775807'::bigint
+			WHEN NOT pg_catalog.isempty(r)
+				THEN COALESCE(pg_catalog.lower(r), '-9223372036854775808'::bigint) END
+		AND id OPERATOR(pg_catalog.<=) CASE
+			WHEN pg_catalog.isempty(r) OR pg_catalog.upper(r) OPERATOR(pg_catalog.=) '-9223372036854775808'::bigint
+				THEN '-9223372036854775808'::bigint
+			WHEN NOT pg_catalog.isempty(r)
+				THEN COALESCE(pg_catalog.upper(r) OPERATOR(pg_catalog.-) 1, '9223372036854775807'::bigint) END;
+COMMENT ON FUNCTION snowseq_in_range(bigint, int8range) IS
+	'id <@ r, written so that partition pruning sees the bounds';
+CREATE OPERATOR <@ (
+	LEFTARG = bigint, RIGHTARG = int8range,
+	FUNCTION = @extschema@.snowseq_in_range,
+	COMMUTATOR = OPERATOR(@extschema@.@>)
+);
+-- the commutator, a real operator: "range @> id" prunes too, and no shell
+-- operator is left to hide the built-in anyrange @> anyelement
+CREATE FUNCTION snowseq_range_contains(r int8range, id bigint) RETURNS boolean
+	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
+	RETURN @extschema@.snowseq_in_range(id, r);
+COMMENT ON FUNCTION snowseq_range_contains(int8range, bigint) IS
+	'r @> id, written so that partition pruning sees the bounds';
+CREATE OPERATOR @> (
+	LEFTARG = int8range, RIGHTARG = bigint,
+	FUNCTION = @extschema@.snowseq_range_contains,
+	COMMUTATOR = OPERATOR(@extschema@.<@)
+);
+
+-- The routing map: a gene belongs to the row with the smallest upper_gene >= it.
+CREATE TABLE snowseq_shard_map (
+	upper_gene integer PRIMARY KEY CHECK (upper_gene BETWEEN 0 AND 32767),
+	shard text NOT NULL
+);
+COMMENT ON TABLE snowseq_shard_map IS
+	'routing map: each shard holds the genes above the previous row''s upper_gene up to its own';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.snowseq_shard_map', '');
+-- routing is for everyone, changing the map is not
+GRANT SELECT ON @extschema@.snowseq_shard_map TO PUBLIC;
+
+-- Every change of the map, however applied, tells every backend to reload
+-- its copy: ENABLE ALWAYS, so the triggers fire under
+-- session_replication_role = replica and in a logical replication
+-- subscriber too, whose apply fires row triggers only.
+CREATE FUNCTION snowseq_shard_map_changed() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'snowseq_shard_map_changed'
+	LANGUAGE C;
+CREATE TRIGGER snowseq_shard_map_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_shard_map
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_shard_map_changed();
+CREATE TRIGGER snowseq_shard_map_row_changed
+	AFTER INSERT OR UPDATE OR DELETE ON @extschema@.snowseq_shard_map
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.snowseq_shard_map_changed();
+ALTER TABLE @extschema@.snowseq_shard_map ENABLE ALWAYS TRIGGER snowseq_shard_map_changed;
+ALTER TABLE @extschema@.snowseq_shard_map ENABLE ALWAYS TRIGGER snowseq_shard_map_row_changed;
+
+-- STABLE: reads the map.  PARALLEL RESTRICTED: the map is cached per
+-- backend and kept current by invalidations the leader processes.
+CREATE FUNCTION snowseq_route(id bigint) RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_route'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION snowseq_route(bigint) IS 'shard that holds a gene ID, from snowseq_shard_map';
+
+CREATE FUNCTION snowseq_route_gene(gene integer) RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_route_gene'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION snowseq_route_gene(integer) IS 'shard that holds a gene, from snowseq_shard_map';
+
+CREATE FUNCTION snowseq_route_key(key text) RETURNS text
+	LANGUAGE SQL STABLE PARALLEL RESTRICTED
+	RETURN @extschema@.snowseq_route_gene(@extschema@.snowseq_gene(key));
+CREATE FUNCTION snowseq_route_key(key bigint) RETURNS text
+	LANGUAGE SQL STABLE PARALLEL RESTRICTED
+	RETURN @extschema@.snowseq_route_gene(@extschema@.snowseq_gene(key));
+CREATE FUNCTION snowseq_route_key(key bytea) RETURNS text
+	LANGUAGE SQL STABLE PARALLEL RESTRICTED
+	RETURN @extschema@.snowseq_route_gene(@extschema@.snowseq_gene(key));
+COMMENT ON FUNCTION snowseq_route_key(text) IS 'shard that holds the rows of a text key';
+COMMENT ON FUNCTION snowseq_route_key(bigint) IS 'shard that holds the rows of a bigint key';
+COMMENT ON FUNCTION snowseq_route_key(bytea) IS 'shard that holds the rows of a bytea key';
+
+-- Creates tables and fills the map: not for PUBLIC.  A caller granted
+-- EXECUTE must own the table and be allowed to insert into the map.
+CREATE FUNCTION snowseq_create_shards(parent regclass, n integer) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_create_shards'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_create_shards(regclass, integer) IS
+	'n range partitions of a table partitioned on its bigint ID, on gene boundaries, and the map to match';
+REVOKE ALL ON FUNCTION snowseq_create_shards(regclass, integer) FROM PUBLIC;
+
+------------------------------------------------------------------------
+-- Named counters and formatted serials
+------------------------------------------------------------------------
+
+-- (OPERATOR() has the precedence of any other operator, hence the
+-- parentheses below.)
+-- The definitions; pg_dump keeps them.  The values live in shared memory,
+-- made durable by the same reservations as the clock.  Everyone may read
+-- the definitions; creating and dropping needs INSERT and UPDATE on it.
+CREATE TABLE snowseq_counters (
+	name text PRIMARY KEY
+		CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
+			   AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 63),
+	kind text NOT NULL
+		CHECK (kind OPERATOR(pg_catalog.=) 'counter' OR kind OPERATOR(pg_catalog.=) 'serial'),
+	start bigint NOT NULL CHECK (start OPERATOR(pg_catalog.>=) 0),
+	nodes integer NOT NULL CHECK (nodes OPERATOR(pg_catalog.>=) 1),
+	format text,
+	time_zone text,
+	restart_base bigint NOT NULL DEFAULT 0,
+	dropped boolean NOT NULL DEFAULT false,
+	created timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE snowseq_counters IS
+	'named counters and serials: their definitions (the values are in shared memory and the state file)';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.snowseq_counters', '');
+GRANT SELECT ON @extschema@.snowseq_counters TO PUBLIC;
+
+-- every change of a definition, however applied, reaches the backends'
+-- copies
+CREATE FUNCTION snowseq_counters_changed() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'snowseq_counters_changed'
+	LANGUAGE C;
+CREATE TRIGGER snowseq_counters_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_counters
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_counters_changed();
+CREATE TRIGGER snowseq_counters_row_changed
+	AFTER INSERT OR UPDATE OR DELETE ON @extschema@.snowseq_counters
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.snowseq_counters_changed();
+ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_counters_changed;
+ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_counters_row_changed;
+
+-- Not STRICT: a NULL argument is an ERROR naming it.  Who may create and
+-- drop is who may write snowseq_counters.
+CREATE FUNCTION snowseq_create_counter(name text, start bigint DEFAULT 1,
+	nodes integer DEFAULT 1, restart boolean DEFAULT false) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_create_counter'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_create_counter(text, bigint, integer, boolean) IS
+	'a named counter: values start, start + nodes, ... on node 0, offset by node_id % nodes elsewhere; a dropped one continues (restart => true starts it over)';
+
+CREATE FUNCTION snowseq_create_serial(name text, format text, time_zone text DEFAULT 'UTC',
+	start bigint DEFAULT 1, nodes integer DEFAULT 1) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_create_serial'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_create_serial(text, text, text, bigint, integer) IS
+	'a formatted serial such as ''INV-YYYYMMDD-######'': its number starts again at start in each day, month or year of the format, in time_zone';
+
+CREATE FUNCTION snowseq_drop_counter(name text) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_drop_counter'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_drop_counter(text) IS
+	'no more values from a counter or serial; created again with the same definition it continues';
+
+-- VOLATILE, PARALLEL SAFE like snowseq_next(): one counter in shared
+-- memory.  Not for PUBLIC: a role could burn another's numbers.
+CREATE FUNCTION snowseq_counter_next(name text) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_counter_next'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_counter_next(text) IS
+	'next value of a named counter (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION snowseq_counter_next(text) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_serial(name text) RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_serial'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_serial(text) IS
+	'next formatted serial number (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION snowseq_serial(text) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_counter_raise(name text, above bigint) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_counter_raise'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_counter_raise(text, bigint) IS
+	'make the next value of a counter greater than above (after a restore, or taking over from a sequence); never lowers; returns that next value';
+REVOKE ALL ON FUNCTION snowseq_counter_raise(text, bigint) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_counter_state(name text, OUT issued bigint, OUT reserved bigint)
+	AS 'MODULE_PATHNAME', 'snowseq_counter_state'
+	LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowseq_counter_state(text) IS
+	'raw reservation of a counter of this database: last value taken and durable bound (for the snowseq_counter_status view)';
+
+CREATE VIEW snowseq_counter_status AS
+	SELECT c.name, c.kind, c.start, c.nodes, c.format, c.time_zone, c.dropped,
+		CASE WHEN c.kind OPERATOR(pg_catalog.=) 'counter'
+				  AND s.issued OPERATOR(pg_catalog.>) c.restart_base
+			 THEN c.start OPERATOR(pg_catalog.+)
+				  (((s.issued OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.-) c.restart_base)
+				   OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
+				  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
+			 WHEN c.kind OPERATOR(pg_catalog.=) 'serial' AND s.issued OPERATOR(pg_catalog.>) 0
+			 THEN c.start OPERATOR(pg_catalog.+)
+				  (((s.issued OPERATOR(pg_catalog.&) 1099511627775) OPERATOR(pg_catalog.-) 1)
+				   OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
+				  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
+		END AS last_value,
+		s.issued, s.reserved
+	FROM @extschema@.snowseq_counters c
+	CROSS JOIN LATERAL @extschema@.snowseq_counter_state(c.name) s
+	CROSS JOIN @extschema@.snowseq_status st;
+COMMENT ON VIEW snowseq_counter_status IS
+	'named counters and serials of this database: definition, last value this node issued (serials: in the last period), raw reservation';
+
+-- Public IDs
+-- [0][gene: 15][key version: v][FF1-AES256 of segment << check bits]
+------------------------------------------------------------------------
+
+-- The keys.  No right for PUBLIC: snowseq's functions read the table as a
+-- plain heap scan and change it as its owner.  pg_dump keeps the rows (a
+-- dump holds the keys); physical standbys get them through WAL.  A row
+-- trigger checks each change before the constraints do (their errors would
+-- print the row, key included) and tells every backend to reload its keys;
+-- DELETE and TRUNCATE are refused: versions are never reused.
+CREATE TABLE snowseq_key_store (
+	version integer PRIMARY KEY,
+	state text NOT NULL,
+	key bytea,
+	version_bits integer NOT NULL,
+	check_bits integer NOT NULL,
+	created timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	retired timestamptz
+);
+COMMENT ON TABLE @extschema@.snowseq_key_store IS
+	'keys of public IDs: secret, readable by no role but the owner; manage them with snowseq_new_key, snowseq_use_key, snowseq_retire_key';
+REVOKE ALL ON TABLE @extschema@.snowseq_key_store FROM PUBLIC;
+CREATE UNIQUE INDEX snowseq_key_store_one_current ON @extschema@.snowseq_key_store ((true))
+	WHERE state OPERATOR(pg_catalog.=) 'current';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.snowseq_key_store', '');
+
+CREATE FUNCTION snowseq_key_store_trigger() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'snowseq_key_store_trigger'
+	LANGUAGE C;
+COMMENT ON FUNCTION @extschema@.snowseq_key_store_trigger() IS
+	'checks changes of snowseq_key_store and makes every backend reload its keys';
+CREATE TRIGGER snowseq_key_store_row
+	BEFORE INSERT OR UPDATE OR DELETE ON @extschema@.snowseq_key_store
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.snowseq_key_store_trigger();
+CREATE TRIGGER snowseq_key_store_truncate
+	BEFORE TRUNCATE ON @extschema@.snowseq_key_store
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_key_store_trigger();
+-- ALWAYS: rows applied by logical replication are checked and seen too
+ALTER TABLE @extschema@.snowseq_key_store ENABLE ALWAYS TRIGGER snowseq_key_store_row;
+ALTER TABLE @extschema@.snowseq_key_store ENABLE ALWAYS TRIGGER snowseq_key_store_truncate;
+
+-- What may be known about the keys, without them.
+CREATE VIEW snowseq_keys AS
+	SELECT version, state, check_bits, version_bits,
+		(1::bigint OPERATOR(pg_catalog.<<) (48 OPERATOR(pg_catalog.-) version_bits
+			OPERATOR(pg_catalog.-) check_bits)) OPERATOR(pg_catalog.-) 1 AS max_segment,
+		created, retired
+	FROM @extschema@.snowseq_key_store;
+COMMENT ON VIEW @extschema@.snowseq_keys IS
+	'key versions of public IDs: state, check bits, largest segment each can encrypt; no key material';
+REVOKE ALL ON TABLE @extschema@.snowseq_keys FROM PUBLIC;
+
+-- STABLE: the result depends on the current key, a row of a table.  Not
+-- STRICT: NULL is an ERROR, never a NULL public ID.  PARALLEL SAFE: each
+-- worker reads the keys with the leader's snapshot.  EXECUTE is a GRANT.
+CREATE FUNCTION snowseq_encrypt(id bigint) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_encrypt'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_encrypt(bigint) IS
+	'public ID of a gene ID: same gene, key version, FF1-AES256-encrypted segment';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_encrypt(bigint) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_decrypt(public_id bigint) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_decrypt'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_decrypt(bigint) IS
+	'gene ID of a public ID; an ERROR for a number snowseq_encrypt did not make';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_decrypt(bigint) FROM PUBLIC;
+
+-- STRICT: a predicate, NULL for NULL.
+CREATE FUNCTION snowseq_is_public_id(public_id bigint) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_is_public_id'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_is_public_id(bigint) IS
+	'true when snowseq_decrypt would return an ID for this number, false when it would reject it';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_is_public_id(bigint) FROM PUBLIC;
+
+-- Key management changes the key table: VOLATILE, PARALLEL UNSAFE, for
+-- the roles an administrator grants it to.
+CREATE FUNCTION snowseq_new_key(check_bits integer DEFAULT 4) RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_new_key'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_new_key(integer) IS
+	'makes a random key inside the server and returns its version; it decrypts at once, snowseq_use_key makes it encrypt';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_new_key(integer) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_use_key(version integer) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_use_key'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_use_key(integer) IS
+	'the key new public IDs are made with from now on; older keys keep decrypting';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_use_key(integer) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_retire_key(version integer) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_retire_key'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_retire_key(integer) IS
+	'erases a key that is not current: its public IDs no longer decrypt; its version is never reused';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_retire_key(integer) FROM PUBLIC;
+
+-- ---- keys: wrapped key material (1.2) ----
+-- New keys are stored wrapped under a wrap key of the data directory's
+-- keyring file (snowseq_keyring), which no table holds: logical decoding
+-- shows wrapped keys only.  Key rows restored by pg_dump into another
+-- cluster, or applied by logical replication, need the wrap keys of the
+-- cluster that made them: import a copy of its keyring file.  Reads a
+-- server file and adds secrets: not for PUBLIC.
+CREATE FUNCTION snowseq_import_wrap_keys(path text) RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_import_wrap_keys'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
+	'adds the wrap keys of a copy of another cluster''s snowseq_keyring file, so its key rows unwrap here; returns how many were new';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) FROM PUBLIC;
+-- ---- end keys: wrapped key material ----
+
+-- ---- public text IDs (1.2) ----
+-- A public ID as 14 characters of Crockford's base32, the last a check
+-- character: case and hyphens are ignored on input, O reads as 0, I and L
+-- as 1, and a changed character or two swapped neighbours is refused.  The
+-- markings and rights of snowseq_encrypt and snowseq_decrypt, whose keys
+-- they use: STABLE (the current key is a row of a table), not STRICT (NULL
+-- is an ERROR, never a NULL code or ID), PARALLEL SAFE, EXECUTE a GRANT.
+CREATE FUNCTION snowseq_public_text(id bigint) RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_public_text'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_public_text(bigint) IS
+	'public ID of a gene ID as text: 14 characters of Crockford base32, the last a check character';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_public_text(bigint) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_from_public_text(code text) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_from_public_text'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_from_public_text(text) IS
+	'gene ID of a public text ID (case and hyphens ignored); an ERROR for a mistyped code or one snowseq_public_text did not make';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_from_public_text(text) FROM PUBLIC;
+-- ---- end of public text IDs (1.2) ----
+
+-- ---- public 128-bit gene IDs (1.2) ----
+-- The public form of a 128-bit gene ID (snowseq_gene_uuid): the same
+-- 23-bit gene, the key version in the 20-bit version field, the 79-bit
+-- segment FF1-AES256-encrypted.  The keys, markings and rights of
+-- snowseq_encrypt and snowseq_decrypt: STABLE (the current key is a row of
+-- a table), not STRICT (NULL is an ERROR, never a NULL ID), PARALLEL SAFE,
+-- EXECUTE a GRANT.  Names of their own: uuid overloads of snowseq_encrypt
+-- would make snowseq_encrypt('123') ambiguous.
+CREATE FUNCTION snowseq_encrypt_uuid(id uuid) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_encrypt_uuid'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_encrypt_uuid(uuid) IS
+	'public form of a 128-bit gene ID: same gene, key version, FF1-AES256-encrypted segment';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_encrypt_uuid(uuid) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_decrypt_uuid(public_id uuid) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_decrypt_uuid'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_decrypt_uuid(uuid) IS
+	'128-bit gene ID of a public one; an ERROR for a UUID snowseq_encrypt_uuid did not make';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_decrypt_uuid(uuid) FROM PUBLIC;
+
+-- STRICT: a predicate, NULL for NULL.
+CREATE FUNCTION snowseq_is_public_uuid(public_id uuid) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_is_public_uuid'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_is_public_uuid(uuid) IS
+	'true when snowseq_decrypt_uuid would return an ID for this UUID, false when it would reject it';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_is_public_uuid(uuid) FROM PUBLIC;
+-- ---- end of public 128-bit gene IDs (1.2) ----
+
+-- Elastic shards
+------------------------------------------------------------------------
+
+-- On a router: one row per move of a gene range, kept as history.  Not
+-- marked for pg_dump: the rows name replication objects of this cluster's
+-- own moves, which a restored copy must neither resume nor clean up.
+CREATE TABLE snowseq_moves (
+	move_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	parent regclass NOT NULL,
+	first_gene integer NOT NULL
+		CHECK (first_gene OPERATOR(pg_catalog.>=) 0 AND first_gene OPERATOR(pg_catalog.<=) 32767),
+	last_gene integer NOT NULL
+		CHECK (last_gene OPERATOR(pg_catalog.>=) first_gene AND last_gene OPERATOR(pg_catalog.<=) 32767),
+	source_server name NOT NULL,
+	dest_server name NOT NULL,
+	kind text NOT NULL
+		CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['whole', 'prefix', 'suffix']::text[])),
+	part_name text NOT NULL,
+	part_lower bigint,
+	part_upper bigint,
+	new_part_name text NOT NULL,
+	source_table text NOT NULL,
+	dest_table text NOT NULL,
+	id_column text NOT NULL,
+	dest_created boolean,
+	token text NOT NULL UNIQUE,
+	fence_id integer,
+	sub_oid oid,
+	state text NOT NULL
+		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'block', 'switch',
+				'switched', 'done', 'failed', 'rollback']::text[])),
+	error text,
+	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	copied_at timestamptz,
+	blocked_at timestamptz,
+	switched_at timestamptz,
+	finished_at timestamptz,
+	rows_copied bigint,
+	pause_ms double precision
+);
+COMMENT ON TABLE snowseq_moves IS
+	'gene-range moves run on this router: state, objects and timings';
+COMMENT ON COLUMN snowseq_moves.state IS
+	'prepare, copy, block, switch, switched: in progress (or interrupted); done, failed: over; rollback: leftovers remain';
+COMMENT ON COLUMN snowseq_moves.part_lower IS
+	'lower bound of the partition the move cut, NULL for MINVALUE';
+COMMENT ON COLUMN snowseq_moves.part_upper IS
+	'upper bound of the partition the move cut, NULL for MAXVALUE';
+COMMENT ON COLUMN snowseq_moves.dest_created IS
+	'true: the move created dest_table (marked by a comment until done); false: it reused an empty one';
+COMMENT ON COLUMN snowseq_moves.pause_ms IS
+	'how long writes to the moved genes were held back on the source';
+
+-- On a shard server: the fences the snowseq_fence trigger enforces.  A
+-- fence is open (no effect), block (writers of its IDs wait), reject (they
+-- fail and retry) or moved (the IDs live elsewhere now; writes are
+-- refused).  Not marked for pg_dump: rows name tables by OID.
+CREATE TABLE snowseq_fence (
+	fence_id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	token text NOT NULL UNIQUE,
+	relid oid NOT NULL,
+	lo bigint,
+	hi bigint,
+	state text NOT NULL
+		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['open', 'block', 'reject', 'moved']::text[])),
+	to_server text NOT NULL,
+	updated_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE snowseq_fence IS
+	'ID ranges of local tables being moved away (block, reject) or gone (moved); lo inclusive, hi exclusive, NULL unbounded';
+
+CREATE FUNCTION snowseq_fence() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'snowseq_fence'
+	LANGUAGE C;
+COMMENT ON FUNCTION snowseq_fence() IS
+	'trigger on a shard table: holds back, refuses or lets through writes of IDs in a fence (argument: the ID column)';
+
+CREATE FUNCTION snowseq_fence_open(token text, rel regclass, lo bigint, hi bigint, to_server text)
+	RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_fence_open'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_fence_open(text, regclass, bigint, bigint, text) IS
+	'an open fence on an ID range of a local table, for a move; returns its id';
+REVOKE ALL ON FUNCTION snowseq_fence_open(text, regclass, bigint, bigint, text) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_fence_state(fence_id integer, state text) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_fence_state'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_fence_state(integer, text) IS
+	'set a fence to open, block, reject or moved; every backend sees it at its next write';
+REVOKE ALL ON FUNCTION snowseq_fence_state(integer, text) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_fence_drop(token text) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_fence_drop'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_fence_drop(text) IS
+	'remove the fence of a move (unless it is a moved tombstone); true if one was removed';
+REVOKE ALL ON FUNCTION snowseq_fence_drop(text) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_fence_clear(rel regclass) RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_fence_clear'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_fence_clear(regclass) IS
+	'remove every fence of a table, tombstones included (an empty table about to receive a range)';
+REVOKE ALL ON FUNCTION snowseq_fence_clear(regclass) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_fence_wait(fence_id integer, timeout_ms integer) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_fence_wait'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_fence_wait(integer, integer) IS
+	'wait until every transaction that was writing to the fenced table has ended or waits on the fence; false on timeout';
+REVOKE ALL ON FUNCTION snowseq_fence_wait(integer, integer) FROM PUBLIC;
+
+-- Moves are procedures: they commit between steps, and CREATE and DROP
+-- SUBSCRIPTION run outside a transaction block on the destination.
+CREATE PROCEDURE snowseq_move_genes(parent regclass, first_gene integer, last_gene integer,
+									to_server name)
+	AS 'MODULE_PATHNAME', 'snowseq_move_genes'
+	LANGUAGE C;
+COMMENT ON PROCEDURE snowseq_move_genes(regclass, integer, integer, name) IS
+	'move the rows of genes first_gene..last_gene of a sharded table to a postgres_fdw server, online';
+REVOKE ALL ON PROCEDURE snowseq_move_genes(regclass, integer, integer, name) FROM PUBLIC;
+
+CREATE PROCEDURE snowseq_split_shard(parent regclass, at_gene integer, to_server name)
+	AS 'MODULE_PATHNAME', 'snowseq_split_shard'
+	LANGUAGE C;
+COMMENT ON PROCEDURE snowseq_split_shard(regclass, integer, name) IS
+	'move the genes from at_gene to the end of its partition to another server';
+REVOKE ALL ON PROCEDURE snowseq_split_shard(regclass, integer, name) FROM PUBLIC;
+
+CREATE PROCEDURE snowseq_merge_shards(parent regclass, gene integer)
+	AS 'MODULE_PATHNAME', 'snowseq_merge_shards'
+	LANGUAGE C;
+COMMENT ON PROCEDURE snowseq_merge_shards(regclass, integer) IS
+	'move the partition holding gene to the server of its left neighbour (its right one for the first)';
+REVOKE ALL ON PROCEDURE snowseq_merge_shards(regclass, integer) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_move_cleanup(
+	OUT move_id bigint, OUT parent regclass, OUT first_gene integer, OUT last_gene integer,
+	OUT server name, OUT object text, OUT action text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_move_cleanup'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_move_cleanup() IS
+	'finish or undo interrupted moves and remove their replication slots, publications, subscriptions and copies; one row per object';
+REVOKE ALL ON FUNCTION snowseq_move_cleanup() FROM PUBLIC;
+
+CREATE FUNCTION snowseq_shard_stats(parent regclass,
+	OUT first_gene integer, OUT last_gene integer, OUT shard text,
+	OUT partition regclass, OUT rows bigint, OUT bytes bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_shard_stats'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_shard_stats(regclass) IS
+	'one row per routing-map entry and partition of a sharded table: genes, server, rows and row bytes, counted where they live';
+REVOKE ALL ON FUNCTION snowseq_shard_stats(regclass) FROM PUBLIC;
+
+------------------------------------------------------------------------
+-- Node ids across a fleet
+------------------------------------------------------------------------
+
+-- Asks every postgres_fdw server, through the caller's user mappings.
+-- PARALLEL UNSAFE: opens connections and subtransactions.
+CREATE FUNCTION snowseq_check_nodes(OUT server text, OUT node_id integer, OUT layout text,
+	OUT epoch timestamptz, OUT version text, OUT cluster text, OUT problem text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_check_nodes'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_check_nodes() IS
+	'this server (server NULL) and every postgres_fdw server: node id, layout, epoch, snowseq version, cluster (system identifier), and what is wrong (a node id of another cluster, other layouts, unreachable)';
+REVOKE ALL ON FUNCTION snowseq_check_nodes() FROM PUBLIC;
+
+-- Converting tables, scattered writes, UUIDv7
+------------------------------------------------------------------------
+
+-- Changes a table's default, drops sequences: not for PUBLIC.  A caller
+-- granted EXECUTE must own the table (checked before any lock is taken).
+-- PARALLEL UNSAFE: DDL.
+CREATE FUNCTION snowseq_convert(tab regclass, col name, keep_sequence boolean DEFAULT false)
+	RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_convert'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_convert(regclass, name, boolean) IS
+	'switch a serial, identity or bigint key column (and its partitions) to DEFAULT snowseq_next(), above every value it holds (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_convert(regclass, name, boolean) FROM PUBLIC;
+
+-- IMMUTABLE: a fixed bijection of [0, 2^63), whatever the configuration,
+-- so it can be used in defaults, generated columns and partition keys.
+CREATE FUNCTION snowseq_scatter(id bigint, bits integer) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_scatter'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_scatter(bigint, integer) IS
+	'the low bits of an ID, XORed with a hash of the rest, moved to the top: spreads new rows over range partitions';
+
+CREATE FUNCTION snowseq_unscatter(value bigint, bits integer) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_unscatter'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_unscatter(bigint, integer) IS
+	'the ID a value of snowseq_scatter(id, bits) was made from';
+
+-- VOLATILE PARALLEL SAFE, as snowseq_next(): one value of the same
+-- cluster-wide clock per call.
+CREATE FUNCTION snowseq_uuid() RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid() IS
+	'RFC 9562 version 7 UUID from the snowseq clock: greater than every UUID and ID issued before, carries the node id';
+
+-- IMMUTABLE: reads the 48-bit Unix time in ms of any version 7 UUID.
+CREATE FUNCTION snowseq_uuid_time(id uuid) RETURNS timestamptz
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_time'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_time(uuid) IS
+	'instant (unix_ts_ms) of a version 7 UUID';
+-- ---- counters: whole-life positions (1.2) ----
+-- Values of counters and serials are taken in the leader only, as
+-- nextval() is: taking one may record the counter's floor (a sequence).
+ALTER FUNCTION @extschema@.snowseq_counter_next(text) PARALLEL UNSAFE;
+ALTER FUNCTION @extschema@.snowseq_serial(text) PARALLEL UNSAFE;
+
+-- the view (last_value in numeric, never "bigint out of range" at the
+-- end of bigint) is defined once, with owners and grants, below
+-- ---- end counters ----
+
+-- ---- counters: owners and grants (1.2) ----
+-- A counter or serial has an owner (the role that created it) and USAGE
+-- grants, as a sequence has: only roles with the owner's privileges, or
+-- with USAGE granted to them, to a role they are members of, or to PUBLIC,
+-- draw values, raise it or see its state.  EXECUTE on the functions is
+-- still needed as well.  Both columns are rows of the configuration
+-- table: pg_dump keeps them, with role names (regrole and aclitem print
+-- names), so the roles must exist where a dump is restored.  A row
+-- written without an owner (a plain INSERT, or a dump made by 1.1) is
+-- owned by the role that writes it.
+ALTER TABLE @extschema@.snowseq_counters
+	ADD COLUMN owner pg_catalog.regrole NOT NULL
+		DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(CAST(CURRENT_USER AS pg_catalog.text))),
+	ADD COLUMN acl pg_catalog.aclitem[];
+COMMENT ON COLUMN @extschema@.snowseq_counters.owner IS
+	'the role that owns the counter: it and its members may use it, grant and revoke it';
+COMMENT ON COLUMN @extschema@.snowseq_counters.acl IS
+	'USAGE grants of the counter (snowseq_grant_counter, snowseq_revoke_counter); NULL: its owner only';
+-- Counters made before 1.2 are owned by the owner of this table and
+-- granted to PUBLIC: every role with EXECUTE keeps drawing from them.
+UPDATE @extschema@.snowseq_counters c
+	SET owner = CAST(t.relowner AS pg_catalog.regrole),
+		acl = ARRAY[pg_catalog.makeaclitem(0, t.relowner, 'USAGE', false)]
+	FROM pg_catalog.pg_class t
+	WHERE t.oid OPERATOR(pg_catalog.=) CAST('@extschema@.snowseq_counters' AS pg_catalog.regclass);
+
+-- Only a role with the counter owner's privileges may grant and revoke:
+-- the functions check it, EXECUTE is everyone's.  role is a role name as
+-- pg_roles has it, or 'public'.
+CREATE FUNCTION snowseq_grant_counter(name text, role text) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_grant_counter'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_grant_counter(text, text) IS
+	'lets a role (or public) draw from a counter or serial, raise it and see its state; only its owner may grant';
+CREATE FUNCTION snowseq_revoke_counter(name text, role text) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_revoke_counter'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_revoke_counter(text, text) IS
+	'takes back a grant of snowseq_grant_counter; it holds from the next call of every session';
+
+-- The view shows the counters the caller may use, and their owners.
+CREATE OR REPLACE VIEW @extschema@.snowseq_counter_status AS
+	SELECT c.name, c.kind, c.start, c.nodes, c.format, c.time_zone, c.dropped,
+		CAST(LEAST(
+			CASE WHEN c.kind OPERATOR(pg_catalog.=) 'counter'
+					  AND s.issued OPERATOR(pg_catalog.>) c.restart_base
+				 THEN CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
+					  ((CAST(s.issued AS pg_catalog.numeric) OPERATOR(pg_catalog.-) 1
+						OPERATOR(pg_catalog.-) c.restart_base)
+					   OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
+					  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
+				 WHEN c.kind OPERATOR(pg_catalog.=) 'serial' AND s.issued OPERATOR(pg_catalog.>) 0
+				 THEN CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
+					  ((CAST(s.issued OPERATOR(pg_catalog.&) 1099511627775 AS pg_catalog.numeric)
+						OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
+					  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
+			END,
+			-- the largest value of the counter's progression that bigint holds
+			(CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
+			 (st.node_id OPERATOR(pg_catalog.%) c.nodes))
+			OPERATOR(pg_catalog.+)
+			(pg_catalog.div(CAST(9223372036854775807 AS pg_catalog.numeric)
+							OPERATOR(pg_catalog.-) c.start
+							OPERATOR(pg_catalog.-) (st.node_id OPERATOR(pg_catalog.%) c.nodes),
+							CAST(c.nodes AS pg_catalog.numeric))
+			 OPERATOR(pg_catalog.*) c.nodes)) AS pg_catalog.int8) AS last_value,
+		s.issued, s.reserved, c.owner
+	FROM @extschema@.snowseq_counters c
+	CROSS JOIN LATERAL @extschema@.snowseq_counter_state(c.name) s
+	CROSS JOIN @extschema@.snowseq_status st
+	WHERE pg_catalog.pg_has_role(c.owner, 'USAGE')
+		OR EXISTS (SELECT FROM pg_catalog.aclexplode(c.acl) g
+				   WHERE g.privilege_type OPERATOR(pg_catalog.=) 'USAGE'
+					 AND (g.grantee OPERATOR(pg_catalog.=) 0
+						  OR pg_catalog.pg_has_role(g.grantee, 'USAGE')));
+COMMENT ON VIEW @extschema@.snowseq_counter_status IS
+	'named counters and serials of this database that the caller may use: definition, last value this node issued (serials: in the last period), raw reservation, owner';
+GRANT SELECT ON @extschema@.snowseq_counter_status TO PUBLIC;
+-- ---- end counters: owners and grants ----
+
+
+-- ---- moves: crash-safe switch (1.2) ----
+-- The source's part of a switch is a prepared transaction that the router's
+-- record decides; at the router's start a resolver commits or rolls it
+-- back, acting as the role that ran the move (its user mappings).
+ALTER TABLE @extschema@.snowseq_moves ADD COLUMN mover oid;
+COMMENT ON COLUMN @extschema@.snowseq_moves.mover IS
+	'the role that ran the move; the resolver at the router''s start acts as it';
+-- ---- end of moves: crash-safe switch (1.2) ----
+
+-- ---- moves: progress (1.2) ----
+-- A move commits its progress about twice a second while it copies, so
+-- that other sessions see it; the columns stay as the move's record.
+ALTER TABLE @extschema@.snowseq_moves
+	ADD COLUMN rows_total bigint,
+	ADD COLUMN bytes_copied bigint,
+	ADD COLUMN lag_bytes bigint,
+	ADD COLUMN copy_started_at timestamptz,
+	ADD COLUMN progress_at timestamptz;
+COMMENT ON COLUMN @extschema@.snowseq_moves.rows_total IS
+	'rows of the moved genes on the source when the copy began';
+COMMENT ON COLUMN @extschema@.snowseq_moves.bytes_copied IS
+	'size of the copy on the destination (pg_table_size), as last seen';
+COMMENT ON COLUMN @extschema@.snowseq_moves.lag_bytes IS
+	'WAL of the source not yet confirmed by the subscription, as last seen';
+COMMENT ON COLUMN @extschema@.snowseq_moves.copy_started_at IS
+	'when the initial copy began';
+COMMENT ON COLUMN @extschema@.snowseq_moves.progress_at IS
+	'when the progress columns were last written';
+
+-- The moves not over, with their progress, as pg_stat_progress_* views
+-- show commands: phase, rows copied of the total, bytes, lag, time left
+-- (the copy's rate so far, over the rows left).
+CREATE VIEW @extschema@.snowseq_move_progress AS
+SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_server,
+	m.state AS phase, m.rows_copied, m.rows_total,
+	CASE WHEN m.rows_total OPERATOR(pg_catalog.>) 0
+		THEN pg_catalog.round(100.0 OPERATOR(pg_catalog.*) LEAST(m.rows_copied, m.rows_total)
+			OPERATOR(pg_catalog./) m.rows_total, 1) END AS percent,
+	m.bytes_copied, m.lag_bytes,
+	pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) m.started_at AS elapsed,
+	CASE WHEN m.state OPERATOR(pg_catalog.=) 'copy' AND m.rows_copied OPERATOR(pg_catalog.>) 0
+		AND m.rows_total OPERATOR(pg_catalog.>=) m.rows_copied
+		THEN (m.progress_at OPERATOR(pg_catalog.-) m.copy_started_at) OPERATOR(pg_catalog.*)
+			((m.rows_total OPERATOR(pg_catalog.-) m.rows_copied)::pg_catalog.float8
+			 OPERATOR(pg_catalog./) m.rows_copied::pg_catalog.float8) END AS time_left,
+	m.progress_at AS updated_at
+FROM @extschema@.snowseq_moves m
+WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback']::pg_catalog.text[]);
+COMMENT ON VIEW @extschema@.snowseq_move_progress IS
+	'moves under way (or interrupted): phase, rows copied of the total, bytes, lag and estimated time left';
+-- ---- end of moves: progress (1.2) ----
+
+-- ---- moves: placement groups (1.2) ----
+-- snowseq_shard_map governs every gene-sharded table, so a move takes the
+-- genes of all of them at once (the placement group): one record per
+-- table, those of the other tables pointing at the move's leading record.
+ALTER TABLE @extschema@.snowseq_moves ADD COLUMN group_move bigint;
+COMMENT ON COLUMN @extschema@.snowseq_moves.group_move IS
+	'NULL: the move''s leading record (its state and progress are the whole move''s); else the leading record of the move this table moved in';
+CREATE INDEX snowseq_moves_group_move ON @extschema@.snowseq_moves (group_move);
+
+CREATE OR REPLACE VIEW @extschema@.snowseq_move_progress AS
+SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_server,
+	m.state AS phase, m.rows_copied, m.rows_total,
+	CASE WHEN m.rows_total OPERATOR(pg_catalog.>) 0
+		THEN pg_catalog.round(100.0 OPERATOR(pg_catalog.*) LEAST(m.rows_copied, m.rows_total)
+			OPERATOR(pg_catalog./) m.rows_total, 1) END AS percent,
+	m.bytes_copied, m.lag_bytes,
+	pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) m.started_at AS elapsed,
+	CASE WHEN m.state OPERATOR(pg_catalog.=) 'copy' AND m.rows_copied OPERATOR(pg_catalog.>) 0
+		AND m.rows_total OPERATOR(pg_catalog.>=) m.rows_copied
+		THEN (m.progress_at OPERATOR(pg_catalog.-) m.copy_started_at) OPERATOR(pg_catalog.*)
+			((m.rows_total OPERATOR(pg_catalog.-) m.rows_copied)::pg_catalog.float8
+			 OPERATOR(pg_catalog./) m.rows_copied::pg_catalog.float8) END AS time_left,
+	m.progress_at AS updated_at,
+	ARRAY(SELECT g.parent FROM @extschema@.snowseq_moves g
+		WHERE g.move_id OPERATOR(pg_catalog.=) m.move_id OR g.group_move OPERATOR(pg_catalog.=) m.move_id
+		ORDER BY g.move_id) AS tables
+FROM @extschema@.snowseq_moves m
+WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback']::pg_catalog.text[])
+	AND m.group_move IS NULL;
+
+-- Without a table: every gene-sharded table.
+CREATE PROCEDURE @extschema@.snowseq_move_genes(first_gene integer, last_gene integer, to_server name)
+	AS 'MODULE_PATHNAME', 'snowseq_move_genes_all'
+	LANGUAGE C;
+COMMENT ON PROCEDURE @extschema@.snowseq_move_genes(integer, integer, name) IS
+	'move the rows of genes first_gene..last_gene of every gene-sharded table to a postgres_fdw server, online, in one move';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_genes(integer, integer, name) FROM PUBLIC;
+-- ---- end of moves: placement groups (1.2) ----
+
+-- ---- features: IDs for a past instant, 128-bit gene IDs (1.2) ----
+
+-- VOLATILE PARALLEL SAFE, as snowseq_next(): one value of the backfill
+-- clock per call.  Not STRICT: a NULL instant is an ERROR, not a NULL ID.
+-- EXECUTE is a GRANT: a caller backfilling a late instant holds every
+-- other backfill of the server to later instants.
+CREATE FUNCTION snowseq_id_at(ts timestamptz) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_id_at'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_id_at(timestamptz) IS
+	'new snowflake ID whose time field is that of the past instant ts, with snowseq.backfill_node_id: never equal to an ID of the clock or another (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_id_at(timestamptz) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_uuid_at(ts timestamptz) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_at'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_at(timestamptz) IS
+	'new version 7 UUID whose time is that of the past instant ts, with snowseq.backfill_node_id: never equal to a UUID of snowseq_uuid() or another (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_uuid_at(timestamptz) FROM PUBLIC;
+
+-- STABLE: depends on the layout settings, as snowseq_min_id().
+CREATE FUNCTION snowseq_uuid_min(ts timestamptz) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_min'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_min(timestamptz) IS
+	'smallest UUID of the time unit of ts: WHERE id >= snowseq_uuid_min(...) uses the primary key';
+
+CREATE FUNCTION snowseq_uuid_max(ts timestamptz) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_max'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_max(timestamptz) IS
+	'largest UUID of the time unit of ts or before';
+
+-- VOLATILE PARALLEL SAFE, as snowseq_gene_next(): one value of this
+-- node's 128-bit segment counter per call; a NULL key is an ERROR.
+CREATE FUNCTION snowseq_gene_uuid(key text) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_text'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION snowseq_gene_uuid(key bigint) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_int8'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION snowseq_gene_uuid(key bytea) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_bytea'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(text) IS
+	'next 128-bit gene ID of a text key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
+COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(bigint) IS
+	'next 128-bit gene ID of a bigint key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
+COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(bytea) IS
+	'next 128-bit gene ID of a bytea key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
+
+-- IMMUTABLE: the top 23 bits whatever the configuration, so it can be used
+-- in generated columns, index expressions and partition keys.
+CREATE FUNCTION shard_of(id uuid) RETURNS integer
+	AS 'MODULE_PATHNAME', 'shard_of_uuid'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.shard_of(uuid) IS
+	'23-bit gene of a 128-bit gene ID; shard_of(id) >> 8 is the 15-bit gene of the same key';
+
+-- STABLE PARALLEL RESTRICTED, as snowseq_route(bigint): reads the cached map.
+CREATE FUNCTION snowseq_route(id uuid) RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_route_uuid'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.snowseq_route(uuid) IS
+	'shard that holds a 128-bit gene ID, from snowseq_shard_map (the same shard as the 64-bit IDs of its key)';
+
+-- ---- end of features (1.2) ----
+
+-- ---- untyped arguments of shard_of and snowseq_route (1.2) ----
+-- With uuid overloads beside the bigint ones, an untyped literal or an
+-- untyped driver parameter (shard_of($1) from node-postgres or pgx) would
+-- be ambiguous; a text overload is what PostgreSQL picks for it, and reads
+-- the value as 1.1 did: up to 20 characters a bigint, longer a uuid.
+CREATE FUNCTION shard_of(id text) RETURNS integer
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN CASE WHEN pg_catalog.length(id) OPERATOR(pg_catalog.<=) 20
+				THEN @extschema@.shard_of(CAST(id AS pg_catalog.int8))
+				ELSE @extschema@.shard_of(CAST(id AS pg_catalog.uuid)) END;
+COMMENT ON FUNCTION @extschema@.shard_of(text) IS
+	'shard_of of a bigint or uuid written as text (an untyped literal or parameter)';
+
+CREATE FUNCTION snowseq_route(id text) RETURNS text
+	LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
+	RETURN CASE WHEN pg_catalog.length(id) OPERATOR(pg_catalog.<=) 20
+				THEN @extschema@.snowseq_route(CAST(id AS pg_catalog.int8))
+				ELSE @extschema@.snowseq_route(CAST(id AS pg_catalog.uuid)) END;
+COMMENT ON FUNCTION @extschema@.snowseq_route(text) IS
+	'snowseq_route of a bigint or uuid written as text (an untyped literal or parameter)';
+-- ---- end of untyped arguments (1.2) ----
