@@ -20,6 +20,11 @@ OBJS = \
 	src/gene.o \
 	src/segment.o \
 	src/counter.o \
+	src/counter_cache.o \
+	src/counter_def.o \
+	src/counter_floor.o \
+	src/counter_rights.o \
+	src/serial.o \
 	src/route.o \
 	src/ff1.o \
 	src/crypt.o \

@@ -1033,3 +1033,68 @@ CREATE FUNCTION snowseq_route(id text) RETURNS text
 COMMENT ON FUNCTION @extschema@.snowseq_route(text) IS
 	'snowseq_route of a bigint or uuid written as text (an untyped literal or parameter)';
 -- ---- end of untyped arguments (1.2) ----
+
+-- ---- counters: one authority (1.3) ----
+-- What a counter issued is recorded where only snowseq writes: its floor,
+-- a sequence in the schema snowseq_state, which snowseq makes on first need
+-- in every database (owned by the bootstrap superuser, no CREATE for any
+-- other role), whatever schema the extension is in, and which DROP
+-- EXTENSION leaves.  A definition that arrives without its floor's value
+-- (pg_dump --table, --data-only, --exclude-schema) is refused until the
+-- value arrives or snowseq_counter_raise() says where the counter stands.
+-- The definitions are written by snowseq's functions alone, as the table's
+-- owner, and shown through snowseq_counter_status, counter by counter to
+-- the roles that may use them.  A counter's rights are USAGE grants on its
+-- floor, its owner the role holding USAGE WITH GRANT OPTION: PostgreSQL's
+-- own privileges, dumped by role name, kept by DROP ROLE, taken back by
+-- DROP OWNED.  Creating a counter is EXECUTE on the create functions.
+ALTER TABLE @extschema@.snowseq_counters ADD COLUMN maximum bigint;
+COMMENT ON COLUMN @extschema@.snowseq_counters.maximum IS
+	'a counter''s largest value; NULL: the largest bigint (a serial''s numbers are bounded by its digits)';
+DROP VIEW @extschema@.snowseq_counter_status;
+ALTER TABLE @extschema@.snowseq_counters DROP COLUMN owner, DROP COLUMN acl;
+REVOKE ALL ON TABLE @extschema@.snowseq_counters FROM PUBLIC;
+COMMENT ON TABLE @extschema@.snowseq_counters IS
+	'named counters and serials: their definitions, written by snowseq''s functions alone (values: shared memory and the state file; records and rights: the floors in schema snowseq_state)';
+
+-- Not STRICT: a NULL argument is an ERROR naming it (maximum: none).
+DROP FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean);
+CREATE FUNCTION @extschema@.snowseq_create_counter(name text, start bigint DEFAULT 1,
+	nodes integer DEFAULT 1, restart boolean DEFAULT false, maximum bigint DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_create_counter'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) IS
+	'a named counter owned by the calling role: values start, start + nodes, ... up to maximum on node 0, offset by node_id % nodes elsewhere; its owner may continue a dropped one (restart => true starts it over)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_create_serial(text, text, text, bigint, integer) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.snowseq_create_serial(text, text, text, bigint, integer) IS
+	'a formatted serial such as ''INV-YYYYMMDD-######'' owned by the calling role: its number starts again at start in each day, month or year of the format, in time_zone';
+COMMENT ON FUNCTION @extschema@.snowseq_drop_counter(text) IS
+	'no more values from a counter or serial (its owner only); created again by its owner with the same definition it continues';
+COMMENT ON FUNCTION @extschema@.snowseq_counter_raise(text, bigint) IS
+	'make the next value of a counter greater than above (a serial: the next number of its period); after a restore without its record, or taking over from a sequence; never lowers; returns that next value';
+COMMENT ON FUNCTION @extschema@.snowseq_grant_counter(text, text) IS
+	'lets a role (or public) draw from a counter or serial, raise it and see its state: GRANT USAGE on its floor, by its owner';
+COMMENT ON FUNCTION @extschema@.snowseq_revoke_counter(text, text) IS
+	'takes back a grant of snowseq_grant_counter (REVOKE USAGE on its floor); it holds from the next call of every session';
+
+-- No row for a counter the caller may not use: the view shows each role
+-- its own counters.
+CREATE FUNCTION @extschema@.snowseq_counter_state_1_3(name text,
+	OUT issued bigint, OUT reserved bigint, OUT last_value bigint, OUT owner regrole,
+	OUT recorded boolean, OUT capacity bigint, OUT used bigint, OUT remaining bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_counter_state_1_3'
+	LANGUAGE C VOLATILE STRICT PARALLEL SAFE ROWS 1;
+COMMENT ON FUNCTION @extschema@.snowseq_counter_state_1_3(text) IS
+	'a counter of this database the caller may use: raw reservation, last value, owner, whether its floor holds its record, and what is left of its space (no row otherwise)';
+CREATE VIEW @extschema@.snowseq_counter_status AS
+	SELECT c.name, c.kind, c.start, c.nodes, c.maximum, c.format, c.time_zone, c.dropped,
+		s.last_value, s.issued, s.reserved, s.owner, s.recorded, s.capacity, s.used, s.remaining
+	FROM @extschema@.snowseq_counters c
+	CROSS JOIN LATERAL @extschema@.snowseq_counter_state_1_3(c.name) s;
+COMMENT ON VIEW @extschema@.snowseq_counter_status IS
+	'named counters and serials of this database that the caller may use: definition, last value this node issued (serials: in their period), raw reservation, owner, whether the record is there, and what is left (serials: of the current period)';
+GRANT SELECT ON @extschema@.snowseq_counter_status TO PUBLIC;
+-- ---- end of counters: one authority (1.3) ----

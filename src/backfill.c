@@ -60,6 +60,7 @@ BackfillSpec(ReserveSpec *spec)
 
 	spec->floor = 0;
 	spec->ceiling = per_unit;
+	spec->end = per_unit;
 	spec->block_min = 1;
 	spec->block_max = Max(per_unit / 16, 1);
 	spec->margin_min = 0;

@@ -262,6 +262,7 @@ ClockSpec(ReserveSpec *spec)
 
 	spec->floor = ClockNowUnits() << seq_bits;
 	spec->ceiling = Min(counter_limit, (ref + lead + 1) << seq_bits) - 1;
+	spec->end = counter_limit;
 	spec->block_min = Max(ClockMsToCounter(snowseq_clock_block_min_ms), (uint64) 1 << seq_bits);
 	spec->block_max = Max(ClockMsToCounter(snowseq_clock_block_max_ms), spec->block_min);
 	spec->margin_min = ClockMsToCounter(snowseq_promote_margin_ms);

@@ -305,6 +305,23 @@ ReserveBlock(Reservation *r, const ReserveSpec *spec, uint64 counter, uint64 jum
 }
 
 /*
+ * A block above base as the space allows: not past the spec's ceiling, and
+ * at most 1/RESERVE_SHARE of what is left of the space above base (at
+ * least one value), so that what a restart skips is a small share of what
+ * is left, however fast the counter ran.
+ */
+static uint64
+ReserveClampBlock(const ReserveSpec *spec, uint64 base, uint64 block)
+{
+	uint64		end = spec->end != 0 ? spec->end : PG_UINT64_MAX;
+
+	block = Min(block, spec->ceiling - Min(base, spec->ceiling));
+	if (base < end)
+		block = Min(block, Max((end - base) / RESERVE_SHARE, 1));
+	return block;
+}
+
+/*
  * The bound an advance would write now so that at least `need` may be
  * handed out, plus a block, within the spec's ceiling; the current bound
  * when none is due.  Caller holds Snowseq->lock.  An owner that must record
@@ -321,7 +338,7 @@ ReserveNextBound(Reservation *r, const ReserveSpec *spec, uint64 need)
 	uint64		block = ReserveBlock(r, spec, counter, jumped, GetCurrentTimestamp());
 	uint64		bound = pg_atomic_read_u64(&r->bound);
 
-	block = Min(block, spec->ceiling - Min(base, spec->ceiling));
+	block = ReserveClampBlock(spec, base, block);
 	return Max(bound, base + block);
 }
 
@@ -363,7 +380,7 @@ ReserveAdvance(Reservation *r, const ReserveSpec *spec, uint64 need)
 	XLogRecPtr	lsn;
 
 	Assert(LWLockHeldByMeInMode(Snowseq->lock, LW_EXCLUSIVE));
-	block = Min(block, spec->ceiling - Min(base, spec->ceiling));
+	block = ReserveClampBlock(spec, base, block);
 	if (base + block <= pg_atomic_read_u64(&r->bound))
 		return false;
 

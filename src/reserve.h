@@ -81,6 +81,8 @@ typedef struct ReserveSpec
 {
 	uint64		floor;			/* the counter stands at least here now */
 	uint64		ceiling;		/* no bound above this: values above it wait */
+	uint64		end;			/* the space ends here: no value at or above it,
+								 * ever (0: at the end of uint64) */
 	uint64		block_min;		/* an advance covers at least this many values */
 	uint64		block_max;		/* and at most this many */
 	uint64		margin_min;		/* skipped after a promotion, at least */
@@ -147,6 +149,14 @@ AtomicRaise(pg_atomic_uint64 *v, uint64 to)
 		;
 	return Max(cur, to);
 }
+
+/*
+ * An advance takes at most this share of what is left of a counter's space
+ * (from the value it advances for to spec->end): a restart or a crash,
+ * which skips what the bound covers beyond the last value handed out,
+ * never costs more than 1/RESERVE_SHARE of what was left.
+ */
+#define RESERVE_SHARE			32
 
 /* reserve.c: the advance and wait protocol */
 extern uint64 ReserveNextBound(Reservation *r, const ReserveSpec *spec, uint64 need);

@@ -20,24 +20,39 @@ SegmentLimit(void)
 	return (uint64) 1 << (SNOWSEQ_SEGMENT_BITS - snowseq_node_bits);
 }
 
-/* How the segment reservation may advance. */
+/* How a segment reservation may advance, within a space that ends at end. */
 static void
-SegmentSpec(ReserveSpec *spec)
+SegmentSpecTo(ReserveSpec *spec, uint64 end)
 {
 	spec->floor = 0;
 	spec->ceiling = PG_UINT64_MAX;
+	spec->end = end;
 	spec->block_min = snowseq_segment_block_min;
 	spec->block_max = snowseq_segment_block_max;
 	spec->margin_min = 0;
 	spec->jumps_are_use = false;
 }
 
-/* Register the segment counters' advance rule; at preload. */
+/* How the segment counter of 64-bit gene IDs may advance. */
+static void
+SegmentSpec(ReserveSpec *spec)
+{
+	SegmentSpecTo(spec, SegmentLimit());
+}
+
+/* How the segment counter of 128-bit gene IDs may advance. */
+static void
+SegmentWideSpec(ReserveSpec *spec)
+{
+	SegmentSpecTo(spec, (uint64) 1 << SNOWSEQ_WIDE_COUNTER_BITS);
+}
+
+/* Register the segment counters' advance rules; at preload. */
 void
 SegmentInit(void)
 {
 	ReserveRegisterOwner(RESERVE_SEGMENT, SegmentSpec);
-	ReserveRegisterOwner(RESERVE_WIDE_SEGMENT, SegmentSpec);
+	ReserveRegisterOwner(RESERVE_WIDE_SEGMENT, SegmentWideSpec);
 }
 
 /*
@@ -45,7 +60,7 @@ SegmentInit(void)
  * reservation as every counter does; false when the counter ran out.
  */
 static bool
-SegmentTake(Reservation *r, uint64 limit, uint64 *value)
+SegmentTake(Reservation *r, uint64 limit, ReserveSpecFn spec_of, uint64 *value)
 {
 	uint64		last;
 	ReserveSpec spec;
@@ -56,7 +71,7 @@ SegmentTake(Reservation *r, uint64 limit, uint64 *value)
 
 		if (likely(rr == RESERVE_OK))
 			return true;
-		SegmentSpec(&spec);
+		spec_of(&spec);
 		if (rr == RESERVE_LOW)
 		{
 			ReserveRequestAdvance(r, &spec);
@@ -75,7 +90,7 @@ SegmentNext(void)
 	uint64		limit = SegmentLimit();
 	uint64		next;
 
-	if (!SegmentTake(&SnowseqRes[RESERVE_SEGMENT], limit, &next))
+	if (!SegmentTake(&SnowseqRes[RESERVE_SEGMENT], limit, SegmentSpec, &next))
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
 				 errmsg("snowseq gene segment counter ran out after %llu segments",
@@ -97,7 +112,7 @@ WideSegmentNext(void)
 	uint64		limit = (uint64) 1 << SNOWSEQ_WIDE_COUNTER_BITS;
 	uint64		next;
 
-	if (!SegmentTake(&SnowseqRes[RESERVE_WIDE_SEGMENT], limit, &next))
+	if (!SegmentTake(&SnowseqRes[RESERVE_WIDE_SEGMENT], limit, SegmentWideSpec, &next))
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
 				 errmsg("snowseq 128-bit gene segment counter ran out after %llu segments",

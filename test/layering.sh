@@ -92,7 +92,9 @@ done | HEADERS="$dir" perl -e '
 	# the core: each prefix names the file that defines its functions
 	my %home = (
 		Backfill => "backfill", CatCache => "catcache", Clock => "clock",
-		Counter => "counter", Ext => "sqlrun", Gene => "gene", Guc => "guc",
+		Counter => "counter", CounterCache => "counter_cache",
+		CounterDef => "counter_def", CounterFloor => "counter_floor",
+		CounterRights => "counter_rights", Serial => "serial", Ext => "sqlrun", Gene => "gene", Guc => "guc",
 		Keyring => "keyring", Nodes => "nodes", Reservation => "reserve",
 		Reserve => "reserve", Rmgr => "rmgr", Segment => "segment",
 		WideSegment => "segment", Shmem => "shmem", Snowseq => "snowseq",

@@ -81,8 +81,9 @@ SELECT snowseq_create_serial('inv', 'INV-YYYYMMDD-######');
 SELECT name, kind, start, nodes, format, time_zone, dropped, last_value
 FROM snowseq_counter_status ORDER BY name;
 
--- rights: taking values is a grant; creating and dropping is writing the
--- definitions
+-- rights: taking values is a grant on the counter; creating is EXECUTE on
+-- the create functions; dropping is the counter owner's; the definitions
+-- table is snowseq's alone (no role may read or write it)
 CREATE ROLE snowseq_counter_user;
 SET ROLE snowseq_counter_user;
 SELECT snowseq_counter_next('tickets');
@@ -102,6 +103,9 @@ SET ROLE snowseq_counter_user;
 SELECT snowseq_counter_next('tickets') % 4 AS node_offset;
 RESET ROLE;
 REVOKE EXECUTE ON FUNCTION snowseq_counter_next(text) FROM snowseq_counter_user;
+-- a role holding a counter's grant cannot be dropped before it gives it up
+DROP ROLE snowseq_counter_user;
+DROP OWNED BY snowseq_counter_user;
 DROP ROLE snowseq_counter_user;
 
 -- whole life: a value once issued is never issued again, whatever the
@@ -118,12 +122,19 @@ SELECT snowseq_create_counter('u', start => 100);
 SELECT max(v) FROM (SELECT snowseq_counter_next('u') AS v FROM generate_series(1, 10)) t;
 UPDATE snowseq_counters SET start = 0, nodes = 3 WHERE name = 'u';
 SELECT snowseq_counter_next('u') > 109 AS above_all_issued;
--- its floor sequence says how far it went; it is no member of the extension
-SELECT c.relkind, d.description, e.objid IS NULL AS not_a_member
-FROM pg_class c
+-- its floor sequence says how far it went; it is no member of the
+-- extension, in schema snowseq_state, which no member is either, owned by
+-- the bootstrap superuser with CREATE for nobody else
+SELECT c.relkind, n.nspname, d.description, e.objid IS NULL AS not_a_member
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass
 LEFT JOIN pg_depend e ON e.objid = c.oid AND e.deptype = 'e'
 WHERE c.relname LIKE 'snowseq_floor_%' AND d.description LIKE '%"z"%';
+SELECT n.nspowner = 10 AS bootstrap_owned,
+	NOT EXISTS (SELECT FROM pg_depend e WHERE e.objid = n.oid AND e.deptype = 'e') AS not_a_member,
+	(SELECT array_agg(a.privilege_type ORDER BY a.privilege_type) FROM aclexplode(n.nspacl) a
+	 WHERE a.grantee <> n.nspowner) AS others_may
+FROM pg_namespace n WHERE n.nspname = 'snowseq_state';
 -- a serial re-created with another start continues above its numbers; with
 -- another format it is refused (its old numbers would read differently)
 SELECT snowseq_create_serial('s', 'S-#####');
@@ -145,16 +156,19 @@ SELECT snowseq_counter_next('ro');
 ROLLBACK;
 SELECT snowseq_counter_next('ro');
 
--- a counter without a floor sequence (one made by 1.1) gets one at its next
--- advance; without a floor sequence and without its row, a counter that
--- issued values is refused: nothing says what they were
-SELECT format('DROP SEQUENCE %I', c.relname) AS drop_floor
+-- a counter whose floor is gone (a superuser dropped it) is refused: its
+-- record is missing; snowseq_counter_raise says where it stands and makes
+-- the floor again; without a floor and without its row, a counter that
+-- issued values is refused too: nothing says what they were
+SELECT format('DROP SEQUENCE snowseq_state.%I', c.relname) AS drop_floor
 FROM pg_class c JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass
 WHERE d.description = 'floor of snowseq counter "ro"' \gset
 :drop_floor;
+SELECT snowseq_counter_next('ro');
+SELECT snowseq_counter_raise('ro', 2) AS raised;
 SELECT count(snowseq_counter_next('ro')) FROM generate_series(1, 2000);
 SELECT count(*) AS floor_made_again FROM pg_description WHERE description = 'floor of snowseq counter "ro"';
-SELECT format('DROP SEQUENCE %I', c.relname) AS drop_floor
+SELECT format('DROP SEQUENCE snowseq_state.%I', c.relname) AS drop_floor
 FROM pg_class c JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass
 WHERE d.description = 'floor of snowseq counter "ro"' \gset
 :drop_floor;
@@ -172,6 +186,7 @@ SET ROLE snowseq_counter_taker;
 SELECT snowseq_counter_next('granted');
 RESET ROLE;
 REVOKE EXECUTE ON FUNCTION snowseq_counter_next(text) FROM snowseq_counter_taker;
+DROP OWNED BY snowseq_counter_taker;
 DROP ROLE snowseq_counter_taker;
 
 -- the end of bigint: the status view shows the last value, raise refuses
@@ -181,7 +196,7 @@ SELECT max(v) FROM (SELECT snowseq_counter_next('edge') AS v FROM generate_serie
 SELECT snowseq_counter_next('edge');
 SELECT last_value FROM snowseq_counter_status WHERE name = 'edge';
 SELECT snowseq_create_counter('edge2');
-SELECT snowseq_counter_raise('edge2', 9223372036854775806);
+SELECT snowseq_counter_raise('edge2', 9223372036854775807);
 SELECT snowseq_counter_next('edge2');
 SELECT snowseq_counter_raise('edge2', 9223372036854775805);
 SELECT snowseq_counter_next('edge2');

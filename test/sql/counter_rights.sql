@@ -1,6 +1,8 @@
 -- Who may draw from which counter: a counter or serial has an owner (the
--- role that created it) and USAGE grants, as a sequence has.  EXECUTE on
--- the functions is needed as well, as before.
+-- role that created it) and USAGE grants: PostgreSQL privileges on its
+-- floor sequence in schema snowseq_state.  EXECUTE on the functions is
+-- needed as well, as before; creating a counter is EXECUTE on the create
+-- functions.
 SET timezone = 'UTC';
 CREATE ROLE regress_counter_owner;
 CREATE ROLE regress_counter_user;
@@ -9,7 +11,16 @@ CREATE ROLE regress_counter_group;
 GRANT EXECUTE ON FUNCTION snowseq_counter_next(text), snowseq_serial(text),
 	snowseq_counter_raise(text, bigint)
 	TO regress_counter_owner, regress_counter_user, regress_counter_other;
-GRANT INSERT, UPDATE ON snowseq_counters TO regress_counter_owner;
+GRANT EXECUTE ON FUNCTION snowseq_create_counter(text, bigint, integer, boolean, bigint),
+	snowseq_create_serial(text, text, text, bigint, integer) TO regress_counter_owner;
+-- the grants on a counter's floor, without the bootstrap superuser's name
+CREATE VIEW rights_grants AS
+	SELECT s.name, a.grantee::regrole AS grantee, a.privilege_type,
+		a.is_grantable, a.grantor = c.relowner AS by_snowseq
+	FROM snowseq_counter_status s, pg_class c, aclexplode(c.relacl) a
+	WHERE c.relnamespace = 'snowseq_state'::regnamespace
+		AND obj_description(c.oid, 'pg_class') LIKE '%"' || s.name || '"%'
+		AND a.grantee <> c.relowner AND s.name LIKE 'rights_%';
 
 -- the creating role owns the counter; nobody else may use it yet
 SET ROLE regress_counter_owner;
@@ -18,7 +29,8 @@ SELECT snowseq_create_serial('rights_s', 'R-######');
 SELECT snowseq_counter_next('rights_c') AS owner_draws;
 SELECT snowseq_serial('rights_s') AS owner_serial;
 RESET ROLE;
-SELECT name, owner, acl FROM snowseq_counters WHERE name LIKE 'rights_%' ORDER BY name;
+SELECT name, owner FROM snowseq_counter_status WHERE name LIKE 'rights_%' ORDER BY name;
+SELECT * FROM rights_grants ORDER BY 1, 2;
 
 -- an ordinary role with EXECUTE but no grant: refused for every use
 SET ROLE regress_counter_user;
@@ -46,7 +58,7 @@ SELECT snowseq_grant_counter('rights_c', 'regress_counter_user');
 SELECT snowseq_grant_counter('rights_s', 'regress_counter_user');
 SELECT snowseq_grant_counter('rights_c', 'regress_counter_user');
 RESET ROLE;
-SELECT name, acl FROM snowseq_counters WHERE name LIKE 'rights_%' ORDER BY name;
+SELECT * FROM rights_grants ORDER BY 1, 2;
 SET ROLE regress_counter_user;
 SELECT snowseq_counter_next('rights_c') AS granted;
 SELECT snowseq_serial('rights_s') AS granted_serial;
@@ -139,9 +151,24 @@ SELECT snowseq_revoke_counter(NULL, 'regress_counter_user');
 SELECT snowseq_grant_counter('rights_c', '"regress_counter_user"');
 RESET ROLE;
 
+-- the owner may drop its counter, nobody else
+SET ROLE regress_counter_user;
+SELECT snowseq_drop_counter('rights_c');
+SET ROLE regress_counter_owner;
+SELECT snowseq_drop_counter('rights_c');
+RESET ROLE;
+-- the table of definitions is snowseq's: no role may write it, even with
+-- the rights 1.2 asked for
+SET ROLE regress_counter_owner;
+UPDATE snowseq_counters SET dropped = false WHERE name = 'rights_c';
+SELECT count(*) FROM snowseq_counters;
+RESET ROLE;
+-- a role that holds a grant on a counter cannot be dropped
+DROP ROLE regress_counter_user;
+
 -- clean up
 DROP FUNCTION rights_definer();
-SELECT snowseq_drop_counter('rights_c');
+DROP VIEW rights_grants;
 SELECT snowseq_drop_counter('rights_s');
 DELETE FROM snowseq_counters WHERE name LIKE 'rights_%';
 DROP OWNED BY regress_counter_owner, regress_counter_user, regress_counter_other, regress_counter_group;
@@ -171,6 +198,25 @@ SELECT snowseq_create_counter('new');
 SET ROLE regress_counter_old;
 SELECT snowseq_counter_next('new');
 RESET ROLE;
+-- a floor where 1.2 kept it, in the extension's schema, ahead of this
+-- cluster's reservation (as a restore into this cluster leaves it)
+SELECT format('CREATE SEQUENCE public.%I AS bigint MINVALUE -1 START -1',
+	'snowseq_floor_' || left(encode(sha256(convert_to('old', 'UTF8')), 'hex'), 32)) \gexec
+SELECT setval(c.oid, 500) AS old_floor FROM pg_class c
+WHERE c.relname = 'snowseq_floor_' || left(encode(sha256(convert_to('old', 'UTF8')), 'hex'), 32);
+-- the update to 1.3 moves records, owners and grants onto the floors in
+-- snowseq_state: the counter continues above the old floor, the role
+-- granted by 1.2 draws as before, the ungranted one is still refused
+ALTER EXTENSION snowseq UPDATE TO '1.3';
+SELECT count(*) AS columns_left FROM pg_attribute
+WHERE attrelid = 'snowseq_counters'::regclass AND attname IN ('owner', 'acl') AND NOT attisdropped;
+SET ROLE regress_counter_old;
+SELECT snowseq_counter_next('old') > 500 AS above_old_floor;
+SELECT snowseq_counter_next('new');
+SELECT name, last_value FROM snowseq_counter_status;
+RESET ROLE;
+SELECT count(*) AS old_floors_left FROM pg_class
+WHERE relname LIKE 'snowseq_floor_%' AND relnamespace = 'public'::regnamespace;
 \c contrib_regression
 DROP DATABASE snowseq_rights_upgrade;
 DROP ROLE regress_counter_old;
