@@ -105,3 +105,21 @@ BEGIN
 END
 $$;
 -- ---- end of counters: one authority (1.3) ----
+
+-- ---- status: who may read it (1.3) ----
+-- The generator's state and the reservations are for monitoring: the
+-- predefined role pg_monitor (and superusers) may read them, PUBLIC not.
+-- A named counter's reservation shows to roles with the privileges of
+-- pg_read_all_stats in every database (as pg_stat_statements shows them
+-- every query), to others only in its database and if they may use it.
+REVOKE ALL ON FUNCTION @extschema@.snowseq_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_reservations() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.snowseq_status() TO pg_monitor;
+GRANT EXECUTE ON FUNCTION @extschema@.snowseq_reservations() TO pg_monitor;
+GRANT SELECT ON @extschema@.snowseq_status TO pg_monitor;
+GRANT SELECT ON @extschema@.snowseq_reservations TO pg_monitor;
+COMMENT ON FUNCTION @extschema@.snowseq_reservations() IS
+	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use)';
+COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
+	'add the wrap keys and the key version mark of a copy of another cluster''s keyring file (all or none); a regular file only; needs pg_read_server_files too; returns how many wrap keys were new';
+-- ---- end of status: who may read it (1.3) ----

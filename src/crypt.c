@@ -1090,6 +1090,27 @@ snowseq_new_key(PG_FUNCTION_ARGS)
 				 errdetail("Public IDs of one width of the version field, read with another, would decrypt to other IDs."),
 				 errhint("Set snowseq.public_version_bits = %d again and restart the server.", other)));
 	}
+	/*
+	 * Key rows of another cluster (a restore, logical replication) whose
+	 * keyring was not imported: that keyring carries the versions that
+	 * cluster made, so no version is made here before it is imported
+	 */
+	KeyAdminRun(psprintf("SELECT version, pg_catalog.substring(key FROM 1 FOR %d) FROM %s "
+						 "WHERE pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) %d ORDER BY version",
+						 WRAP_ID_BYTES, admin.table, WRAPPED_KEY_BYTES),
+				0, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bytea	   *id = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+
+		if (!KeyringKnows((const uint8 *) VARDATA_ANY(id)))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot make a snowseq key while key version %d of another cluster waits for its keyring",
+							DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull))),
+					 errdetail("That cluster's keyring also says which key versions it made; a version made here first could be one of them, and its public IDs would decrypt to other IDs."),
+					 errhint("Import the keyring of the cluster the key rows came from: SELECT snowseq_import_wrap_keys('/path/to/copy/of/snowseq_keyring');")));
+	}
 	KeyAdminRun(psprintf("SELECT pg_catalog.max(version) FROM %s", admin.table),
 				0, NULL, SPI_OK_SELECT);
 	version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));

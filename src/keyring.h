@@ -18,5 +18,8 @@ extern void KeyringRedo(const uint8 *wk);
 extern int32 KeyringNextVersion(int32 table_next, int32 max_version);
 extern void KeyringRedoVersion(uint32 version);
 extern void KeyringDescribe(StringInfo buf, const uint8 *wk);
+extern void KeyringRedoImport(const char *data, size_t len);
+extern void KeyringDescribeImport(StringInfo buf, const char *data, size_t len);
+extern bool KeyringKnows(const uint8 *id);
 
 #endif							/* SNOWSEQ_KEYRING_H */

@@ -155,6 +155,8 @@ snowseq_redo(XLogReaderState *record)
 	}
 	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
 		KeyringRedo((const uint8 *) XLogRecGetData(record));
+	else if (info == XLOG_SNOWSEQ_WRAP_KEYS)
+		KeyringRedoImport(XLogRecGetData(record), XLogRecGetDataLen(record));
 	else if (info == XLOG_SNOWSEQ_KEY_VERSION)
 	{
 		uint32		version;
@@ -241,6 +243,8 @@ snowseq_desc(StringInfo buf, XLogReaderState *record)
 	}
 	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
 		KeyringDescribe(buf, (const uint8 *) XLogRecGetData(record));	/* never the key */
+	else if (info == XLOG_SNOWSEQ_WRAP_KEYS)
+		KeyringDescribeImport(buf, XLogRecGetData(record), XLogRecGetDataLen(record));
 	else if (info == XLOG_SNOWSEQ_KEY_VERSION)
 	{
 		uint32		version;
@@ -263,6 +267,8 @@ snowseq_identify(uint8 info)
 			return "WRAP_KEY";
 		case XLOG_SNOWSEQ_KEY_VERSION:
 			return "KEY_VERSION";
+		case XLOG_SNOWSEQ_WRAP_KEYS:
+			return "WRAP_KEYS";
 	}
 	return NULL;
 }

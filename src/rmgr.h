@@ -15,8 +15,9 @@
 #define RM_SNOWSEQ_ID_1_1			RM_EXPERIMENTAL_ID
 #define XLOG_SNOWSEQ_RESERVE_V1		0x10	/* 1.0: the clock and the segment counter */
 #define XLOG_SNOWSEQ_RESERVE		0x20	/* one reservation */
-#define XLOG_SNOWSEQ_WRAP_KEY		0x30	/* 1.2: a wrap key of the keyring */
+#define XLOG_SNOWSEQ_WRAP_KEY		0x30	/* 1.2: a wrap key of the keyring (1.3: the own one) */
 #define XLOG_SNOWSEQ_KEY_VERSION	0x40	/* 1.2: the highest key version made */
+#define XLOG_SNOWSEQ_WRAP_KEYS		0x50	/* 1.3: an import: wrap keys and a version mark */
 
 extern void RmgrInit(void);
 extern XLogRecPtr RmgrLogAdvance(const SavedSlot *slot);

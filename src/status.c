@@ -5,12 +5,16 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_authid.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "clock.h"
+#include "counter_cache.h"
 #include "reserve.h"
 #include "timeutil.h"
 
@@ -132,11 +136,29 @@ snowseq_status_1_1(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(snowseq_reservations);
 
-/* snowseq_reservations() -> one row per reservation in use. */
+/*
+ * May the caller see the reservation of a named counter?  Roles with the
+ * privileges of pg_read_all_stats see every database's (as
+ * pg_stat_statements shows them every query); others only counters of this
+ * database that they may use.
+ */
+static bool
+StatusMaySeeCounter(Oid fn_oid, const ReserveId *id, bool all)
+{
+	if (all)
+		return true;
+	return id->dboid == MyDatabaseId && CounterCacheMayUseName(fn_oid, &id->name);
+}
+
+/*
+ * snowseq_reservations() -> one row per reservation in use: the fixed ones,
+ * and the named counters the caller may see (StatusMaySeeCounter).
+ */
 Datum
 snowseq_reservations(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
 	ShmemCheckPreloaded();
 	InitMaterializedSRF(fcinfo, 0);
@@ -145,8 +167,12 @@ snowseq_reservations(PG_FUNCTION_ARGS)
 		Reservation *r = &SnowseqRes[k];
 		Datum		v[8];
 		bool		n[8] = {false};
+		ReserveId	id = r->id;
 
 		if (!r->in_use)
+			continue;
+		if (id.tag == RESERVE_TAG_COUNTER &&
+			!StatusMaySeeCounter(fcinfo->flinfo->fn_oid, &id, all))
 			continue;
 		v[0] = CStringGetTextDatum(ReservationName(r));
 		v[1] = Int64GetDatum((int64) pg_atomic_read_u64(&r->counter));
