@@ -1,14 +1,18 @@
 /*
  * admin.c
  *		Administrative SQL: adopting a changed configuration, or starting
- *		over after a corrupt state file, without ever issuing an ID twice.
+ *		over after a corrupt state file, without ever issuing an ID twice;
+ *		and the guard of the tables only snowseq writes.
  */
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "commands/trigger.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/rel.h"
 #include "utils/datetime.h"
 
 #include "backfill.h"
@@ -185,4 +189,34 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	LWLockRelease(Snowseq->lock);
 	ConditionVariableBroadcast(&Snowseq->advanced);
 	PG_RETURN_TEXT_P(cstring_to_text(msg));
+}
+
+PG_FUNCTION_INFO_V1(snowseq_guard);
+
+/*
+ * Trigger (before each statement) on the tables whose rows snowseq's
+ * promises rest on (the counter definitions, the keys): only snowseq's
+ * functions, which write them as the table's owner, and roles with the
+ * owner's privileges (a restore, a superuser) may change them.  A table
+ * grant that an administrator gives is refused here, so no role can go
+ * around the functions' checks (draw from another role's counter, plant a
+ * key it knows).
+ */
+Datum
+snowseq_guard(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Relation	rel;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "snowseq_guard must be called as a trigger");
+	rel = td->tg_relation;
+	if (!has_privs_of_role(GetUserId(), rel->rd_rel->relowner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("table %s is written by snowseq's functions alone",
+						RelationGetRelationName(rel)),
+				 errdetail("A grant on the table lets no role around the checks of those functions."),
+				 errhint("Use the functions that manage it (docs/security.md lists who may call which), and revoke the grant.")));
+	return PointerGetDatum(NULL);
 }

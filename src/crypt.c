@@ -1095,7 +1095,7 @@ snowseq_new_key(PG_FUNCTION_ARGS)
 	 * keyring was not imported: that keyring carries the versions that
 	 * cluster made, so no version is made here before it is imported
 	 */
-	KeyAdminRun(psprintf("SELECT version, pg_catalog.substring(key FROM 1 FOR %d) FROM %s "
+	KeyAdminRun(psprintf("SELECT version, pg_catalog.substr(key, 1, %d) FROM %s "
 						 "WHERE pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) %d ORDER BY version",
 						 WRAP_ID_BYTES, admin.table, WRAPPED_KEY_BYTES),
 				0, NULL, SPI_OK_SELECT);

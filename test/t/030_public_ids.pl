@@ -157,7 +157,7 @@ for my $q (
 like($err, qr/permission denied for table snowseq_key_store/, 'the application role cannot read the keys either');
 ($rc, $out, $err) = as_role($primary, 'app', 'SELECT snowseq_new_key()');
 like($err, qr/permission denied for function snowseq_new_key/, 'nor make keys');
-$primary->safe_psql('postgres', 'GRANT SELECT ON orders, snowseq_shard_map TO outsider');
+$primary->safe_psql('postgres', 'GRANT SELECT ON orders, snowseq_shard_map, snowseq_counters TO outsider');
 ($rc, $out, $err) = run_prog('pg_dump', '-d', $primary->connstr('postgres') . ' user=outsider', '-f', "$dir/outsider.sql");
 isnt($rc, 0, 'pg_dump by a role that may read everything but the keys fails instead of leaving them out');
 like($err, qr/permission denied for table snowseq_key_store/, 'pg_dump names the key table');

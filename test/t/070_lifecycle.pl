@@ -5,17 +5,17 @@
 # (071).  The table below is also the data that drives the test
 # (%MATRIX): a cell 'check' runs, any other text is its reason.
 #
-#                | txn  | save-| drop+  | DROP/  | DROP/  | clean | crash | promo-| dump/   | dump/   | pg_     | period | key
-#                | roll-| point| re-    | CREATE | CREATE | re-   |       | tion  | restore | restore | upgrade | switch | rota-
-#                | back | roll-| create | EXTEN- | DATA-  | start |       |       | same    | other   |         |        | tion
-#                |      | back |        | SION   | BASE   |       |       |       | cluster | cluster |         |        |
-# ---------------+------+------+--------+--------+--------+-------+-------+-------+---------+---------+---------+--------+------
-# clock          | ck   | ck   | n/a 1  | ck     | ck     | ck    | ck    | ck    | ck      | ck      | 061     | 003 2  | n/a 3
-# gene segments  | ck   | ck   | n/a 1  | ck     | ck     | ck    | ck    | ck    | ck      | ck      | 061     | n/a 4  | n/a 3
-# named counter  | ck   | ck   | ck     | ck     | ck 5   | ck    | ck    | ck    | ck      | ck      | 061     | n/a 4  | n/a 3
-# serial         | ck   | ck   | ck     | ck     | ck 5   | ck    | ck    | ck    | ck      | ck      | 061     | 016 018| n/a 3
-# routing map    | ck   | ck   | ck     | ck     | ck     | ck    | ck    | ck    | ck      | ck      | 061     | n/a 4  | n/a 3
-# move record    | 040  | 040  | 040    | n/a 6  | n/a 6  | 040   | 040   | 040 7 | n/a 8   | n/a 8   | n/a 8   | n/a 4  | n/a 3
+#                | txn  | save-| drop+  | DROP/  | DROP/  | clean | crash | promo-| dump/   | dump/   | dump     | dump  | dump     | pg_     | period | key
+#                | roll-| point| re-    | CREATE | CREATE | re-   |       | tion  | restore | restore | --data-  | -t    | --exclu- | upgrade | switch | rota-
+#                | back | roll-| create | EXTEN- | DATA-  | start |       |       | same    | other   | only     |       | de-      |         |        | tion
+#                |      | back |        | SION   | BASE   |       |       |       | cluster | cluster |          |       | schema   |         |        |
+# ---------------+------+------+--------+--------+--------+-------+-------+-------+---------+---------+----------+-------+----------+---------+--------+------
+# clock          | ck   | ck   | n/a 1  | ck     | ck     | ck    | ck    | ck    | ck      | ck      | ck       | ck    | ck       | 061     | 003 2  | n/a 3
+# gene segments  | ck   | ck   | n/a 1  | ck     | ck     | ck    | ck    | ck    | ck      | ck      | ck       | ck    | ck       | 061     | n/a 4  | n/a 3
+# named counter  | ck   | ck   | ck     | ck     | ck 5   | ck    | ck    | ck    | ck      | ck      | ck 9     | ck 9  | ck 9     | 061     | n/a 4  | n/a 3
+# serial         | ck   | ck   | ck     | ck     | ck 5   | ck    | ck    | ck    | ck      | ck      | ck 9     | ck 9  | ck 9     | 061     | 016 018| n/a 3
+# routing map    | ck   | ck   | ck     | ck     | ck     | ck    | ck    | ck    | ck      | ck      | ck       | ck    | ck       | 061     | n/a 4  | n/a 3
+# move record    | 040  | 040  | 040    | n/a 6  | n/a 6  | 040   | 040   | 040 7 | n/a 8   | n/a 8   | n/a 8    | n/a 8 | n/a 8    | n/a 8   | n/a 4  | n/a 3
 #
 # ck: checked here.  0NN: covered by test/t/0NN_*.pl.  Notes: 1 the clock and
 # the gene segment counter belong to the cluster (its node id), not to an SQL
@@ -29,7 +29,12 @@
 # during the copy; promotion of a router is a restart for the record; 8 a
 # finished move leaves no record; a running one holds replication slots,
 # which pg_dump and pg_upgrade do not carry (PostgreSQL refuses to upgrade
-# with them).
+# with them); 9 a partial dump restored into a database of its own: with
+# --data-only (restored after CREATE EXTENSION) the counters' floors come
+# back with their values and the counters continue above them; with -t
+# snowseq_counters or --exclude-schema snowseq_state the definitions come
+# back without their record, and the counters are refused (checked) until
+# snowseq_counter_raise() says where they stood, then continue above it.
 #
 # Whatever a client received counts as issued, even in a transaction rolled
 # back: every value is read from psql's output and kept here, and the union
@@ -46,8 +51,8 @@ my $tmp = $PostgreSQL::Test::Utils::tmp_check;
 
 my @EVENTS = ('transaction rollback', 'savepoint rollback', 'drop and re-create',
 	'DROP/CREATE EXTENSION', 'DROP/CREATE DATABASE', 'clean restart', 'crash', 'promotion',
-	'dump/restore same cluster', 'dump/restore other cluster', 'pg_upgrade', 'period switch',
-	'key rotation');
+	'dump/restore same cluster', 'dump/restore other cluster', 'dump --data-only', 'dump -t',
+	'dump --exclude-schema', 'pg_upgrade', 'period switch', 'key rotation');
 my @OBJECTS = ('clock', 'gene segments', 'named counter', 'serial', 'routing map', 'move record');
 
 my %N = (
@@ -81,6 +86,9 @@ $MATRIX{'move record'} = {
 	'promotion' => $N{move} . ' (promotion of a router is a restart for the record)',
 	'dump/restore same cluster' => $N{movedump},
 	'dump/restore other cluster' => $N{movedump},
+	'dump --data-only' => $N{movedump},
+	'dump -t' => $N{movedump},
+	'dump --exclude-schema' => $N{movedump},
 	'pg_upgrade' => $N{movedump},
 	'period switch' => $N{noperiod},
 	'key rotation' => $N{nokey},
@@ -247,6 +255,59 @@ my $other = snowseq_node('life_other', node_id => 2, extension => 0, conf => [ "
 $other->safe_psql('postgres', 'CREATE DATABASE life');
 $other->command_ok([ 'pg_restore', '-d', $other->connstr('life'), $dump ], 'pg_restore into another cluster');
 check_all($other, 'life', 'dump/restore other cluster');
+
+# Partial dumps, each restored into a database of its own on the other
+# cluster: what comes back continues above the source, or is refused until
+# told where the source stood (note 9).  The last value of each counter a
+# client received is what an operator reads from the rows the source wrote.
+sub last_received
+{
+	my ($o) = @_;
+	my @v = keys %{ $seen{$o}{life} };
+	if ($o eq 'serial')
+	{
+		@v = map { /(\d+)$/ ? $1 + 0 : () } @v;
+	}
+	my ($max) = sort { $b <=> $a } @v;
+	return $max;
+}
+my %PARTIAL = (
+	'dump --data-only' => { opts => ['--data-only'], extension_first => 1, recorded => 1 },
+	'dump -t' => { opts => [ '-t', 'snowseq_counters', '-t', 'snowseq_shard_map' ], extension_first => 1,
+		recorded => 0 },
+	'dump --exclude-schema' => { opts => [ '--exclude-schema', 'snowseq_state' ], extension_first => 0,
+		recorded => 0 },
+);
+my %NAME = ('named counter' => 'lc', 'serial' => 'ls');
+for my $event (sort keys %PARTIAL)
+{
+	my $p = $PARTIAL{$event};
+	(my $db = $event) =~ s/\W+/_/g;
+	my $file = "$tmp/$db.sql";
+	$node->command_ok([ 'pg_dump', @{ $p->{opts} }, '-f', $file, '-d', $node->connstr('life') ],
+		"$event: pg_dump");
+	$other->safe_psql('postgres', "CREATE DATABASE $db");
+	$other->safe_psql($db, 'CREATE EXTENSION snowseq') if $p->{extension_first};
+	$other->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=0', '-f', $file, '-d', $other->connstr($db) ],
+		"$event: restored");
+	for my $o ('named counter', 'serial')
+	{
+		$seen{$o}{$db} = { %{ $seen{$o}{life} } };
+		$scope{$o} = $db;
+		my ($rc, $out, $err) = $other->psql($db, $TAKE{$o});
+		if ($p->{recorded})
+		{
+			is($rc, 0, "$o x $event: its record came back, the counter is usable") or diag($err);
+			received($o, "$event (right after the restore)", lines($out)) if $rc == 0;
+			next;
+		}
+		like($err, qr/has no record of the values it issued/,
+			"$o x $event: refused, its record did not come back");
+		$other->safe_psql($db, "SELECT snowseq_counter_raise('$NAME{$o}', " . last_received($o) . ')');
+	}
+	check_all($other, $db, $event);
+	$scope{'named counter'} = $scope{'serial'} = 'other';
+}
 $other->stop;
 
 # DROP DATABASE and CREATE DATABASE: the cluster's objects go on; the

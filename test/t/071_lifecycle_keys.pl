@@ -31,6 +31,12 @@
 # | pg_dump / restore, other cluster   | an ERROR naming the missing wrap key until the    |
 # |                                    | keyring copy is imported, then every public ID    |
 # |                                    | decrypts                                          |
+# | an older dump restored elsewhere,  | the source made a key after the dump and issued   |
+# | with the source's keyring          | public IDs with it: no key is made there while    |
+# |                                    | the dump's key rows wait for their keyring; once  |
+# |                                    | it is imported, new versions go on above every    |
+# |                                    | one the source made, so the source's newer public |
+# |                                    | IDs never decrypt there to another ID             |
 # | pg_upgrade                         | with the keyring file copied (as the state files  |
 # |                                    | are), every public ID decrypts and versions go on |
 # |                                    | above; without it, an ERROR, never a wrong ID     |
@@ -249,6 +255,32 @@ my $restored_max = $other->safe_psql('copy', 'SELECT max(version) FROM snowseq_k
 $v = new_key($other, 'copy');
 cmp_ok($v, '>', $restored_max, 'restore, other cluster: new versions go on above the restored ones');
 $other->stop;
+
+# ---- an older dump restored elsewhere, with the source's keyring ----
+$primary->safe_psql('postgres', 'CREATE DATABASE newer');
+$primary->safe_psql('newer', 'CREATE EXTENSION snowseq');
+my $newer = new_key($primary, 'newer');
+cmp_ok($newer, '>', $made, "older dump: the source makes version $newer after the dump");
+$made = $newer;
+my %newer = map { split /\|/ } grep { /^\d+\|\d+$/ } split /\n/, $primary->safe_psql('newer',
+	"SELECT (5::bigint << 48 | g) || '|' || snowseq_encrypt(5::bigint << 48 | g) FROM generate_series(1, 2000) g");
+is(scalar(keys %newer), 2000, 'older dump: the source issues 2000 public IDs with it');
+my $third = snowseq_node('third', node_id => 3, extension => 0);
+$third->safe_psql('postgres', 'CREATE DATABASE copy');
+command_ok([ 'pg_restore', '-d', $third->connstr('copy'), $dump ], 'older dump: restored into a third cluster');
+($orc, $oout, $oerr) = $third->psql('copy', 'SELECT snowseq_new_key()');
+like($oerr, qr/cannot make a snowseq key while key version \d+ of another cluster waits for its keyring/,
+	'older dump: no key is made while the restored key rows wait for their keyring');
+copy($primary->data_dir . '/snowseq_keyring', "$dir/keyring.now") or die "copy: $!";
+$third->safe_psql('copy', "SELECT snowseq_import_wrap_keys('$dir/keyring.now')");
+$v = new_key($third, 'copy');
+cmp_ok($v, '>', $newer, "older dump: with the source's keyring imported, the next version ($v) is above every one the source made");
+my $vals = join(',', map { "($_, $newer{$_})" } keys %newer);
+is($third->safe_psql('copy', qq{
+	SELECT count(*) FROM (VALUES $vals) t(id, p)
+	WHERE snowseq_is_public_id(p) AND snowseq_decrypt(p) <> id}), '0',
+	"older dump: none of the source's newer public IDs decrypts there to another ID");
+$third->stop;
 
 # ---- pg_upgrade (to this installation itself) ----
 $primary->stop;
