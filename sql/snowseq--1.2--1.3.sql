@@ -143,3 +143,35 @@ CREATE TRIGGER snowseq_guard
 	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
 ALTER TABLE @extschema@.snowseq_key_store ENABLE ALWAYS TRIGGER snowseq_guard;
 -- ---- end of authority: tables snowseq alone writes (1.3) ----
+
+-- ---- capacity: what is left of each bounded space (1.3) ----
+-- Every bounded space, and how much of it is used: the time field, the
+-- gene segment counters, the backfill spaces (the fullest time unit), the
+-- key versions, and each named counter (a serial: its current period) of
+-- this database that the caller may see.  For monitoring: pg_monitor.
+CREATE FUNCTION @extschema@.snowseq_capacity_fixed(OUT kind text, OUT name text,
+	OUT capacity numeric, OUT used numeric)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_capacity_fixed'
+	LANGUAGE C VOLATILE PARALLEL SAFE ROWS 6;
+COMMENT ON FUNCTION @extschema@.snowseq_capacity_fixed() IS
+	'the bounded spaces of the cluster: what each holds and how much of it is used';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_capacity_fixed() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.snowseq_capacity_fixed() TO pg_monitor;
+CREATE VIEW @extschema@.snowseq_capacity AS
+	SELECT f.kind, CAST(NULL AS pg_catalog.name) AS database, f.name, f.capacity, f.used,
+		f.capacity OPERATOR(pg_catalog.-) f.used AS remaining,
+		CAST((f.capacity OPERATOR(pg_catalog.-) f.used) OPERATOR(pg_catalog./) f.capacity
+			 AS double precision) AS remaining_ratio
+	FROM @extschema@.snowseq_capacity_fixed() f
+	UNION ALL
+	SELECT c.kind, pg_catalog.current_database(), c.name,
+		CAST(c.capacity AS pg_catalog.numeric), CAST(c.used AS pg_catalog.numeric),
+		CAST(c.remaining AS pg_catalog.numeric),
+		CAST(c.remaining AS double precision) OPERATOR(pg_catalog./) CAST(c.capacity AS double precision)
+	FROM @extschema@.snowseq_counter_status c
+	WHERE NOT c.dropped AND c.capacity OPERATOR(pg_catalog.>) 0;
+COMMENT ON VIEW @extschema@.snowseq_capacity IS
+	'what is left of each bounded space: the cluster''s (database NULL) and this database''s counters and serials (a serial''s: in its current period)';
+GRANT SELECT ON @extschema@.snowseq_capacity TO pg_monitor;
+-- ---- end of capacity (1.3) ----

@@ -143,9 +143,10 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	ReservationRaise(&SnowseqRes[RESERVE_WIDE_SEGMENT], wide_floor, &raised);
 
 	/*
-	 * IDs for past instants: where the old state left off.  Without it, or
-	 * in another layout, any new one could equal an old one: none is made
-	 * any more (the sequence values count as used up).
+	 * IDs for past instants: where the old state left off (1.2's one
+	 * reservation, read when there is no backfill file).  Without it, or in
+	 * another layout, any new one for an instant before the reset could
+	 * equal an old one: those time units count as used up.
 	 */
 	if (!same_config)
 		backfill_floor = (uint64) 1 << snowseq_seq_bits;
@@ -153,7 +154,8 @@ snowseq_reset_state(PG_FUNCTION_ARGS)
 	raised.tag = RESERVE_TAG_BACKFILL;
 	raised.bound = backfill_floor;
 	ReservationRaise(&SnowseqRes[RESERVE_BACKFILL], backfill_floor, &raised);
-	BackfillCloseLap();
+	/* the time units up to the clock's after the reset are the old layout's */
+	BackfillReset(pg_atomic_read_u64(&SnowseqRes[RESERVE_CLOCK].counter) >> snowseq_seq_bits, !same_config);
 
 	/* named counters of the old state keep their bounds */
 	if (rr == STATE_READ_OK)

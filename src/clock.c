@@ -291,6 +291,13 @@ ClockWaitForLead(uint64 need, const ReserveSpec *spec)
 	CHECK_FOR_INTERRUPTS();
 }
 
+/* The time unit the wall clock is in now (for what is left of the time field). */
+uint64
+ClockWallUnits(void)
+{
+	return ClockNowUnits();
+}
+
 /* The instant the time field runs out (infinity if past the timestamp range). */
 TimestampTz
 ClockEndOfTime(void)

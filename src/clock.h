@@ -20,6 +20,7 @@ extern int64 ClockTimeFieldOf(TimestampTz ts);
 extern TimestampTz ClockCounterInstant(uint64 counter);
 extern TimestampTz ClockEndOfTime(void);
 extern uint64 ClockCounterLimit(void);
+extern uint64 ClockWallUnits(void);
 extern bool ClockUnitsToMs(uint64 units, int64 *ms);
 extern uint64 ClockFloorAfterReset(const SavedConfig *old, uint64 old_bound);
 extern void ClockRaiseForReset(uint64 floor, bool check_lead, SavedSlot *slot);

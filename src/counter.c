@@ -42,6 +42,7 @@
 #include "postgres.h"
 
 #include "access/parallel.h"
+#include "catalog/pg_authid.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -808,7 +809,8 @@ CounterCapacity(CounterEntry *e, uint64 counter, uint64 *capacity, uint64 *used)
  * period it is in), its owner, whether its floor holds its record, and
  * what is left of its space; no row for a counter the caller may not use
  * (or that does not exist), so a view over every definition shows the
- * caller's counters only.
+ * caller's counters only (a role with the privileges of
+ * pg_read_all_stats, as pg_monitor: every counter).
  */
 Datum
 snowseq_counter_state_1_3(PG_FUNCTION_ARGS)
@@ -829,7 +831,7 @@ snowseq_counter_state_1_3(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	CounterCacheName(PG_GETARG_TEXT_PP(0), &name);
 	if (!CounterCacheReadNow(fcinfo->flinfo->fn_oid, &name, &e, &dropped) ||
-		!CounterCacheMayUseEntry(&e))
+		!(CounterCacheMayUseEntry(&e) || has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS)))
 		return (Datum) 0;
 	if (CounterState(&name, &counter, &bound))
 	{

@@ -133,6 +133,13 @@ static const char *const key_columns[NCOLS] = {
 	"version", "state", "key", "version_bits", "check_bits", "created"
 };
 
+/* snowseq.public_version_bits: key versions are 1 to 2^bits - 1. */
+int
+CryptVersionBits(void)
+{
+	return crypt_version_bits;
+}
+
 /* Define snowseq.public_version_bits; called from _PG_init at preload. */
 void
 CryptInit(void)

@@ -521,6 +521,28 @@ KeyringNextVersion(int32 table_next, int32 max_version)
 	}
 }
 
+/* The highest key version made in this cluster (the keyring's mark). */
+uint32
+KeyringVersionMark(void)
+{
+	uint32		v;
+
+	LWLockAcquire(Snowseq->lock, LW_SHARED);
+	PG_TRY();
+	{
+		KeyringLoad();
+	}
+	PG_CATCH();
+	{
+		LWLockRelease(Snowseq->lock);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	v = keyring.version;
+	LWLockRelease(Snowseq->lock);
+	return v;
+}
+
 /* Does this cluster's keyring hold the wrap key with this identifier? */
 bool
 KeyringKnows(const uint8 *id)

@@ -21,5 +21,6 @@ extern void KeyringDescribe(StringInfo buf, const uint8 *wk);
 extern void KeyringRedoImport(const char *data, size_t len);
 extern void KeyringDescribeImport(StringInfo buf, const char *data, size_t len);
 extern bool KeyringKnows(const uint8 *id);
+extern uint32 KeyringVersionMark(void);
 
 #endif							/* SNOWSEQ_KEYRING_H */

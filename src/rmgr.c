@@ -51,6 +51,38 @@ typedef struct Record
 	SavedSlot	slot;
 } Record;
 
+/* record kinds registered by their owners (RmgrRegisterKind) */
+typedef struct RmgrKind
+{
+	uint8		info;
+	const char *name;
+	RmgrRedoFn	redo;
+	RmgrDescFn	desc;
+} RmgrKind;
+
+#define RMGR_MAX_KINDS	4
+static RmgrKind rmgr_kinds[RMGR_MAX_KINDS];
+static int	rmgr_nkinds = 0;
+
+/* Register the redo and description of a record kind; at preload. */
+void
+RmgrRegisterKind(uint8 info, const char *name, RmgrRedoFn redo, RmgrDescFn desc)
+{
+	if (rmgr_nkinds == RMGR_MAX_KINDS)
+		elog(ERROR, "too many snowseq WAL record kinds");
+	rmgr_kinds[rmgr_nkinds++] = (RmgrKind) {info, name, redo, desc};
+}
+
+/* The registered kind of a record, or NULL. */
+static const RmgrKind *
+RmgrKindOf(uint8 info)
+{
+	for (int i = 0; i < rmgr_nkinds; i++)
+		if (rmgr_kinds[i].info == info)
+			return &rmgr_kinds[i];
+	return NULL;
+}
+
 /* snowseq.replay_rmgr_128: replay WAL of 1.0 and 1.1 (ID 128) */
 static bool rmgr_replay_128 = true;
 
@@ -157,6 +189,8 @@ snowseq_redo(XLogReaderState *record)
 		KeyringRedo((const uint8 *) XLogRecGetData(record));
 	else if (info == XLOG_SNOWSEQ_WRAP_KEYS)
 		KeyringRedoImport(XLogRecGetData(record), XLogRecGetDataLen(record));
+	else if (RmgrKindOf(info) != NULL)
+		RmgrKindOf(info)->redo(XLogRecGetData(record), XLogRecGetDataLen(record));
 	else if (info == XLOG_SNOWSEQ_KEY_VERSION)
 	{
 		uint32		version;
@@ -245,6 +279,8 @@ snowseq_desc(StringInfo buf, XLogReaderState *record)
 		KeyringDescribe(buf, (const uint8 *) XLogRecGetData(record));	/* never the key */
 	else if (info == XLOG_SNOWSEQ_WRAP_KEYS)
 		KeyringDescribeImport(buf, XLogRecGetData(record), XLogRecGetDataLen(record));
+	else if (RmgrKindOf(info) != NULL)
+		RmgrKindOf(info)->desc(buf, XLogRecGetData(record), XLogRecGetDataLen(record));
 	else if (info == XLOG_SNOWSEQ_KEY_VERSION)
 	{
 		uint32		version;
@@ -270,7 +306,7 @@ snowseq_identify(uint8 info)
 		case XLOG_SNOWSEQ_WRAP_KEYS:
 			return "WRAP_KEYS";
 	}
-	return NULL;
+	return RmgrKindOf(info & ~XLR_INFO_MASK) ? RmgrKindOf(info & ~XLR_INFO_MASK)->name : NULL;
 }
 
 static RmgrData snowseq_rmgr = {

@@ -48,7 +48,7 @@ SnowseqShmemRequest(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(SnowseqShmemSize());
-	RequestNamedLWLockTranche("snowseq", 1);
+	RequestNamedLWLockTranche("snowseq", 2);
 }
 
 /*
@@ -69,7 +69,10 @@ SnowseqShmemStartup(void)
 	ClockShmemInit();
 	BackfillShmemInit();
 	if (!found)
+	{
 		ReserveLoadState();
+		BackfillLoadState();
+	}
 	LWLockRelease(AddinShmemInitLock);
 }
 

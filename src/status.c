@@ -13,9 +13,13 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "backfill.h"
 #include "clock.h"
 #include "counter_cache.h"
+#include "crypt.h"
+#include "keyring.h"
 #include "reserve.h"
+#include "timeutil.h"
 #include "timeutil.h"
 
 /* the result shapes of snowseq_status() by extension version */
@@ -185,5 +189,61 @@ snowseq_reservations(PG_FUNCTION_ARGS)
 		v[7] = TimestampTzGetDatum(r->rate_time);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 	}
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(snowseq_capacity_fixed);
+
+/* One row of snowseq_capacity_fixed: a space, what it holds and how much of it is used. */
+static void
+StatusCapacityRow(ReturnSetInfo *rsinfo, const char *kind, const char *name, uint64 capacity,
+				  uint64 used)
+{
+	Datum		v[4];
+	bool		n[4] = {false, false, false, false};
+
+	v[0] = CStringGetTextDatum(kind);
+	v[1] = CStringGetTextDatum(name);
+	v[2] = DirectFunctionCall1(int8_numeric, Int64GetDatum((int64) Min(capacity, (uint64) PG_INT64_MAX)));
+	v[3] = DirectFunctionCall1(int8_numeric, Int64GetDatum((int64) Min(Min(used, capacity), (uint64) PG_INT64_MAX)));
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+}
+
+/*
+ * snowseq_capacity_fixed() -> setof (kind, name, capacity, used): what is
+ * left of each bounded space of the cluster: the time field (time units),
+ * the gene segment counters, the backfill spaces (values of the fullest
+ * time unit) and the key versions.  Named counters are in
+ * snowseq_counter_status; the view snowseq_capacity shows both.
+ */
+Datum
+snowseq_capacity_fixed(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	uint64		counter;
+	uint64		per_unit,
+				fullest,
+				writes;
+
+	ShmemCheckPreloaded();
+	InitMaterializedSRF(fcinfo, 0);
+	counter = pg_atomic_read_u64(&SnowseqRes[RESERVE_CLOCK].counter);
+	StatusCapacityRow(rsinfo, "clock", "time units of the time field",
+					  (uint64) 1 << snowseq_time_bits,
+					  Max(counter >> snowseq_seq_bits, ClockWallUnits()));
+	StatusCapacityRow(rsinfo, "gene segment", "segments of this node",
+					  ((uint64) 1 << (SNOWSEQ_SEGMENT_BITS - snowseq_node_bits)) - 1,
+					  pg_atomic_read_u64(&SnowseqRes[RESERVE_SEGMENT].counter));
+	StatusCapacityRow(rsinfo, "wide gene segment", "segments of 128-bit gene IDs of this node",
+					  ((uint64) 1 << SNOWSEQ_WIDE_COUNTER_BITS) - 1,
+					  pg_atomic_read_u64(&SnowseqRes[RESERVE_WIDE_SEGMENT].counter));
+	BackfillCapacity(BACKFILL_BIGINT, &per_unit, &fullest, &writes);
+	StatusCapacityRow(rsinfo, "backfill", "IDs for past instants in the fullest time unit",
+					  per_unit, fullest);
+	BackfillCapacity(BACKFILL_UUID, &per_unit, &fullest, &writes);
+	StatusCapacityRow(rsinfo, "backfill uuid", "UUIDs for past instants in the fullest millisecond",
+					  per_unit, fullest);
+	StatusCapacityRow(rsinfo, "key version", "key versions of this cluster",
+					  ((uint64) 1 << CryptVersionBits()) - 1, KeyringVersionMark());
 	return (Datum) 0;
 }

@@ -115,6 +115,41 @@ UuidCompose(uint64 counter, int node, pg_uuid_t *uuid)
 	PutBigEndian(uuid->data + 8, lo);
 }
 
+/*
+ * The version 7 UUID of a past millisecond ms and counter c of the backfill
+ * UUID space: the counter's high C bits where snowseq_uuid() has the clock's
+ * sequence (rand_a, then the leftmost C - 12 bits of rand_b), then the
+ * backfill node id, at the very place of the node id of snowseq_uuid() (so
+ * no such UUID equals one of the clock's), then the counter's low
+ * BackfillUuidExtraBits() bits, then random bits.  Within a millisecond the
+ * UUIDs sort as their counters.
+ */
+static void
+UuidComposeAt(int64 ms, uint64 c, pg_uuid_t *uuid)
+{
+	int			seq_bits = Max(snowseq_seq_bits, 12);
+	int			extra = seq_bits - 12;
+	int			low = BackfillUuidExtraBits();
+	int			random_bits = 62 - extra - snowseq_node_bits - low;
+	uint64		c_hi = c >> low;
+	uint64		hi;
+	uint64		lo;
+
+	if (ms > UUID_MAX_UNIX_MS)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("millisecond %lld is outside the range of UUIDv7 timestamps", (long long) ms),
+				 errdetail("A version 7 UUID holds milliseconds since 1970-01-01 in 48 bits, up to the year 10889.")));
+	hi = ((uint64) ms << 16) | (UINT64CONST(7) << 12) | (c_hi >> extra);
+	lo = (UINT64CONST(2) << 62) |
+		((c_hi & LowBits(extra)) << (62 - extra)) |
+		((uint64) snowseq_backfill_node_id << (low + random_bits)) |
+		((c & LowBits(low)) << random_bits) |
+		(UuidRandomBits() & LowBits(random_bits));
+	PutBigEndian(uuid->data, hi);
+	PutBigEndian(uuid->data + 8, lo);
+}
+
 PG_FUNCTION_INFO_V1(snowseq_uuid);
 PG_FUNCTION_INFO_V1(snowseq_uuid_time);
 PG_FUNCTION_INFO_V1(snowseq_uuid_at);
@@ -159,18 +194,21 @@ snowseq_uuid_time(PG_FUNCTION_ARGS)
 }
 
 /*
- * snowseq_uuid_at(ts) -> uuid: a new version 7 UUID whose time is that of
- * ts, from the same backfill clock as snowseq_id_at(), with the backfill
- * node id where snowseq_uuid() has the node id: never equal to one of the
- * clock's UUIDs, nor to another.
+ * snowseq_uuid_at(ts) -> uuid: a new version 7 UUID whose time is the
+ * millisecond of ts, from the backfill UUID space (2^32 and more UUIDs a
+ * millisecond), with the backfill node id where snowseq_uuid() has the
+ * node id: never equal to one of the clock's UUIDs, nor to another.
  */
 Datum
 snowseq_uuid_at(PG_FUNCTION_ARGS)
 {
 	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+	int64		ms;
+	uint64		c;
 
 	BackfillCheckInstant(fcinfo);
-	UuidCompose(BackfillNext(PG_GETARG_TIMESTAMPTZ(0)), snowseq_backfill_node_id, uuid);
+	c = BackfillNextUuid(PG_GETARG_TIMESTAMPTZ(0), &ms);
+	UuidComposeAt(ms, c, uuid);
 	PG_RETURN_UUID_P(uuid);
 }
 

@@ -1,10 +1,11 @@
 -- IDs for a past instant: snowseq_id_at(ts), snowseq_uuid_at(ts), on a
 -- server with snowseq.node_id = 7, snowseq.backfill_node_id = 1000 and the
 -- default layout (41/10/12 bits, 1 ms, epoch 2025-01-01 UTC).  They carry
--- the backfill node id; laps keep them apart: within a lap, rows of one
--- instant take consecutive sequence values from the lap's floor, and a step
--- back in time starts a lap above every sequence value used.  Concurrent
--- clients, a crash and a restart: test/t/053_backfill.pl.
+-- the backfill node id; each time unit has its own sequence values, taken
+-- in order: rows of one instant take consecutive values, and any order of
+-- instants works.  UUIDs have a space of their own, per millisecond.
+-- Concurrent clients, a crash and a restart: test/t/053_backfill.pl; what
+-- a restart may cost: test/t/019_capacity.pl.
 SET timezone = 'UTC';
 
 -- vectors: the first IDs for an instant are (t << 22) | (1000 << 12) | seq,
@@ -14,13 +15,20 @@ SELECT snowseq_id_at('2025-06-01 12:00:00.123456+00') AS first,
 SELECT snowseq_id_at('2025-06-01 12:00:00.1239+00') = 54901762158395394 AS third_is_seq_2;
 -- the fields: the instant truncated to the time unit, the backfill node
 SELECT * FROM snowseq_parse(54901762158395392);
--- the UUID form takes the next value of the same clock: seq 3, in rand_a
+-- the UUID form has its own counter per millisecond: the first UUID of
+-- this one has counter 0 in rand_a, the backfill node id where
+-- snowseq_uuid() has the node id, then the counter's low 20 bits
 SELECT snowseq_uuid_time(u) AS ts,
        substr(u::text, 15, 1) AS version, substr(u::text, 16, 3) AS counter_hex,
-       ((('x' || substr(replace(u::text, '-', ''), 17, 4))::bit(16)::int >> 4) & 1023) AS node
+       ((('x' || substr(replace(u::text, '-', ''), 17, 4))::bit(16)::int >> 4) & 1023) AS node,
+       ((('x' || substr(replace(u::text, '-', ''), 19, 8))::bit(32)::bigint >> 10) & 1048575) AS counter_low
 FROM snowseq_uuid_at('2025-06-01 12:00:00.123+00') u;
+-- a million UUIDs for one instant, all distinct and in order
+SELECT count(*) AS uuids, count(DISTINCT u) AS distinct_uuids,
+       bool_and(snowseq_uuid_time(u) = '2025-06-02 00:00:00+00') AS one_instant
+FROM (SELECT snowseq_uuid_at('2025-06-02 00:00:00+00') AS u FROM generate_series(1, 1000000)) t;
 
--- 1,500 IDs for two later instants: the same lap, sequence values from 0
+-- 1,500 IDs for two later instants: sequence values from 0 in each
 CREATE TEMP TABLE at_ids AS
 	SELECT n, snowseq_id_at('2025-07-01 00:00:00.5+00') AS id FROM generate_series(1, 1000) n;
 INSERT INTO at_ids SELECT 1000 + n, snowseq_id_at('2025-07-01 00:00:00.501+00') FROM generate_series(1, 500) n;
@@ -38,24 +46,24 @@ FROM at_ids JOIN (SELECT snowseq_next() AS id FROM generate_series(1, 5000)) c U
 SELECT bool_and(id BETWEEN snowseq_min_id('2025-07-01 00:00:00.5+00')
                        AND snowseq_max_id('2025-07-01 00:00:00.501+00')) AS within FROM at_ids;
 
--- a step back in time starts a new lap, above the 1,000 sequence values used:
--- the first instant again gets seq 1000, and so does the later one
+-- a step back in time costs nothing: the first instant goes on where it
+-- was (seq 3), the later one where it was (seq 1000)
 INSERT INTO at_ids SELECT 2000, snowseq_id_at('2025-06-01 12:00:00.123+00');
-SELECT id = ((13089600123::bigint << 22) | (1000 << 12) | 1000) AS vector, (snowseq_parse(id)).*
+SELECT id = ((13089600123::bigint << 22) | (1000 << 12) | 3) AS vector, (snowseq_parse(id)).*
 FROM at_ids WHERE n = 2000;
 INSERT INTO at_ids SELECT 2000 + n, snowseq_id_at('2025-07-01 00:00:00.5+00') FROM generate_series(1, 10) n;
 SELECT min((snowseq_parse(id)).seq) AS min_seq, count(DISTINCT id) AS distinct_ids, count(*) AS n
 FROM at_ids WHERE n > 2000;
--- many steps back (descending instants): each one a lap, all distinct
-INSERT INTO at_ids SELECT 3000 + n, snowseq_id_at('2025-05-01 00:00:00+00'::timestamptz - n * interval '1 s')
-FROM generate_series(1, 100) n;
-SELECT count(*) AS n, count(DISTINCT id) AS distinct_ids, min((snowseq_parse(id)).seq) AS min_seq,
-       max((snowseq_parse(id)).seq) AS max_seq
-FROM at_ids;
+-- many steps back (5,000 descending instants, more than a time unit holds
+-- values): each one at seq 0 of its own time unit, all distinct
+INSERT INTO at_ids SELECT 3000 + n, snowseq_id_at('2025-05-01 00:00:00+00'::timestamptz - n * interval '1 ms')
+FROM generate_series(1, 5000) n;
+SELECT count(*) AS n, count(DISTINCT id) AS distinct_ids, max((snowseq_parse(id)).seq) AS max_seq
+FROM at_ids WHERE n > 3000;
 
--- the durable bound covers the highest sequence value used, + 1
-SELECT kind, counter, counter <= bound AS within, bound <= 4096 AS within_a_unit
-FROM snowseq_reservations WHERE kind = 'backfill';
+-- what is left: the fullest time unit (1,010 values of 2025-07-01
+-- 00:00:00.5); a million UUIDs of one millisecond
+SELECT kind, capacity, used, remaining FROM snowseq_capacity WHERE kind LIKE 'backfill%' ORDER BY kind;
 
 -- every bad input: a clear ERROR
 SELECT snowseq_id_at(NULL);
@@ -111,14 +119,11 @@ RESET ROLE;
 REVOKE EXECUTE ON FUNCTION snowseq_id_at(timestamptz) FROM backfill_user;
 DROP ROLE backfill_user;
 
--- the limits: a time unit holds the sequence values from the lap's floor
--- up to 4095 (here from 1109, after the laps above: 2,987 IDs); the next is
--- refused naming the instant
-SELECT (snowseq_parse(snowseq_id_at('2025-09-01 00:00:00+00'))).seq AS lap_floor \gset
-SELECT :lap_floor AS lap_floor, count(snowseq_id_at('2025-09-01 00:00:00+00')) + 1 AS taken
-FROM generate_series(1, 4095 - :lap_floor);
+-- the limits: a time unit holds the sequence values 0 to 4095 (4,096 IDs);
+-- the next is refused naming the instant and what is left where
+SELECT count(DISTINCT snowseq_id_at('2025-09-01 00:00:00+00')) AS taken FROM generate_series(1, 4096);
 SELECT snowseq_id_at('2025-09-01 00:00:00+00');
--- the next instant is fine; a step back now starts a lap above 4095: none left
+-- the next instant is fine, and so is a step back: each its own values
 SELECT (snowseq_parse(snowseq_id_at('2025-09-01 00:00:00.001+00'))).seq AS next_instant_seq;
-SELECT snowseq_id_at('2025-08-31 00:00:00+00');
-SELECT snowseq_uuid_at('2025-08-31 00:00:00+00');
+SELECT (snowseq_parse(snowseq_id_at('2025-08-31 00:00:00+00'))).seq AS earlier_instant_seq;
+SELECT snowseq_uuid_time(snowseq_uuid_at('2025-08-31 00:00:00+00')) AS uuid_earlier;
