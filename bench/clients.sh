@@ -118,6 +118,11 @@ if [ "$mode" = smoke ]; then
 		'snowseq_counter_next(name)' 'snowseq_uuid()' 'snowseq_serial(name)' 'nextval() CACHE 1'; do
 		grep -qF "| $row |" <<<"$section" || { echo "clients bench: no row \"$row\"" >&2; exit 1; }
 	done
+	# where perf stat counted, a table per counter
+	if grep -qF 'perf stat --inherit' <<<"$section"; then
+		[ "$(grep -c '^| generator | 1 client |' <<<"$section")" -ge 2 ] ||
+			{ echo "clients bench: perf stat counted, but no table of counters per ID" >&2; exit 1; }
+	fi
 	grep -qE '^\| snowseq_next\(\) at 16 clients .*\| (PASS|MISS|not measurable here|not measured)' <<<"$section" ||
 		{ echo "clients bench: no verdict of the scaling target" >&2; exit 1; }
 	[ "$(head -c 8 "$out/bench-scaling.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||

@@ -420,9 +420,14 @@ SCALING_BEGIN = "<!-- begin: bash bench/clients.sh -->"
 SCALING_END = "<!-- end: bash bench/clients.sh -->"
 # what a value per ID of each perf event is called in the report
 PERF_TITLES = {"task-clock": "CPU time of the backends per ID (ns, perf's task-clock)",
-               "cycles": "CPU cycles per ID", "instructions": "instructions per ID",
-               "cache-misses": "cache misses per ID (perf's cache-misses: last-level cache)",
+               "cycles": "CPU cycles per ID", "instructions": "Instructions per ID",
+               "cache-misses": "Cache misses per ID (perf's cache-misses: last-level cache)",
                "L1-dcache-load-misses": "L1 data cache load misses per ID"}
+
+
+def fmt_per_id(v):
+    """A count per ID: a few significant digits, also below one."""
+    return "%.1f" % v if v >= 1 else "%.3f" % v
 
 
 def layout_text(l):
@@ -466,8 +471,12 @@ def scaling_section(ctx):
     L.append("\nThe load average at the start is the machine's other work; later readings also count this "
              "benchmark's own clients and backends (up to %d of them)." % max(clients))
     if first >= 0.5:
-        L.append("**The machine was running other work when the run began (load %.2f on %d CPUs): "
-                 "the figures are rough, the ratios above all.**" % (first, nproc))
+        L.append("**The machine was running other work when the run began (load %.2f on %d CPUs): the figures "
+                 "are rough, the ratios above all.** The benchmark's backends share the CPUs with the other work's "
+                 "processes: the more clients, the larger the share they get, so IDs/s keep growing past the "
+                 "number of CPUs and the ratios overstate scaling, and the share changes from one run to the "
+                 "next. The backends' CPU time per ID (below, where perf counts it) does not have that bias."
+                 % (first, nproc))
     over = [c for c in clients if oversubscribed(c, nproc)]
     how = ("`-t %d` (transactions per client)" % cfg["transactions"] if cfg["transactions"] > 0
            else "`-T %d` (seconds)" % cfg["seconds"])
@@ -480,9 +489,10 @@ def scaling_section(ctx):
              "transactions per second (without connection time) times the IDs per transaction."
              % (nproc, how, cfg["reps"], "" if cfg["reps"] == 1 else "s"))
     L.append("* %s IDs per transaction, `%s`, so that the calls, not the round trip, take the time: in this run a "
-             "`SELECT 1` transaction took %.0f µs at one client, a transaction of %s IDs of %s %s µs, the round "
-             "trip about %.1f %% of it." % (fmt_int(n), SCALING_SCRIPT.format(e="f()", n=n).strip(), rt, fmt_int(n),
-                                           snow["label"], fmt_int(tx_us), 100.0 * rt / tx_us))
+             "`SELECT 1` transaction took %.0f µs at one client, a transaction of %s calls (%s) %s µs, so the "
+             "round trip is about %.1f %% of it." % (
+                 fmt_int(n), SCALING_SCRIPT.format(e="f()", n=n).strip(), rt, fmt_int(n), snow["label"],
+                 fmt_int(tx_us), 100.0 * rt / tx_us))
     L.append("* *(loop only)* is the series and `count()` without a generator: no shared state, so its "
              "ratios are what this machine allows this script, the ceiling of every other row.")
     L.append("* `snowseq_gene_next`, a key per ID: the key is `client_id * 10^9 + i`, every client its own keys "
@@ -499,8 +509,8 @@ def scaling_section(ctx):
                                        layout_text(wide), fmt_int(layout_rate(wide))))
     if over:
         L.append("* \\* %s: more clients than the %d logical CPUs, **oversubscribed**: clients, pgbench and "
-                 "the server share the CPUs, so IDs/s cannot grow there; they are measured so that the "
-                 "same command runs unchanged on a bigger machine." % (
+                 "the server share the CPUs, so on an otherwise idle machine IDs/s cannot grow there; they are "
+                 "measured so that the same command runs unchanged on a bigger machine." % (
                      ", ".join("%d" % c for c in over), nproc))
     for label, why in sc.get("skipped", []):
         L.append("* Not measured: %s (%s)." % (label, why))
@@ -535,6 +545,12 @@ def scaling_section(ctx):
                 " / ".join(sorted("`<%s>`" % w for w in set(missing.values()))), ", ".join(missing),
                 ", so cache misses per ID are not measured here: a virtual machine often does not expose "
                 "the CPU's counters" if "cache-misses" in missing else ""))
+        for ev in perf:
+            L.append("\n%s:\n" % PERF_TITLES[ev])
+            table = [[r["label"]] + [fmt_per_id(r["perf"][c][ev]) if ev in r["perf"].get(c, {}) else "—"
+                                     for c in clients] for r in rows]
+            L.append(md_table(["generator"] + [client_header(c, nproc) for c in clients], table,
+                              ["---"] + ["---:"] * len(clients)))
     L.append("\n### Targets\n")
     L.append("Each snowseq generator at %d clients on %d cores: at least %gx its one-client IDs/s, or a "
              "physical limit that says why not: *layout limit*, the default layout's clock (within %d %% of "
@@ -607,7 +623,7 @@ def print_scaling(ctx):
             log("\n-- %s" % PERF_TITLES[ev])
             for r in sc["rows"]:
                 log("%-42s " % r["label"] + " ".join(
-                    "%13s" % ("%.1f" % r["perf"][c][ev] if ev in r["perf"].get(c, {}) else "-") for c in cl))
+                    "%13s" % (fmt_per_id(r["perf"][c][ev]) if ev in r["perf"].get(c, {}) else "-") for c in cl))
     else:
         log("perf counters: not measured (%s)" % sc["perf_why"])
     if sc.get("perf_missing"):

@@ -43,8 +43,11 @@ set title sprintf("IDs/s against 1 client (target: %gx at %d clients on %d cores
 set ylabel "x 1 client"
 set format y "%g"
 ideal(x) = x < nproc ? x : nproc
-if (maxclients >= at) {
-	set arrow 1 from at, first want to maxclients * 1.18, first want nohead dt 3 lc rgb "#c44e52" back
+# the target, where this machine can show it
+if (maxclients >= at && nproc >= at) {
+	set arrow 1 from graph 0, first want to graph 1, first want nohead dt 3 lw 1.5 lc rgb "#c44e52" front
+	set label 2 sprintf("target: %gx at %d clients", want, at) at graph 0.02, first want offset 0,0.7 textcolor rgb "#c44e52"
+	eval sprintf("set yrange [0:%g<*]", want * 1.1)
 }
 plot for [i=2:ncols+1] datafile2 using 1:i:xtic(1) with linespoints lw 2 pt 7 dt int(word(dashes, i - 1)) lc rgb word(colours, i - 1), \
      ideal(x) with lines dt 2 lw 1 lc rgb "#555555"
@@ -52,6 +55,7 @@ plot for [i=2:ncols+1] datafile2 using 1:i:xtic(1) with linespoints lw 2 pt 7 dt
 unset object 1
 unset label 1
 unset arrow 1
+unset label 2
 unset title
 unset xlabel
 unset ylabel
