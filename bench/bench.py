@@ -17,11 +17,12 @@ import re
 import sys
 import time
 
-from measure import (BENCH_DIR, ENV, FULL, OPTIONAL_GENERATORS, SETTINGS, SMOKE, HarnessError,
-                     add_optional_generators, bench_calls, bench_clients, bench_inserts, bench_shmem_burst,
-                     bench_wal, finite, log, machine_info, observe, psql, query_rows, query_value,
-                     shmem_reading)
-from report import load_results, print_calls, print_summary, ratios, write_plots, write_report
+from measure import (BENCH_DIR, ENV, FULL, OPTIONAL_GENERATORS, SCALING_ENV, SCALING_FULL, SCALING_SMOKE,
+                     SETTINGS, SMOKE, HarnessError, add_optional_generators, bench_calls, bench_clients,
+                     bench_inserts, bench_scaling, bench_shmem_burst, bench_wal, cpu_topology, finite, log,
+                     machine_info, observe, psql, psql_at, query_rows, query_value, shmem_reading)
+from report import (judge_scaling, load_results, load_scaling, print_calls, print_scaling, print_summary, ratios,
+                    write_plots, write_report, write_scaling_plot, write_scaling_section)
 from targets import targets
 
 
@@ -31,20 +32,26 @@ def main():
     ap.add_argument("--out", required=True, help="directory of benchmarks.md and the PNGs")
     ap.add_argument("--data", required=True, help="directory of raw results and plot data")
     ap.add_argument("--tmp", help="scratch directory")
-    ap.add_argument("--only", choices=["calls"],
-                    help="measure section 1 (call cost) only and print it; no report, no plots")
+    ap.add_argument("--only", choices=["calls", "scaling"],
+                    help="calls: measure section 1 (call cost) only and print it, no report, no plots; "
+                    "scaling: the client-scaling run of bench/clients.sh, its section of benchmarks.md, its "
+                    "plot and scaling.json")
+    ap.add_argument("--main-data", help="scaling: the data directory of the server of PGPORT")
+    ap.add_argument("--wide-port", type=int, help="scaling: the port of the server with the wide layout")
+    ap.add_argument("--wide-data", help="scaling: its data directory")
     ap.add_argument("--from-json", metavar="RESULTS",
-                    help="measure nothing: redraw the report and plots from a results.json")
+                    help="measure nothing: redraw the report and plots from a results.json (or scaling.json)")
     args = ap.parse_args()
     if args.from_json:
         return rerender(args)
     if not args.tmp:
         ap.error("--tmp is required")
+    if args.only == "scaling":
+        if not (args.main_data and args.wide_port and args.wide_data):
+            ap.error("--only scaling needs --main-data, --wide-port and --wide-data")
+        return scaling(args)
 
-    cfg = dict(FULL if args.mode == "full" else SMOKE)
-    for k, var in ENV.items():
-        if os.environ.get(var):
-            cfg[k] = type(cfg[k])(os.environ[var])
+    cfg = sizes(FULL if args.mode == "full" else SMOKE, ENV)
     for k in ("reps", "client_reps", "insert_reps"):
         if cfg[k] < 1:
             raise SystemExit("%s must be at least 1" % ENV[k])
@@ -116,8 +123,71 @@ def main():
     return finish(ctx, args, start)
 
 
+def scaling(args):
+    """The client-scaling run (bash bench/clients.sh): every generator at
+    each client count, judged, its section of benchmarks.md, its plot and
+    scaling.json."""
+    start = time.time()
+    cfg = sizes(SCALING_FULL if args.mode == "full" else SCALING_SMOKE, SCALING_ENV)
+    if cfg["reps"] < 1:
+        raise SystemExit("%s must be at least 1" % SCALING_ENV["reps"])
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.data, exist_ok=True)
+    clusters = {"main": {"port": int(os.environ["PGPORT"]), "data": args.main_data},
+                "wide": {"port": args.wide_port, "data": args.wide_data}}
+    psql("\\i %s\n" % os.path.join(BENCH_DIR, "setup.sql"))
+    ok, _, err = psql_at(args.wide_port, "CREATE EXTENSION IF NOT EXISTS snowseq;")
+    if not ok:
+        raise HarnessError("CREATE EXTENSION on the wide-layout server: " + err)
+    m = cpu_topology()
+    ctx = {"kind": "scaling", "mode": args.mode, "cfg": cfg, "machine": m, "png": "bench-scaling.png",
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "pg_version": re.sub(r" on .*", "", query_value("SELECT version()"))}
+    ctx["subtitle"] = "%s, %d CPUs; %s; %s" % (m["cpu"], m["nproc"], ctx["pg_version"], ctx["date"][:10])
+    log("machine: %s, %d logical CPUs, %.1f GiB; %s" % (m["cpu"], m["nproc"], m["mem_gib"], ctx["pg_version"]))
+    log("sizes: " + ", ".join("%s=%s" % (SCALING_ENV[k], cfg[k]) for k in SCALING_ENV))
+    ctx["scaling"] = bench_scaling(cfg, clusters, args.tmp)
+    ctx["targets"] = judge_scaling(ctx)
+    ctx["elapsed"] = time.time() - start
+    for d in (args.data, args.out):
+        with open(os.path.join(d, "scaling.json"), "w") as f:
+            json.dump(ctx, f, indent=1, default=str)
+    return finish_scaling(ctx, args)
+
+
+def finish_scaling(ctx, args):
+    write_scaling_plot(ctx, args.out, args.data)
+    write_scaling_section(os.path.join(args.out, "benchmarks.md"), ctx)
+    print_scaling(ctx)
+    # the harness itself must have worked, whatever the numbers say
+    bad = [(r["key"], c) for r in ctx["scaling"]["rows"] for c in ctx["scaling"]["clients"]
+           if not finite(r["ids_per_s"][c]) or r["ids_per_s"][c] <= 0 or not finite(r["scaling"][c])]
+    png = os.path.join(args.out, ctx["png"])
+    if bad or not os.path.isfile(png) or os.path.getsize(png) == 0:
+        log("harness broken: IDs/s that are not positive numbers %s, plot %s" % (bad, png))
+        return 1
+    log("\nwrote %s and %s (%.1f min)" % (os.path.join(args.out, "benchmarks.md"), png, ctx["elapsed"] / 60.0))
+    return 0
+
+
+def sizes(defaults, env):
+    """The sizes of a run: defaults, overridden by the environment."""
+    cfg = dict(defaults)
+    for k, var in env.items():
+        if os.environ.get(var):
+            cfg[k] = type(cfg[k])(os.environ[var])
+    return cfg
+
+
 def rerender(args):
     """Report and plots again from saved results (after a change of the report)."""
+    with open(args.from_json) as f:
+        kind = json.load(f).get("kind")
+    if kind == "scaling":
+        ctx = load_scaling(args.from_json)
+        os.makedirs(args.out, exist_ok=True)
+        os.makedirs(args.data, exist_ok=True)
+        return finish_scaling(ctx, args)
     ctx = load_results(args.from_json)
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.data, exist_ok=True)

@@ -441,6 +441,298 @@ def bench_clients(cfg, tmp):
 
 
 # --------------------------------------------------------------------------
+# client scaling (bash bench/clients.sh): every generator at 1 .. 16 clients
+
+SCALING_FULL = {
+    "clients": "1 2 4 8 16",
+    "seconds": 4,             # pgbench -T of each timed run
+    "transactions": 0,        # pgbench -t instead of -T when above 0
+    "reps": 3,
+    "ids": 10000,             # IDs per transaction
+    "perf_seconds": 2,        # pgbench -T of each run counted by perf stat
+}
+SCALING_SMOKE = {"clients": "1 2", "seconds": 1, "transactions": 5, "reps": 1, "ids": 1000, "perf_seconds": 1}
+SCALING_ENV = {
+    "clients": "BENCH_SCALING_CLIENTS",
+    "seconds": "BENCH_SCALING_SECONDS",
+    "transactions": "BENCH_SCALING_TRANSACTIONS",
+    "reps": "BENCH_SCALING_REPS",
+    "ids": "BENCH_SCALING_IDS",
+    "perf_seconds": "BENCH_SCALING_PERF_SECONDS",
+}
+
+# (key, label, expression of i, the row's number in the series, and of
+# :client_id; the cluster it runs on; the function it needs, None if it is
+# always there; whether the scaling target applies).  "main" is a cluster
+# with the default layout; "wide" one whose layout holds about a billion
+# IDs/s (bench/clients.sh), so that the clock's word is measured, not the
+# default layout's 4,096,000 IDs/s.
+SCALING_GENERATORS = [
+    ("loop", "(loop only: count(i))", "i", "main", None, False),
+    ("snowseq_next", "snowseq_next()", "snowseq_next()", "main", None, True),
+    ("snowseq_next_wide", "snowseq_next(), wide layout", "snowseq_next()", "wide", None, True),
+    ("gene_keys", "snowseq_gene_next(bigint), a key per ID",
+     "snowseq_gene_next(:client_id::bigint * 1000000000 + i)", "main", None, True),
+    ("gene_one", "snowseq_gene_next(bigint), one key", "snowseq_gene_next(4242424242::bigint)", "main", None, True),
+    ("counter", "snowseq_counter_next(name)", "snowseq_counter_next('bench_counter')", "main", None, True),
+    ("snowseq_uuid", "snowseq_uuid()", "snowseq_uuid()", "main", "snowseq_uuid()", True),
+    ("snowseq_uuid_wide", "snowseq_uuid(), wide layout", "snowseq_uuid()", "wide", "snowseq_uuid()", True),
+    ("serial", "snowseq_serial(name)", "snowseq_serial('bench_serial')", "main", None, True),
+    ("nextval_c1", "nextval() CACHE 1", "nextval('bench_seq_cache1')", "main", None, False),
+    ("nextval_c100", "nextval() CACHE 100", "nextval('bench_seq_cache100')", "main", None, False),
+    ("gen_random_uuid", "gen_random_uuid()", "gen_random_uuid()", "main", None, False),
+    ("uuidv7_builtin", "uuidv7() (built-in)", "uuidv7()", "main", "pg_catalog.uuidv7()", False),
+]
+SCALING_SCRIPT = "SELECT count({e}) FROM generate_series(1, {n}) i;\n"
+# one round trip with (almost) nothing in it, at one client
+ROUND_TRIP_SCRIPT = "SELECT 1;\n"
+
+# what perf stat is asked to count in the server's backends, and the unit
+# of a value per ID
+PERF_EVENTS = [("task-clock", "ns"), ("cycles", ""), ("instructions", ""), ("cache-misses", ""),
+               ("L1-dcache-load-misses", "")]
+# a pause after pgbench, so that its backends have exited (their counts
+# reach the postmaster's inherited counters when they exit)
+PERF_SETTLE_S = 0.5
+
+
+def perf_event_name(name):
+    """An event name as perf stat -x prints it, without a PMU (cpu_core/cycles/)
+    or a modifier (cycles:u)."""
+    name = name.strip()
+    if name.endswith("/") and "/" in name[:-1]:
+        name = name[:-1].rsplit("/", 1)[1]
+    return name.split(":", 1)[0]
+
+
+def perf_parse(text):
+    """perf stat -x, output: {event: value} of the events it counted, and
+    {event: why not} of the others (<not supported>, <not counted>)."""
+    counted, missing = {}, {}
+    names = {e for e, _ in PERF_EVENTS}
+    for line in text.splitlines():
+        f = line.split(",")
+        if len(f) < 3 or perf_event_name(f[2]) not in names:
+            continue
+        ev = perf_event_name(f[2])
+        try:
+            counted[ev] = counted.get(ev, 0.0) + float(f[0])
+        except ValueError:
+            if ev not in counted:
+                missing[ev] = f[0].strip().strip("<>") or "no value"
+    for ev in counted:
+        missing.pop(ev, None)
+    return counted, missing
+
+
+def perf_available():
+    """The PERF_EVENTS perf stat counts on this machine; {event: why not} of
+    the others (<not supported> where a virtual machine does not expose the
+    CPU's counters); and, when it counts none, why."""
+    names = [e for e, _ in PERF_EVENTS]
+    if not shutil.which("perf"):
+        return [], {}, "perf is not installed (Debian: linux-perf)"
+    p = subprocess.run(["perf", "stat", "-x,", "-e", ",".join(names), "true"], capture_output=True, text=True)
+    counted, missing = perf_parse(p.stderr)
+    if not counted:
+        first = next((l for l in p.stderr.splitlines() if l.strip()), "no output").strip()
+        return [], missing, "perf stat counts none of %s here (%s)" % (
+            ", ".join(names), "; ".join("%s: %s" % kv for kv in missing.items()) or first)
+    return [e for e in names if e in counted], missing, ""
+
+
+def postmaster_pid(data):
+    with open(os.path.join(data, "postmaster.pid")) as f:
+        return int(f.readline())
+
+
+def cpus():
+    """The logical CPUs this process may run on, as nproc counts them."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def cpu_topology():
+    """Logical CPUs (nproc), the CPU model, threads per core and sockets."""
+    m = machine_info()
+    m["nproc"] = cpus()
+    sockets, cores, threads = set(), set(), 0
+    try:
+        with open("/proc/cpuinfo") as f:
+            phys = "0"
+            for line in f:
+                k, _, v = line.partition(":")
+                k, v = k.strip(), v.strip()
+                if k == "processor":
+                    threads += 1
+                elif k == "physical id":
+                    phys = v
+                    sockets.add(v)
+                elif k == "core id":
+                    cores.add((phys, v))
+    except OSError:
+        pass
+    m["sockets"] = max(1, len(sockets))
+    m["threads_per_core"] = (threads // len(cores)) if cores and threads % len(cores) == 0 else None
+    return m
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+LAYOUT_SETTINGS = ["snowseq.time_bits", "snowseq.node_bits", "snowseq.seq_bits", "snowseq.time_unit_ms",
+                   "snowseq.max_lead_ms"]
+
+
+def cluster_layout(port):
+    """The snowflake layout of the server at port: {setting: integer}."""
+    ok, out, err = psql_at(port, "SELECT name, setting FROM pg_settings WHERE name IN (%s);"
+                           % ", ".join(sql_literal(s) for s in LAYOUT_SETTINGS))
+    if not ok:
+        raise HarnessError("the layout of the server at port %d: %s" % (port, err))
+    got = dict(line.split("|") for line in out.splitlines() if line)
+    return {k.split(".", 1)[1]: int(got[k]) for k in LAYOUT_SETTINGS}
+
+
+def layout_rate(layout):
+    """IDs per second a clock of this layout issues in the long run."""
+    return (1 << layout["seq_bits"]) * 1000.0 / layout["time_unit_ms"]
+
+
+def scaling_generators(ports):
+    """The rows of SCALING_GENERATORS whose function the server has, and
+    (label, why not) for the others."""
+    have, skipped = [], []
+    for g in SCALING_GENERATORS:
+        key, label, expr, cluster, needs, target = g
+        if needs:
+            ok, out, err = psql_at(ports[cluster], "SELECT to_regprocedure('%s') IS NOT NULL;" % needs)
+            if not ok or out.strip() != "t":
+                skipped.append((label, "no %s on this server" % needs))
+                continue
+        have.append(g)
+    return have, skipped
+
+
+def scaling_pgbench(cfg, port, script, c, seconds, nproc):
+    cmd = ["pgbench", "-n", "-M", "prepared", "-p", str(port), "-c", str(c), "-j", str(min(c, nproc)),
+           "-f", script]
+    return cmd + (["-t", str(cfg["transactions"])] if cfg["transactions"] > 0 else ["-T", str(seconds)])
+
+
+def pgbench_result(out):
+    """(transactions per second without connection time, transactions
+    processed) of a pgbench run."""
+    m = re.search(r"^tps = ([0-9.]+) \(without initial connection time\)", out, re.M)
+    n = re.search(r"^number of transactions actually processed: ([0-9]+)", out, re.M)
+    if not m or not n:
+        raise HarnessError("no tps in pgbench output:\n" + out[-2000:])
+    return float(m.group(1)), int(n.group(1))
+
+
+def perf_counted_run(cmd, events, pid, tmp):
+    """Run the pgbench command cmd with perf stat counting events in every
+    process the postmaster pid forks meanwhile (its backends).  Returns
+    (pgbench output, {event: count})."""
+    out_file = os.path.join(tmp, "perf.csv")
+    wrapped = ["perf", "stat", "-x,", "-o", out_file, "--inherit", "-e", ",".join(events), "-p", str(pid),
+               "--", "sh", "-c", '"$@"; rc=$?; sleep %s; exit $rc' % PERF_SETTLE_S, "sh"] + cmd
+    out = run(wrapped)
+    with open(out_file) as f:
+        counted, _ = perf_parse(f.read())
+    return out, counted
+
+
+def bench_scaling(cfg, clusters, tmp):
+    """Every generator at each client count of cfg: IDs/s (medians of
+    alternating repetitions), the ratio to the first count, and perf
+    counters per ID in a separate pass.  clusters: {"main": {"port",
+    "data"}, "wide": {...}}."""
+    clients = [int(c) for c in cfg["clients"].split()]
+    nproc = cpus()
+    ports = {k: v["port"] for k, v in clusters.items()}
+    gens, skipped = scaling_generators(ports)
+    n = cfg["ids"]
+    scripts = {}
+    for key, label, expr, cluster, needs, target in gens:
+        scripts[key] = os.path.join(tmp, "scaling_%s.sql" % key)
+        with open(scripts[key], "w") as f:
+            f.write(SCALING_SCRIPT.format(e=expr, n=n))
+    rt_script = os.path.join(tmp, "scaling_round_trip.sql")
+    with open(rt_script, "w") as f:
+        f.write(ROUND_TRIP_SCRIPT)
+    # client-count major: the runs of one generator are far apart, so the
+    # clock of the default layout catches up in between
+    runs = [(c, g) for c in clients for g in gens]
+    samples = {(g[0], c): [] for c, g in runs}
+    rt = []
+    load = [("start", loadavg())]
+    how = ("-t %d" % cfg["transactions"]) if cfg["transactions"] > 0 else ("-T %d" % cfg["seconds"])
+    log("== client scaling: pgbench -n -M prepared %s, %s IDs per transaction, clients %s, %d repetitions; "
+        "%d cores (nproc)" % (how, fmt_int(n), cfg["clients"], cfg["reps"], nproc))
+    for label, why in skipped:
+        log("  skipped: %s (%s)" % (label, why))
+
+    def prepare(key, cluster):
+        if cluster == "main" and key in CLOCK_GENERATORS:
+            clock_caught_up()
+
+    for rep in range(cfg["reps"]):
+        out = run(scaling_pgbench(cfg, ports["main"], rt_script, 1, cfg["seconds"], nproc))
+        rt.append(1e6 / pgbench_result(out)[0])
+        for c, (key, label, expr, cluster, needs, target) in alternate(runs, rep):
+            prepare(key, cluster)
+            out = run(scaling_pgbench(cfg, ports[cluster], scripts[key], c, cfg["seconds"], nproc))
+            samples[(key, c)].append(pgbench_result(out)[0] * n)
+        load.append(("after repetition %d" % (rep + 1), loadavg()))
+        log("  rep %d (IDs/s): %s" % (rep + 1, "; ".join(
+            "%s %s" % (g[0], " ".join(fmt_int(samples[(g[0], c)][-1]) for c in clients)) for g in gens)))
+
+    events, perf_missing, perf_why = perf_available()
+    perf = {}
+    if events:
+        log("  perf stat: %s%s" % (", ".join(events), "; not counted here: " + ", ".join(
+            "%s (%s)" % kv for kv in perf_missing.items()) if perf_missing else ""))
+        for c, (key, label, expr, cluster, needs, target) in runs:
+            prepare(key, cluster)
+            try:
+                out, counted = perf_counted_run(
+                    scaling_pgbench(cfg, ports[cluster], scripts[key], c, cfg["perf_seconds"], nproc),
+                    events, postmaster_pid(clusters[cluster]["data"]), tmp)
+            except HarnessError as e:
+                # perf may count a process of its own but not attach to the
+                # server's (perf_event_paranoid): the timed figures stand
+                events, perf = [], {}
+                perf_why = "perf stat -p failed: %s" % str(e).splitlines()[-1]
+                log("  " + perf_why)
+                break
+            ids = pgbench_result(out)[1] * n
+            perf[(key, c)] = {ev: v * (1e6 if ev == "task-clock" else 1.0) / ids for ev, v in counted.items()}
+        load.append(("after perf stat", loadavg()))
+    else:
+        log("  perf stat: %s" % perf_why)
+
+    rows = []
+    for key, label, expr, cluster, needs, target in gens:
+        ids = {c: median(samples[(key, c)]) for c in clients}
+        rows.append({
+            "key": key, "label": label, "cluster": cluster, "target": target,
+            "script": SCALING_SCRIPT.format(e=expr, n=n).strip(),
+            "ids_per_s": ids, "scaling": {c: ids[c] / ids[clients[0]] for c in clients},
+            "samples": {c: samples[(key, c)] for c in clients},
+            "perf": {c: perf[(key, c)] for c in clients if (key, c) in perf},
+        })
+    layouts = {name: cluster_layout(port) for name, port in ports.items()}
+    return {"clients": clients, "rows": rows, "skipped": skipped, "layouts": layouts, "round_trip_us": median(rt),
+            "round_trip_samples": rt, "perf_events": events, "perf_missing": perf_missing, "perf_why": perf_why,
+            "load": load}
+
+
+# --------------------------------------------------------------------------
 # 3. inserts
 
 def bench_inserts(cfg):

@@ -49,17 +49,8 @@ nodes="router:1:5601 shard_a:2:5602 shard_c:3:5603"
 
 cleanup() {
 	local rc=$?
-	for n in $nodes; do
-		name=${n%%:*}
-		[ -f "$tmp/$name/postmaster.pid" ] &&
-			as_server_user pg_ctl -D "$tmp/$name" -m immediate -w stop >/dev/null 2>&1 || true
-	done
-	if [ $rc -ne 0 ]; then
-		for n in $nodes; do
-			name=${n%%:*}
-			[ -f "$tmp/$name.log" ] && { echo "=== $name log (tail)"; tail -n 30 "$tmp/$name.log"; }
-		done
-	fi
+	# shellcheck disable=SC2046
+	stop_clusters $rc "$tmp" $(for n in $nodes; do echo "${n%%:*}"; done)
 	rm -rf "$tmp"
 	exit $rc
 }
@@ -68,22 +59,14 @@ trap 'exit 130' INT TERM
 
 for n in $nodes; do
 	IFS=: read -r name id port <<<"$n"
-	as_server_user initdb -D "$tmp/$name" -U postgres -E UTF8 --locale=C -A trust --no-sync \
-		>"$tmp/initdb.log" 2>&1 || { cat "$tmp/initdb.log"; exit 1; }
-	cat >>"$tmp/$name/postgresql.conf" <<EOF
-
+	start_cluster "$tmp" "$name" "$port" <<EOF
 # snowseq move benchmark
-listen_addresses = ''
-unix_socket_directories = '$tmp'
-port = $port
-shared_preload_libraries = 'snowseq'
 snowseq.node_id = $id
 wal_level = logical
 max_prepared_transactions = 10
 max_wal_size = '4GB'
 jit = off
 EOF
-	as_server_user pg_ctl -D "$tmp/$name" -l "$tmp/$name.log" -w -t 60 start >/dev/null
 done
 
 export PGHOST="$tmp" PGUSER=postgres PGDATABASE=postgres

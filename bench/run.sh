@@ -13,6 +13,10 @@
 #   bash bench/run.sh --calls    section 1 (call cost) alone at full size (a few
 #                                minutes), printed; no report is written
 #
+# Every generator at 1 to 16 clients is a command of its own,
+# bash bench/clients.sh (its section of docs/benchmarks.md is kept when this
+# one rewrites the page); --smoke runs its smoke test too.
+#
 # Installs what is missing (Debian packages), builds and installs snowseq
 # (SKIP_BUILD=1 skips that; --smoke builds only when the installed library is
 # older than the sources), starts a throwaway cluster with snowseq preloaded,
@@ -161,6 +165,8 @@ if [ "$mode" = smoke ]; then
 			{ echo "bench: no row \"$row\" in README.md's speed section" >&2; exit 1; }
 	done
 	echo "bench smoke test passed"
+	# the client-scaling benchmark, briefly, on clusters of its own
+	SKIP_BUILD=1 bash bench/clients.sh --smoke
 elif [ "$mode" = full ] && [ "$out" = docs ]; then
 	others=$(find docs -mindepth 2 -maxdepth 2 -path 'docs/pg*/results.json' | sort)
 	# shellcheck disable=SC2086

@@ -7,7 +7,7 @@ whose comparison is missing on this server (PostgreSQL 18's uuidv7() on
 older versions) is SKIP, saying why; a MISS is reported, never hidden.
 """
 
-from measure import fmt_int, fmt_mb, fmt_x
+from measure import CLOCK_GENERATORS, fmt_int, fmt_mb, fmt_x, layout_rate
 
 
 def _target(tid, text, measured, short, ok):
@@ -138,3 +138,117 @@ def targets(calls, clients, client_res, inserts, wal, shmem, skipped=None):
 
 def verdict(ok):
     return "SKIP" if ok is None else "PASS" if ok else "MISS"
+
+
+# --------------------------------------------------------------------------
+# client scaling (bash bench/clients.sh)
+
+# each snowseq generator at SCALING_AT clients, on at least that many cores,
+# issues at least SCALING_WANT times its one-client IDs/s, or a physical
+# limit says why not
+SCALING_AT = 16
+SCALING_WANT = 12.0
+# how near a limit a generator must come for the limit to be the reason
+NEAR_LIMIT = 0.9
+
+
+def scaling_targets(sc, nproc, seconds):
+    """The scaling target of every snowseq generator of a client-scaling
+    run (bench/measure.py's bench_scaling), on a machine of nproc cores;
+    seconds: the length of each timed run (None when runs were counted in
+    transactions).  Each: {"id", "target", "measured", "verdict"}."""
+    clients = sc["clients"]
+    loop = next((r for r in sc["rows"] if r["key"] == "loop"), None)
+    main = sc["layouts"]["main"]
+    out = []
+    for r in sc["rows"]:
+        if not r["target"]:
+            continue
+        text = "%s at %d clients >= %gx 1 client, on %d cores" % (r["label"], SCALING_AT, SCALING_WANT, SCALING_AT)
+        # what this machine shows: the largest client count within its cores
+        within = [c for c in clients if c <= nproc and c > 1]
+        here = ""
+        if within and clients[0] == 1:
+            c = within[-1]
+            here = "%d clients: %s (%.2f per client)" % (c, fmt_x(r["scaling"][c]), r["scaling"][c] / c)
+        if nproc < SCALING_AT:
+            out.append({"id": r["key"], "target": text, "measured": here or "—",
+                        "verdict": "not measurable here (%d cores)" % nproc})
+            continue
+        if SCALING_AT not in clients or clients[0] != 1:
+            out.append({"id": r["key"], "target": text, "measured": here or "—",
+                        "verdict": "not measured (clients %s)" % " ".join(str(c) for c in clients)})
+            continue
+        x, ids = r["scaling"][SCALING_AT], r["ids_per_s"][SCALING_AT]
+        measured = "%s vs %s IDs/s = %s (%.2f per client)" % (fmt_int(ids), fmt_int(r["ids_per_s"][1]), fmt_x(x),
+                                                              x / SCALING_AT)
+        verdict = "PASS" if x >= SCALING_WANT else "MISS"
+        if verdict == "MISS" and r["cluster"] == "main" and r["key"] in CLOCK_GENERATORS and seconds:
+            # the default layout's clock: 2^seq_bits IDs per time unit, and
+            # up to max_lead_ms of time borrowed ahead within a run
+            rate = layout_rate(main)
+            ceiling = rate * (seconds + main["max_lead_ms"] / 1000.0) / seconds
+            if ids >= NEAR_LIMIT * ceiling:
+                verdict = "PASS (layout limit)"
+                measured += "; the layout's limit: %s IDs/s in the long run, %s in a %d s run borrowing %d ms ahead" % (
+                    fmt_int(rate), fmt_int(ceiling), seconds, main["max_lead_ms"])
+        if verdict == "MISS" and loop and loop["scaling"][SCALING_AT] < SCALING_WANT \
+                and x >= NEAR_LIMIT * loop["scaling"][SCALING_AT]:
+            verdict = "PASS (machine limit)"
+            measured += "; the loop alone, with no shared state, scales %s here" % fmt_x(loop["scaling"][SCALING_AT])
+        out.append({"id": r["key"], "target": text, "measured": measured, "verdict": verdict})
+    return out
+
+
+def scaling_self_test():
+    """The verdicts of a made-up 16-CPU run, and its section of the report:
+    the code a run on 16 cores takes, checked on any machine (bench/clients.sh
+    --smoke runs this).  Returns the list of what went wrong."""
+    from report import scaling_section
+    clients = [1, 2, 4, 8, 16]
+    main = {"time_bits": 41, "node_bits": 10, "seq_bits": 12, "time_unit_ms": 1, "max_lead_ms": 10000}
+    wide = dict(main, time_bits=39, node_bits=4, seq_bits=20)
+    seconds = 4
+    ceiling = layout_rate(main) * (seconds + 10.0) / seconds
+
+    def row(key, cluster, one, at16, target=True):
+        ids = {c: one * (1 + (at16 / one - 1) * (c - 1) / 15.0) for c in clients}
+        return {"key": key, "label": key, "cluster": cluster, "target": target, "script": "SELECT ...",
+                "ids_per_s": ids, "scaling": {c: ids[c] / one for c in clients},
+                "samples": {c: [ids[c]] for c in clients}, "perf": {c: {"cache-misses": 1.5} for c in clients}}
+
+    rows = [row("loop", "main", 1e6, 10e6, False),      # the machine allows 10x
+            row("fast", "main", 1e6, 13e6),                # 13x: PASS
+            row("slow", "main", 1e6, 4e6),                 # 4x: MISS
+            row("near_loop", "main", 1e6, 9.5e6),          # 9.5x, loop 10x: machine limit
+            row("snowseq_next", "main", 6e6, 0.95 * ceiling),  # the default layout's limit
+            row("snowseq_next_wide", "wide", 6e6, 80e6)]
+    sc = {"clients": clients, "rows": rows, "skipped": [], "layouts": {"main": main, "wide": wide},
+          "round_trip_us": 50.0, "round_trip_samples": [50.0], "perf_events": ["cache-misses"],
+          "perf_missing": {}, "perf_why": "", "load": [("start", "0.10 0.10 0.10")]}
+    want = {"fast": "PASS", "slow": "MISS", "near_loop": "PASS (machine limit)",
+            "snowseq_next": "PASS (layout limit)", "snowseq_next_wide": "PASS"}
+    bad = []
+    got = {t["id"]: t["verdict"] for t in scaling_targets(sc, 16, seconds)}
+    bad += ["16 CPUs, %s: %s, expected %s" % (k, got.get(k), v) for k, v in want.items() if got.get(k) != v]
+    got = {t["id"]: t["verdict"] for t in scaling_targets(sc, 2, seconds)}
+    bad += ["2 CPUs, %s: %s" % (k, v) for k, v in got.items() if v != "not measurable here (2 cores)"]
+    ctx = {"scaling": sc, "targets": scaling_targets(sc, 16, seconds), "mode": "smoke", "elapsed": 60.0,
+           "date": "2000-01-01 00:00 UTC", "pg_version": "PostgreSQL", "png": "bench-scaling.png",
+           "cfg": {"ids": 10000, "transactions": 0, "seconds": seconds, "reps": 1, "perf_seconds": 2},
+           "machine": {"nproc": 16, "cpu": "a CPU", "mem_gib": 1.0, "threads_per_core": 2, "sockets": 1}}
+    text = scaling_section(ctx)
+    for v in set(want.values()):
+        if "| %s |" % v not in text:
+            bad.append("the section has no verdict %s" % v)
+    return bad
+
+
+if __name__ == "__main__":
+    import sys
+    problems = scaling_self_test()
+    for p in problems:
+        print("scaling targets self-test: " + p, file=sys.stderr)
+    if problems:
+        sys.exit(1)
+    print("scaling targets self-test passed")

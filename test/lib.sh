@@ -1,6 +1,7 @@
-# Shared by test/check.sh, test/demo.sh and bench/run.sh: install what is
-# missing, build and install snowseq, and run commands as a user that
-# PostgreSQL accepts (it refuses to run as root).
+# Shared by test/check.sh, test/demo.sh and the benchmarks (bench/*.sh):
+# install what is missing, build and install snowseq, run commands as a user
+# that PostgreSQL accepts (it refuses to run as root), and start and stop
+# throwaway clusters.
 
 # The PostgreSQL major version: PG_MAJOR, else the one PG_CONFIG names,
 # else 15 (Debian 12's).  test/matrix.sh sets PG_CONFIG inside its chroots.
@@ -80,4 +81,40 @@ as_server_user() {
 	else
 		env PATH="$PGBIN:$PATH" "$@"
 	fi
+}
+
+# Throwaway clusters with snowseq preloaded, for the benchmarks: each one in
+# DIR/NAME, with its socket in DIR (no TCP) and its log in DIR/NAME.log.
+# start_cluster DIR NAME PORT makes one and starts it, adding the settings
+# on standard input to its postgresql.conf.
+start_cluster() {
+	local dir=$1 name=$2 port=$3
+
+	as_server_user initdb -D "$dir/$name" -U postgres -E UTF8 --locale=C -A trust --no-sync \
+		>"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log"; return 1; }
+	{
+		printf "\nlisten_addresses = ''\nunix_socket_directories = '%s'\nport = %d\n" "$dir" "$port"
+		printf "shared_preload_libraries = 'snowseq'\n"
+		cat
+	} >>"$dir/$name/postgresql.conf"
+	as_server_user pg_ctl -D "$dir/$name" -l "$dir/$name.log" -w -t 60 start >/dev/null
+}
+
+# stop_clusters RC DIR NAME...: stop the clusters that run (immediate: they
+# are thrown away), and when RC (the exit status) says something failed,
+# show the end of each one's log.
+stop_clusters() {
+	local rc=$1 dir=$2 name
+
+	shift 2
+	for name in "$@"; do
+		if [ -f "$dir/$name/postmaster.pid" ]; then
+			as_server_user pg_ctl -D "$dir/$name" -m immediate -w stop >/dev/null 2>&1 || true
+		fi
+	done
+	[ "$rc" -eq 0 ] && return 0
+	for name in "$@"; do
+		[ -f "$dir/$name.log" ] && { echo "=== $name server log (tail)"; tail -n 30 "$dir/$name.log"; }
+	done
+	return 0
 }

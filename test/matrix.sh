@@ -14,6 +14,11 @@
 #       to docs/pgNN/ (with its results.json), its raw results to
 #       bench/out/pgNN/ (BENCH_* sizes are passed on); README.md's speed
 #       tables are then written from docs/results.json and docs/pg*/results.json
+#   bash test/matrix.sh --clients 15              the client-scaling benchmark
+#       (bench/clients.sh) alone: its section of docs/benchmarks.md,
+#       docs/bench-scaling.png and docs/scaling.json are written from that run
+#       (name one version: each run replaces the section); raw results go to
+#       bench/out/clients-pgNN/ (BENCH_SCALING_* sizes are passed on)
 #
 # Chroots are made once and kept under SNOWSEQ_MATRIX_DIR (default
 # /var/cache/snowseq-matrix); see test/chroot.sh.  The benchmark smoke run is
@@ -24,13 +29,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-	echo "usage: bash test/matrix.sh [--bench] VERSION...   (as root; e.g. bash test/matrix.sh 17 18)" >&2
+	echo "usage: bash test/matrix.sh [--bench | --clients] VERSION...   (as root; e.g. bash test/matrix.sh 17 18)" >&2
 	exit 2
 }
 mode=test
 case "${1:-}" in
 	-h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	--bench) mode=bench; shift ;;
+	--clients) mode=clients; shift ;;
 esac
 [ $# -gt 0 ] || usage
 
@@ -56,10 +62,23 @@ run_version() {
 	old=$(upgrade_from_of "$v")
 	[ -n "$old" ] && [ -x "$root/usr/lib/postgresql/$old/bin/pg_config" ] || old=""
 	echo "PostgreSQL $v: $(in_chroot "$root" /usr/lib/postgresql/"$v"/bin/postgres --version)${old:+ (and $old, for pg_upgrade)}"
-	if [ "$mode" = bench ]; then
+	# the sizes (BENCH_REPS, BENCH_CALL_N, BENCH_SCALING_*, ...) given to this run
+	mapfile -t sizes < <(env | grep -E '^BENCH_[A-Z_]+=' | grep -vE '^BENCH_(OUT|DATA)=' || true)
+	if [ "$mode" = clients ]; then
 		rm -rf "$root/snowseq-bench"
-		# the sizes (BENCH_REPS, BENCH_CALL_N, ...) given to this run
-		mapfile -t sizes < <(env | grep -E '^BENCH_[A-Z_]+=' | grep -vE '^BENCH_(OUT|DATA)=' || true)
+		mkdir -p "$root/snowseq-bench/docs"
+		cp docs/benchmarks.md "$root/snowseq-bench/docs/"
+		in_chroot "$root" env PG_CONFIG="/usr/lib/postgresql/$v/bin/pg_config" "${sizes[@]}" \
+			BENCH_OUT=/snowseq-bench/docs BENCH_DATA=/snowseq-bench/out \
+			bash /snowseq/bench/clients.sh 2>&1 | tee "$log" || rc=$?
+		if [ "$rc" = 0 ]; then
+			mkdir -p "bench/out/clients-pg$v"
+			cp "$root"/snowseq-bench/docs/{benchmarks.md,bench-scaling.png,scaling.json} docs/
+			cp -r "$root"/snowseq-bench/out/. "bench/out/clients-pg$v/"
+			echo "PostgreSQL $v: client scaling in docs/benchmarks.md"
+		fi
+	elif [ "$mode" = bench ]; then
+		rm -rf "$root/snowseq-bench"
 		in_chroot "$root" env PG_CONFIG="/usr/lib/postgresql/$v/bin/pg_config" "${sizes[@]}" \
 			BENCH_OUT=/snowseq-bench/docs BENCH_DATA=/snowseq-bench/out \
 			bash /snowseq/bench/run.sh 2>&1 | tee "$log" || rc=$?
