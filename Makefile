@@ -28,6 +28,8 @@ OBJS = \
 	src/route.o \
 	src/ff1.o \
 	src/crypt.o \
+	src/keyadmin.o \
+	src/keystore.o \
 	src/keyring.o \
 	src/pubtext.o \
 	src/remote.o \

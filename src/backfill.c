@@ -51,6 +51,7 @@
 #include "access/xloginsert.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "common/file_perm.h"
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
 #include "storage/lwlock.h"
@@ -117,6 +118,9 @@ typedef struct BackfillFileHeader
 
 static BackfillShared *BackfillState = NULL;
 
+static uint64 BackfillPerUnit(int space);
+static void BackfillReset(uint64 until, bool other_layout);
+
 /* Bytes of the backfill clock's shared memory. */
 Size
 BackfillShmemSize(void)
@@ -137,10 +141,39 @@ BackfillShmemInit(void)
 	BackfillState->lock = &(GetNamedLWLockTranche("snowseq"))[1].lock;
 }
 
-/* Register the redo of the backfill maps' records; at preload. */
+/*
+ * Where 1.2's backfill reservation stands after a reset (read only when
+ * there is no backfill file): its bound under the same configuration, else
+ * every sequence value of a time unit.
+ */
+static uint64
+BackfillResetFloor(const ReserveResetArgs *args)
+{
+	if (args->old != NULL && args->same_config)
+		return ReserveSavedBound(args->old, RESERVE_TAG_BACKFILL);
+	return BackfillPerUnit(BACKFILL_BIGINT);
+}
+
+/*
+ * A reset: 1.2's reservation raised, and in another configuration (or
+ * without a readable state) every time unit up to the clock's, raised
+ * before this, taken: their IDs could equal IDs of the old layout.
+ */
+static void
+BackfillResetRaise(Reservation *r, uint64 floor, const ReserveResetArgs *args)
+{
+	ReserveResetRaise(r, floor, args);
+	BackfillReset(pg_atomic_read_u64(&SnowseqRes[RESERVE_CLOCK].counter) >> snowseq_seq_bits,
+				  !(args->old != NULL && args->same_config));
+}
+
+static const ReserveResetRule backfill_reset = {BackfillResetFloor, BackfillResetRaise};
+
+/* Register the reset rule and the redo of the backfill maps; at preload. */
 void
 BackfillInit(void)
 {
+	ReserveRegisterOwner(RESERVE_BACKFILL, NULL, &backfill_reset);
 	RmgrRegisterKind(XLOG_SNOWSEQ_BACKFILL, "BACKFILL", BackfillRedo, BackfillDescribe);
 }
 
@@ -384,7 +417,6 @@ BackfillSave(void)
 	StringInfoData buf;
 	BackfillFileHeader h;
 	pg_crc32c	crc;
-	int			fd;
 
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, BACKFILL_MAGIC, sizeof(h.magic));
@@ -407,22 +439,7 @@ BackfillSave(void)
 	FIN_CRC32C(crc);
 	appendBinaryStringInfo(&buf, (char *) &crc, sizeof(crc));
 
-	fd = OpenTransientFilePerm(BACKFILL_TMP, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY,
-							   S_IRUSR | S_IWUSR);
-	if (fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", BACKFILL_TMP)));
-	if (write(fd, buf.data, buf.len) != buf.len)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", BACKFILL_TMP)));
-	if (pg_fsync(fd) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not fsync file \"%s\": %m", BACKFILL_TMP)));
-	CloseTransientFile(fd);
-	durable_rename(BACKFILL_TMP, BACKFILL_FILE, ERROR);
+	StateWriteDurably(buf.data, buf.len, BACKFILL_FILE, BACKFILL_TMP, pg_file_create_mode);
 	pfree(buf.data);
 }
 
@@ -582,7 +599,7 @@ BackfillDescribe(StringInfo buf, const char *data, size_t len)
  * layout's; UUIDs count milliseconds and keep their map.  Caller holds
  * Snowseq->lock; saved and logged here.
  */
-void
+static void
 BackfillReset(uint64 until, bool other_layout)
 {
 	LWLockAcquire(BackfillState->lock, LW_EXCLUSIVE);

@@ -22,7 +22,6 @@ extern uint64 BackfillNext(TimestampTz ts);
 extern uint64 BackfillNextUuid(TimestampTz ts, int64 *ms);
 extern int	BackfillUuidExtraBits(void);
 extern void BackfillCheckInstant(FunctionCallInfo fcinfo);
-extern void BackfillReset(uint64 until, bool other_layout);
 extern void BackfillRedo(const char *data, size_t len);
 extern void BackfillDescribe(StringInfo buf, const char *data, size_t len);
 extern void BackfillCapacity(int space, uint64 *per_unit, uint64 *fullest, uint64 *writes);

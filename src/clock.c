@@ -41,6 +41,9 @@ typedef struct ClockShared
 static ClockShared *ClockState = NULL;
 
 static void ClockSpec(ReserveSpec *spec);
+static uint64 ClockResetFloor(const ReserveResetArgs *args);
+static void ClockResetRaise(Reservation *r, uint64 floor, const ReserveResetArgs *args);
+static const ReserveResetRule clock_reset = {ClockResetFloor, ClockResetRaise};
 
 /* The layout, derived once at preload (the settings are fixed from then on). */
 static int	seq_bits;
@@ -90,7 +93,37 @@ ClockInit(void)
 	node_part = snowseq_node_id < 0 ? 0 : (uint64) snowseq_node_id << node_shift;
 	backfill_node_part = snowseq_backfill_node_id < 0 ? 0 :
 		(uint64) snowseq_backfill_node_id << node_shift;
-	ReserveRegisterOwner(RESERVE_CLOCK, ClockSpec);
+	ReserveRegisterOwner(RESERVE_CLOCK, ClockSpec, &clock_reset);
+}
+
+/*
+ * Where the clock resumes after a reset: its saved bound under the same
+ * configuration; else above every ID the old configuration could have
+ * issued, with its node id or any other (IDs for past instants carry the
+ * backfill node id).
+ */
+static uint64
+ClockResetFloor(const ReserveResetArgs *args)
+{
+	uint64		bound = ReserveSavedBound(args->old, RESERVE_TAG_CLOCK);
+	SavedConfig any;
+
+	if (args->old == NULL)
+		return 0;
+	if (args->same_config)
+		return bound;
+	any = args->old->config;
+	any.node_id = -1;
+	return Max(ClockFloorAfterReset(&args->old->config, bound), ClockFloorAfterReset(&any, bound));
+}
+
+/* Raise the clock for a reset, refusing a lead past snowseq.max_lead_ms in another configuration. */
+static void
+ClockResetRaise(Reservation *r, uint64 floor, const ReserveResetArgs *args)
+{
+	SavedSlot	raised;
+
+	ClockRaiseForReset(floor, !args->same_config, &raised);
 }
 
 /* Bytes of the clock's shared memory. */

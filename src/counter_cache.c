@@ -133,15 +133,7 @@ CounterCacheFindFloor(CounterEntry *e)
 static Oid
 CounterCacheTableOwner(Oid ext_nsp)
 {
-	HeapTuple	tup = SearchSysCache1(RELOID,
-									  ObjectIdGetDatum(get_relname_relid("snowseq_counters", ext_nsp)));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for table snowseq_counters");
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
+	return ExtRelationOwner(get_relname_relid("snowseq_counters", ext_nsp));
 }
 
 /* May user use the counter of entry e, by the rights of its catalog? */
@@ -240,9 +232,7 @@ CounterCacheRead(Oid fn_oid, const NameData *name, CounterEntry *e, MemoryContex
 	int			rc;
 
 	/* the definitions are read as the table's owner: no role needs SELECT on it */
-	GetUserIdAndSecContext(&save_user, &save_sec);
-	SetUserIdAndSecContext(table_owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	ExtBecome(table_owner, &save_user, &save_sec);
 	rc = SPI_execute_with_args(psprintf("SELECT kind, start, nodes, restart_base, format, time_zone, dropped, %s, %s "
 									   "FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
 									   catalog == COUNTER_CATALOG_1_2 ? "owner" : "NULL::pg_catalog.oid",

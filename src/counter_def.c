@@ -50,17 +50,7 @@ CounterDefTableName(Oid fn_oid)
 static void
 CounterDefAsTableOwner(Oid ext_nsp, Oid *save_user, int *save_sec)
 {
-	Oid			relid = get_relname_relid("snowseq_counters", ext_nsp);
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	GetUserIdAndSecContext(save_user, save_sec);
-	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	ExtBecome(ExtRelationOwner(get_relname_relid("snowseq_counters", ext_nsp)), save_user, save_sec);
 }
 
 /* ERROR unless user owns the counter whose floor is seq. */
@@ -598,8 +588,7 @@ snowseq_counters_to_1_3(PG_FUNCTION_ARGS)
 			if (made)
 				CounterRightsSetOwner(seq, owners[i]);
 			/* the grants, as the owner made them */
-			GetUserIdAndSecContext(&save_user, &save_sec);
-			SetUserIdAndSecContext(owners[i], save_sec | SECURITY_LOCAL_USERID_CHANGE);
+			ExtBecome(owners[i], &save_user, &save_sec);
 			for (int j = 0; acls[i] != NULL && j < ACL_NUM(acls[i]); j++)
 			{
 				AclItem    *item = &ACL_DAT(acls[i])[j];

@@ -149,11 +149,7 @@ CounterFloorTrust(Oid nsp)
 static void
 CounterFloorAsOwner(Oid nsp, Oid *save_user, int *save_sec)
 {
-	Oid			owner = CounterFloorTrust(nsp);
-
-	GetUserIdAndSecContext(save_user, save_sec);
-	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	ExtBecome(CounterFloorTrust(nsp), save_user, save_sec);
 }
 
 /*
@@ -179,9 +175,7 @@ CounterFloorSchema(bool create)
 	if (!create)
 		return InvalidOid;
 	member = CounterFloorNoMember();
-	GetUserIdAndSecContext(&save_user, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	ExtBecome(BOOTSTRAP_SUPERUSERID, &save_user, &save_sec);
 	SPI_connect();
 	SpiRun("CREATE SCHEMA " COUNTER_FLOOR_SCHEMA, SPI_OK_UTILITY);
 	SpiRun("GRANT USAGE ON SCHEMA " COUNTER_FLOOR_SCHEMA " TO PUBLIC", SPI_OK_UTILITY);
@@ -261,20 +255,12 @@ CounterFloorQualified(Oid seq)
 CounterFloorState
 CounterFloorRead(Oid seq, int64 *value)
 {
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(seq));
-	Oid			owner;
 	Oid			save_user;
 	int			save_sec;
 	bool		isnull;
 	bool		called;
 
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", seq);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	GetUserIdAndSecContext(&save_user, &save_sec);
-	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	ExtBecome(ExtRelationOwner(seq), &save_user, &save_sec);
 	SPI_connect();
 	if (SPI_execute(psprintf("SELECT last_value, is_called FROM %s", CounterFloorQualified(seq)),
 					true, 1) != SPI_OK_SELECT || SPI_processed != 1)

@@ -95,18 +95,11 @@ CounterRightsSetOwner(Oid floor_seq, Oid role)
 {
 	Oid			save_user;
 	int			save_sec;
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(floor_seq));
-	Oid			owner;
+	Oid			owner = ExtRelationOwner(floor_seq);
 
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", floor_seq);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
 	if (role == owner)
 		return;
-	GetUserIdAndSecContext(&save_user, &save_sec);
-	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	ExtBecome(owner, &save_user, &save_sec);
 	SPI_connect();
 	SpiRun(psprintf("GRANT USAGE ON SEQUENCE %s TO %s WITH GRANT OPTION",
 					CounterFloorQualified(floor_seq),

@@ -13,8 +13,9 @@
  * its version names a key that is not retired and the low c bits of the
  * decrypted value are zero.
  *
- * Keys live in the table snowseq_key_store (no rights for PUBLIC, dumped by
- * pg_dump, replicated like any table).  snowseq_new_key inserts a row
+ * Keys live in the table snowseq_key_store (keystore.c: no rights for PUBLIC,
+ * dumped by pg_dump, replicated like any table), managed by the functions
+ * of keyadmin.c.  snowseq_new_key inserts a row
  * without a key, as the table's owner, and the table's trigger draws the
  * key with pg_strong_random and stores it wrapped under the cluster's wrap
  * key (keyring.c): no key is ever part of SQL text, a query parameter or a
@@ -63,28 +64,13 @@
 #include "ff1.h"
 #include "gene.h"
 #include "keyring.h"
+#include "keystore.h"
 #include "shmem.h"
 #include "sqlrun.h"
 
-#define CRYPT_KEY_TABLE			"snowseq_key_store"
-#define CRYPT_VERSION_BITS_MIN	5
-#define CRYPT_VERSION_BITS_MAX	7
-#define CRYPT_CHECK_BITS_MAX	16
 #define CRYPT_TWEAK_BYTES		2	/* the gene, big-endian */
 #define CRYPT_WIDE_TWEAK_BYTES	3	/* the 23-bit gene of a 128-bit ID, big-endian */
 #define CRYPT_SEGMENT_MASK		((((uint64) 1) << SNOWSEQ_SEGMENT_BITS) - 1)
-
-/* snowseq.public_version_bits */
-static int	crypt_version_bits = 6;
-
-typedef enum KeyState
-{
-	KEY_ACTIVE,					/* decrypts; new public IDs use another key */
-	KEY_CURRENT,				/* encrypts new public IDs and decrypts */
-	KEY_RETIRED					/* erased: its public IDs no longer decrypt */
-} KeyState;
-
-static const char *const key_state_names[] = {"active", "current", "retired"};
 
 /* One key version, expanded, in this backend's cache. */
 typedef struct CryptKey
@@ -99,157 +85,19 @@ typedef struct CryptKey
 	bool		uncommitted;	/* row written by this transaction (parallel workers) */
 } CryptKey;
 
-static CryptKey *crypt_keys[1 << CRYPT_VERSION_BITS_MAX];
+static CryptKey *crypt_keys[1 << KEYSTORE_VERSION_BITS_MAX];
 static CryptKey *crypt_current = NULL;
-static CatCache crypt_cache = CATCACHE_INIT(CRYPT_KEY_TABLE);
-
-/*
- * Key versions made by this backend's open transaction.  A key encrypts
- * only once the transaction that made it has committed: a public ID made
- * before could leave the server, the transaction roll back, and the
- * version be made again with another key.
- */
-static bool crypt_made_here[1 << CRYPT_VERSION_BITS_MAX];
-static bool crypt_made_any = false;
-static bool crypt_xact_callback_registered = false;
-
-/* One row of the key table, read and checked. */
-typedef struct KeyRow
-{
-	int32		version;
-	KeyState	state;
-	bytea	   *key;			/* NULL when retired */
-	int32		version_bits;
-	int32		check_bits;
-	TransactionId xmin;			/* writer of the row; Invalid when unknown */
-} KeyRow;
-
-/* columns of the key table, by name, so that later versions may add some */
-enum
-{
-	COL_VERSION, COL_STATE, COL_KEY, COL_VERSION_BITS, COL_CHECK_BITS, COL_CREATED, NCOLS
-};
-static const char *const key_columns[NCOLS] = {
-	"version", "state", "key", "version_bits", "check_bits", "created"
-};
-
-/* snowseq.public_version_bits: key versions are 1 to 2^bits - 1. */
-int
-CryptVersionBits(void)
-{
-	return crypt_version_bits;
-}
-
-/* Define snowseq.public_version_bits; called from _PG_init at preload. */
-void
-CryptInit(void)
-{
-	GucDefineInt("snowseq.public_version_bits",
-				 "Bits of a public ID that name the key version it was made with (the FF1 ciphertext fills the 48 - public_version_bits bits below them).",
-				 &crypt_version_bits, 6, CRYPT_VERSION_BITS_MIN, CRYPT_VERSION_BITS_MAX, 0);
-}
-
-/* ---- the key table ---- */
-
-/* Attribute numbers (0-based) of the key table's columns. */
-static void
-KeyColumns(TupleDesc desc, int *cols)
-{
-	for (int c = 0; c < NCOLS; c++)
-	{
-		cols[c] = -1;
-		for (int a = 0; a < desc->natts; a++)
-		{
-			Form_pg_attribute att = TupleDescAttr(desc, a);
-
-			if (!att->attisdropped && strcmp(NameStr(att->attname), key_columns[c]) == 0)
-				cols[c] = a;
-		}
-		if (cols[c] < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("table %s has no column \"%s\"", CRYPT_KEY_TABLE, key_columns[c]),
-					 errhint("Reinstall the snowseq extension's key table.")));
-	}
-}
-
-/* ERROR for a key row that breaks the rules; never shows the key. */
-static void
-KeyRowInvalid(int32 version, const char *what)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_CHECK_VIOLATION),
-			 version > 0 ?
-			 errmsg("invalid row for snowseq key version %d in %s: %s",
-					version, CRYPT_KEY_TABLE, what) :
-			 errmsg("invalid row in %s: %s", CRYPT_KEY_TABLE, what),
-			 errhint("Manage keys with snowseq_new_key(), snowseq_use_key() and snowseq_retire_key().")));
-}
-
-/*
- * Read and check one row of the key table.  The checks run before any
- * constraint of the table, whose errors would print the whole row, key
- * included.  A retired row made for another snowseq.public_version_bits
- * passes (it holds no key, and retiring must work whatever the setting);
- * any other row of another width is an ERROR naming both ways out, unless
- * any_width (the old row of an update that retires it).
- */
-static void
-KeyRowRead(const int *cols, Datum *values, bool *nulls, KeyRow *row, bool any_width)
-{
-	int			max_version;
-	int			width;
-	char	   *state;
-	int			s;
-
-	if (nulls[cols[COL_VERSION]])
-		KeyRowInvalid(0, "version is NULL");
-	row->version = DatumGetInt32(values[cols[COL_VERSION]]);
-	if (nulls[cols[COL_VERSION_BITS]] || nulls[cols[COL_CHECK_BITS]] ||
-		nulls[cols[COL_STATE]] || nulls[cols[COL_CREATED]])
-		KeyRowInvalid(row->version, "only key and retired may be NULL");
-	row->version_bits = DatumGetInt32(values[cols[COL_VERSION_BITS]]);
-	row->check_bits = DatumGetInt32(values[cols[COL_CHECK_BITS]]);
-	row->xmin = InvalidTransactionId;
-	state = TextDatumGetCString(values[cols[COL_STATE]]);
-	/* another width first: it explains any version out of range too */
-	if (row->version_bits != crypt_version_bits && !any_width && strcmp(state, "retired") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snowseq key version %d was made for snowseq.public_version_bits = %d, but the server runs with %d",
-						row->version, row->version_bits, crypt_version_bits),
-				 errdetail("Public IDs made with one width of the version field cannot be read with another."),
-				 errhint("Set snowseq.public_version_bits = %d again and restart the server; only if the public IDs of key version %d are no longer needed, retire it: SELECT snowseq_retire_key(%d);",
-						 row->version_bits, row->version, row->version)));
-	width = row->version_bits;
-	if (width < CRYPT_VERSION_BITS_MIN || width > CRYPT_VERSION_BITS_MAX)
-		KeyRowInvalid(row->version, psprintf("version_bits must be between %d and %d",
-											 CRYPT_VERSION_BITS_MIN, CRYPT_VERSION_BITS_MAX));
-	max_version = (1 << width) - 1;
-	if (row->version < 1 || row->version > max_version)
-		KeyRowInvalid(row->version,
-					  psprintf("versions run from 1 to %d with snowseq.public_version_bits = %d",
-							   max_version, width));
-	if (row->check_bits < 0 || row->check_bits > CRYPT_CHECK_BITS_MAX)
-		KeyRowInvalid(row->version, psprintf("check_bits must be between 0 and %d",
-											 CRYPT_CHECK_BITS_MAX));
-	for (s = 0; s < lengthof(key_state_names); s++)
-		if (strcmp(state, key_state_names[s]) == 0)
-			break;
-	if (s == lengthof(key_state_names))
-		KeyRowInvalid(row->version, "state must be 'active', 'current' or 'retired'");
-	row->state = (KeyState) s;
-	row->key = nulls[cols[COL_KEY]] ? NULL : DatumGetByteaPP(values[cols[COL_KEY]]);
-	if (row->state == KEY_RETIRED && row->key != NULL)
-		KeyRowInvalid(row->version, "a retired key is erased (key is NULL)");
-	if (row->state != KEY_RETIRED &&
-		(row->key == NULL || (VARSIZE_ANY_EXHDR(row->key) != WRAPPED_KEY_BYTES &&
-							  VARSIZE_ANY_EXHDR(row->key) != FF1_KEY_BYTES)))
-		KeyRowInvalid(row->version, psprintf("key must be %d bytes (wrapped) or %d (made before 1.2)",
-											 WRAPPED_KEY_BYTES, FF1_KEY_BYTES));
-}
+static CatCache crypt_cache = CATCACHE_INIT(KEYSTORE_TABLE);
 
 /* ---- the per-backend key cache ---- */
+
+/* This backend reloads its keys at their next use (after it changed the table). */
+void
+CryptInvalidateKeys(void)
+{
+	CatCacheInvalidate(&crypt_cache);
+}
+
 
 /* Drop the cached keys; OpenSSL wipes the expanded keys it frees. */
 static void
@@ -267,22 +115,6 @@ CryptFreeKeys(void)
 	crypt_current = NULL;
 }
 
-/* The key table in the schema of the calling function. */
-static Oid
-CryptKeyTable(Oid fn_oid)
-{
-	Oid			nsp = ExtNamespace(fn_oid);
-	Oid			relid = get_relname_relid(CRYPT_KEY_TABLE, nsp);
-
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("table %s does not exist in schema \"%s\"",
-						CRYPT_KEY_TABLE, get_namespace_name(nsp)),
-				 errhint("Update the extension: ALTER EXTENSION snowseq UPDATE.")));
-	return relid;
-}
-
 /* Add one row to the cache, expanding its key. */
 static void
 CryptCacheRow(const KeyRow *row)
@@ -290,7 +122,7 @@ CryptCacheRow(const KeyRow *row)
 	CryptKey   *k;
 
 	/* a retired key of another width: nothing to decrypt with */
-	if (row->version_bits != crypt_version_bits)
+	if (row->version_bits != snowseq_public_version_bits)
 		return;
 	k = MemoryContextAllocZero(TopMemoryContext, sizeof(CryptKey));
 	k->version = row->version;
@@ -298,7 +130,7 @@ CryptCacheRow(const KeyRow *row)
 		TransactionIdIsCurrentTransactionId(row->xmin);
 	k->state = row->state;
 	k->check_bits = row->check_bits;
-	k->max_segment = (((uint64) 1) << (SNOWSEQ_SEGMENT_BITS - crypt_version_bits - row->check_bits)) - 1;
+	k->max_segment = (((uint64) 1) << (SNOWSEQ_SEGMENT_BITS - snowseq_public_version_bits - row->check_bits)) - 1;
 	/* in the cache before the key is expanded: freed with it on any error */
 	crypt_keys[row->version] = k;
 	if (row->state != KEY_RETIRED && VARSIZE_ANY_EXHDR(row->key) == WRAPPED_KEY_BYTES)
@@ -308,7 +140,7 @@ CryptCacheRow(const KeyRow *row)
 		KeyringUnwrap(row->version, (const uint8 *) VARDATA_ANY(row->key), raw);
 		Ff1KeyInit(&k->aes, raw);
 		explicit_bzero(raw, sizeof(raw));
-		Ff1BitsInit(&k->dom, &k->aes, SNOWSEQ_SEGMENT_BITS - crypt_version_bits,
+		Ff1BitsInit(&k->dom, &k->aes, SNOWSEQ_SEGMENT_BITS - snowseq_public_version_bits,
 					CRYPT_TWEAK_BYTES);
 		Ff1BitsInit(&k->wide, &k->aes, SNOWSEQ_WIDE_SEGMENT_BITS, CRYPT_WIDE_TWEAK_BYTES);
 	}
@@ -316,7 +148,7 @@ CryptCacheRow(const KeyRow *row)
 	{
 		/* a key made before 1.2, stored as it is */
 		Ff1KeyInit(&k->aes, (const uint8 *) VARDATA_ANY(row->key));
-		Ff1BitsInit(&k->dom, &k->aes, SNOWSEQ_SEGMENT_BITS - crypt_version_bits,
+		Ff1BitsInit(&k->dom, &k->aes, SNOWSEQ_SEGMENT_BITS - snowseq_public_version_bits,
 					CRYPT_TWEAK_BYTES);
 		Ff1BitsInit(&k->wide, &k->aes, SNOWSEQ_WIDE_SEGMENT_BITS, CRYPT_WIDE_TWEAK_BYTES);
 	}
@@ -350,7 +182,7 @@ CryptLoad(CatCache *cache)
 	CryptFreeKeys();
 
 	rel = table_open(cache->relid, AccessShareLock);
-	KeyColumns(RelationGetDescr(rel), cols);
+	KeyStoreColumns(RelationGetDescr(rel), cols);
 	snapshot = CatCacheSnapshot();
 	slot = table_slot_create(rel, NULL);
 	scan = table_beginscan(rel, snapshot, 0, NULL);
@@ -361,7 +193,7 @@ CryptLoad(CatCache *cache)
 		bool		isnull;
 
 		slot_getallattrs(slot);
-		KeyRowRead(cols, slot->tts_values, slot->tts_isnull, &row, false);
+		KeyStoreRowRead(cols, slot->tts_values, slot->tts_isnull, &row, false);
 		row.xmin = DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
 		CryptCacheRow(&row);
 	}
@@ -392,7 +224,7 @@ CryptKeyOf(FunctionCallInfo fcinfo, int version)
 static inline int
 CryptDomainBits(void)
 {
-	return SNOWSEQ_SEGMENT_BITS - crypt_version_bits;
+	return SNOWSEQ_SEGMENT_BITS - snowseq_public_version_bits;
 }
 
 /* The tweak of a gene: its two bytes, big-endian. */
@@ -409,7 +241,7 @@ CryptTooWide(int64 id, const CryptKey *k)
 {
 	uint64		segment = (uint64) id & CRYPT_SEGMENT_MASK;
 	int			bits = pg_leftmost_one_pos64(segment) + 1;
-	int			room = SNOWSEQ_SEGMENT_BITS - crypt_version_bits - k->check_bits;
+	int			room = SNOWSEQ_SEGMENT_BITS - snowseq_public_version_bits - k->check_bits;
 	int			fewer = CryptDomainBits() - bits;
 
 	if (fewer >= 0)
@@ -417,14 +249,14 @@ CryptTooWide(int64 id, const CryptKey *k)
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("ID %lld does not fit in a public ID of key version %d", (long long) id, k->version),
 				 errdetail("Its segment needs %d bits; with snowseq.public_version_bits = %d and the %d check bits of key version %d, a public ID holds segments of up to %d bits.",
-						   bits, crypt_version_bits, k->check_bits, k->version, room),
+						   bits, snowseq_public_version_bits, k->check_bits, k->version, room),
 				 errhint("Make a key with at most %d check bits current: SELECT snowseq_use_key(snowseq_new_key(check_bits => %d));",
 						 fewer, fewer)));
 	ereport(ERROR,
 			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 			 errmsg("ID %lld has no public form", (long long) id),
 			 errdetail("Its segment needs %d bits; a public ID holds at most %d with snowseq.public_version_bits = %d.",
-					   bits, CryptDomainBits(), crypt_version_bits),
+					   bits, CryptDomainBits(), snowseq_public_version_bits),
 			 errhint("Its key version field is not 0: if it is a public ID already, snowseq_decrypt() reads it.")));
 }
 
@@ -455,7 +287,7 @@ CryptNoCurrentKey(void)
 static void
 CryptCheckCommitted(const CryptKey *k)
 {
-	if (!crypt_made_here[k->version] && !(IsParallelWorker() && k->uncommitted))
+	if (!KeyStoreMadeInThisTransaction(k->version) && !(IsParallelWorker() && k->uncommitted))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -479,7 +311,7 @@ CryptEncrypt(FunctionCallInfo fcinfo, int64 id)
 	k = crypt_current;
 	if (unlikely(k == NULL))
 		CryptNoCurrentKey();
-	if (unlikely(crypt_made_any || IsParallelWorker()))
+	if (unlikely(KeyStoreMadeAny() || IsParallelWorker()))
 		CryptCheckCommitted(k);
 	if (unlikely(segment > k->max_segment))
 		CryptTooWide(id, k);
@@ -505,7 +337,7 @@ CryptDecrypt(FunctionCallInfo fcinfo, int64 public_id, int64 *id, CryptKey **key
 {
 	uint64		gene = (uint64) public_id >> SNOWSEQ_SEGMENT_BITS;
 	int			version = (int) (((uint64) public_id >> CryptDomainBits()) &
-								 ((1 << crypt_version_bits) - 1));
+								 ((1 << snowseq_public_version_bits) - 1));
 	uint64		y = (uint64) public_id & ((((uint64) 1) << CryptDomainBits()) - 1);
 	uint8		tweak[CRYPT_TWEAK_BYTES];
 	CryptKey   *k;
@@ -556,10 +388,6 @@ CryptCheckNegative(int64 value, const char *what)
 PG_FUNCTION_INFO_V1(snowseq_encrypt);
 PG_FUNCTION_INFO_V1(snowseq_decrypt);
 PG_FUNCTION_INFO_V1(snowseq_is_public_id);
-PG_FUNCTION_INFO_V1(snowseq_new_key);
-PG_FUNCTION_INFO_V1(snowseq_use_key);
-PG_FUNCTION_INFO_V1(snowseq_retire_key);
-PG_FUNCTION_INFO_V1(snowseq_key_store_trigger);
 
 /*
  * The public ID of a gene ID, with every check of snowseq_encrypt; fcinfo
@@ -613,7 +441,7 @@ CryptDecryptId(FunctionCallInfo fcinfo, int64 public_id)
 					 errhint("Pass a number made by snowseq_encrypt().")));
 			break;
 		case PUBLIC_UNKNOWN_VERSION:
-			version = (int) (((uint64) public_id >> CryptDomainBits()) & ((1 << crypt_version_bits) - 1));
+			version = (int) (((uint64) public_id >> CryptDomainBits()) & ((1 << snowseq_public_version_bits) - 1));
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%lld is not a valid public ID", (long long) public_id),
@@ -732,7 +560,7 @@ CryptEncryptWide(FunctionCallInfo fcinfo, const pg_uuid_t *uuid, WideId *w)
 	k = crypt_current;
 	if (unlikely(k == NULL))
 		CryptNoCurrentKey();
-	if (unlikely(crypt_made_any || IsParallelWorker()))
+	if (unlikely(KeyStoreMadeAny() || IsParallelWorker()))
 		CryptCheckCommitted(k);
 	c = k->check_bits;
 	bits = CryptWideSegmentBits(w);
@@ -773,7 +601,7 @@ CryptDecryptWide(FunctionCallInfo fcinfo, WideId *w, CryptKey **key)
 	*key = NULL;
 	if (w->key_version == 0)
 		return PUBLIC_VERSION_ZERO;
-	if (w->key_version >= (1U << crypt_version_bits))
+	if (w->key_version >= (1U << snowseq_public_version_bits))
 		return PUBLIC_UNKNOWN_VERSION;
 	k = crypt_keys[w->key_version];
 	*key = k;
@@ -875,457 +703,3 @@ snowseq_is_public_uuid(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(CryptDecryptWide(fcinfo, &w, &k) == PUBLIC_OK);
 }
 
-/* ---- key management ---- */
-
-/* What the key management functions hold while they change keys. */
-typedef struct KeyAdmin
-{
-	char	   *table;			/* schema-qualified name of the key table */
-	Oid			saved_user;
-	int			saved_context;
-} KeyAdmin;
-
-/*
- * Lock the key table against other key changes (readers go on) and run
- * SPI as its owner: the caller needs EXECUTE on the function, no right on
- * the table.  Every statement names its objects with their schema.
- */
-static void
-KeyAdminBegin(FunctionCallInfo fcinfo, KeyAdmin *admin)
-{
-	Oid			relid;
-	Relation	rel;
-	Oid			owner;
-
-	ShmemCheckPreloaded();
-	relid = CryptKeyTable(fcinfo->flinfo->fn_oid);
-	rel = table_open(relid, ExclusiveLock);
-	owner = rel->rd_rel->relowner;
-	admin->table = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-											  CRYPT_KEY_TABLE);
-	table_close(rel, NoLock);
-
-	GetUserIdAndSecContext(&admin->saved_user, &admin->saved_context);
-	SetUserIdAndSecContext(owner, admin->saved_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-/* Back to the caller's identity; this backend reloads its keys. */
-static void
-KeyAdminEnd(KeyAdmin *admin)
-{
-	SPI_finish();
-	SetUserIdAndSecContext(admin->saved_user, admin->saved_context);
-	CatCacheInvalidate(&crypt_cache);
-}
-
-/*
- * Run one statement on the key table with int4 parameters.  Never
- * read-only: each statement sees what the ones before it did, even in the
- * same outer statement (snowseq_use_key(snowseq_new_key())).  Each runs
- * with the newest snapshot, taken under the key table's lock: under
- * REPEATABLE READ too it sees every key committed before, so two
- * transactions never pick the same version.
- */
-static void
-KeyAdminRun(const char *sql, int nargs, const Datum *args, int expect)
-{
-	Oid			types[4] = {INT4OID, INT4OID, INT4OID, INT4OID};
-	SPIPlanPtr	plan;
-	int			rc;
-
-	Assert(nargs <= lengthof(types));
-	plan = SPI_prepare(sql, nargs, types);
-	if (plan == NULL)
-		elog(ERROR, "snowseq key statement failed: %s", SPI_result_code_string(SPI_result));
-	rc = SPI_execute_snapshot(plan, (Datum *) args, NULL, GetLatestSnapshot(),
-							  InvalidSnapshot, false, true, 0);
-	SPI_freeplan(plan);
-	if (rc != expect)
-		elog(ERROR, "snowseq key statement failed: %s", SPI_result_code_string(rc));
-}
-
-/* The state of a key version, or -1 when it does not exist; under KeyAdminBegin. */
-static int
-KeyAdminState(KeyAdmin *admin, int32 version)
-{
-	Datum		arg = Int32GetDatum(version);
-	char	   *state;
-
-	KeyAdminRun(psprintf("SELECT state FROM %s WHERE version OPERATOR(pg_catalog.=) $1",
-						 admin->table), 1, &arg, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return -1;
-	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	for (int s = 0; s < lengthof(key_state_names); s++)
-		if (state != NULL && strcmp(state, key_state_names[s]) == 0)
-			return s;
-	elog(ERROR, "snowseq key version %d has an unknown state", version);
-	return -1;					/* keep compiler quiet */
-}
-
-/*
- * ERROR for a NULL or out-of-range key version argument; any_width admits
- * the versions of every snowseq.public_version_bits (retiring a key made
- * for another width).
- */
-static int32
-KeyVersionArg(FunctionCallInfo fcinfo, bool any_width)
-{
-	int32		version;
-	int			width = any_width ? CRYPT_VERSION_BITS_MAX : crypt_version_bits;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("key version must not be NULL"),
-				 errhint("snowseq_keys lists the key versions.")));
-	version = PG_GETARG_INT32(0);
-	if (version < 1 || version >= (1 << width))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("key version %d does not exist", version),
-				 errdetail("Key versions run from 1 to %d with snowseq.public_version_bits = %d.",
-						   (1 << crypt_version_bits) - 1, crypt_version_bits),
-				 errhint("snowseq_keys lists the key versions.")));
-	return version;
-}
-
-/*
- * The start of snowseq_use_key and snowseq_retire_key: the version argument
- * checked, the key table locked (KeyAdminBegin), and the version's state;
- * an ERROR with missing_hint when the version does not exist.
- */
-static int
-KeyAdminOpen(FunctionCallInfo fcinfo, KeyAdmin *admin, int32 *version, bool any_width,
-			 const char *missing_hint)
-{
-	int			state;
-
-	ShmemCheckPreloaded();
-	*version = KeyVersionArg(fcinfo, any_width);
-	KeyAdminBegin(fcinfo, admin);
-	state = KeyAdminState(admin, *version);
-	if (state < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("key version %d does not exist", *version),
-				 errhint("%s", missing_hint)));
-	return state;
-}
-
-/* End of transaction: the keys it made are committed or gone. */
-static void
-CryptXactCallback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			if (crypt_made_any)
-			{
-				memset(crypt_made_here, 0, sizeof(crypt_made_here));
-				crypt_made_any = false;
-			}
-			break;
-		default:
-			break;
-	}
-}
-
-/* Register CryptXactCallback once per backend. */
-static void
-CryptRegisterXactCallback(void)
-{
-	if (!crypt_xact_callback_registered)
-	{
-		RegisterXactCallback(CryptXactCallback, NULL);
-		crypt_xact_callback_registered = true;
-	}
-}
-
-/*
- * snowseq_new_key(check_bits int) -> int: a new key, made inside the server;
- * returns its version.  The key decrypts at once; snowseq_use_key makes it
- * the one new public IDs use.  The INSERT leaves the key out: the table's
- * trigger draws it, so it is in no statement, parameter or plan that a log
- * setting could print.
- */
-Datum
-snowseq_new_key(PG_FUNCTION_ARGS)
-{
-	int32		check_bits;
-	KeyAdmin	admin;
-	int32		version;
-	bool		isnull;
-	Datum		args[3];
-
-	ShmemCheckPreloaded();
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("check_bits must not be NULL"),
-				 errhint("Omit it for the default of 4 check bits.")));
-	check_bits = PG_GETARG_INT32(0);
-	if (check_bits < 0 || check_bits > CRYPT_CHECK_BITS_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("check_bits must be between 0 and %d, not %d", CRYPT_CHECK_BITS_MAX, check_bits),
-				 errhint("Each check bit halves both the chance that a mistyped public ID decrypts and the segments a key can encrypt.")));
-
-	KeyAdminBegin(fcinfo, &admin);
-	/* keys of another width: a new one would contradict them */
-	args[0] = Int32GetDatum(crypt_version_bits);
-	KeyAdminRun(psprintf("SELECT version_bits, pg_catalog.count(*)::integer FROM %s "
-						 "WHERE version_bits OPERATOR(pg_catalog.<>) $1 GROUP BY version_bits "
-						 "ORDER BY 2 DESC, 1 LIMIT 1", admin.table),
-				1, args, SPI_OK_SELECT);
-	if (SPI_processed > 0)
-	{
-		int32		other = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		int32		count = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot make a snowseq key for snowseq.public_version_bits = %d: %d existing key version(s) were made for %d",
-						crypt_version_bits, count, other),
-				 errdetail("Public IDs of one width of the version field, read with another, would decrypt to other IDs."),
-				 errhint("Set snowseq.public_version_bits = %d again and restart the server.", other)));
-	}
-	/*
-	 * Key rows of another cluster (a restore, logical replication) whose
-	 * keyring was not imported: that keyring carries the versions that
-	 * cluster made, so no version is made here before it is imported
-	 */
-	KeyAdminRun(psprintf("SELECT version, pg_catalog.substr(key, 1, %d) FROM %s "
-						 "WHERE pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) %d ORDER BY version",
-						 WRAP_ID_BYTES, admin.table, WRAPPED_KEY_BYTES),
-				0, NULL, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bytea	   *id = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
-
-		if (!KeyringKnows((const uint8 *) VARDATA_ANY(id)))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot make a snowseq key while key version %d of another cluster waits for its keyring",
-							DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull))),
-					 errdetail("That cluster's keyring also says which key versions it made; a version made here first could be one of them, and its public IDs would decrypt to other IDs."),
-					 errhint("Import the keyring of the cluster the key rows came from: SELECT snowseq_import_wrap_keys('/path/to/copy/of/snowseq_keyring');")));
-	}
-	KeyAdminRun(psprintf("SELECT pg_catalog.max(version) FROM %s", admin.table),
-				0, NULL, SPI_OK_SELECT);
-	version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	/* above the table and above every version this cluster ever made */
-	version = KeyringNextVersion(isnull ? 1 : version + 1, (1 << crypt_version_bits) - 1);
-	if (version >= (1 << crypt_version_bits))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("all %d snowseq key versions are used", (1 << crypt_version_bits) - 1),
-				 errdetail("Versions are never reused in a cluster, whatever was rolled back or dropped: a reused version would decrypt its old public IDs to other IDs."),
-				 errhint("Keep using the keys there are; a larger snowseq.public_version_bits gives more versions only to databases without keys, as it changes the layout of every public ID.")));
-	args[0] = Int32GetDatum(version);
-	args[1] = Int32GetDatum(crypt_version_bits);
-	args[2] = Int32GetDatum(check_bits);
-	KeyAdminRun(psprintf("INSERT INTO %s (version, state, version_bits, check_bits) "
-						 "VALUES ($1, 'active', $2, $3)", admin.table),
-				3, args, SPI_OK_INSERT);
-	KeyAdminEnd(&admin);
-
-	/*
-	 * The key encrypts once this transaction commits, and its commit is
-	 * flushed to WAL before any other session sees it, whatever
-	 * synchronous_commit says: no public ID is made with a key that a crash
-	 * could take back.
-	 */
-	CryptRegisterXactCallback();
-	crypt_made_here[version] = true;
-	crypt_made_any = true;
-	ForceSyncCommit();
-	PG_RETURN_INT32(version);
-}
-
-/* snowseq_use_key(version): new public IDs use this key from now on. */
-Datum
-snowseq_use_key(PG_FUNCTION_ARGS)
-{
-	int32		version;
-	KeyAdmin	admin;
-	Datum		arg;
-	int			state;
-
-	state = KeyAdminOpen(fcinfo, &admin, &version, false,
-						 "Make a key with snowseq_new_key(); snowseq_keys lists the key versions.");
-	arg = Int32GetDatum(version);
-	if (state == KEY_RETIRED)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("key version %d is retired", version),
-				 errdetail("A retired key is erased and cannot be used again."),
-				 errhint("Make a new key with snowseq_new_key().")));
-	if (state == KEY_ACTIVE)
-	{
-		/* one current key at a time: step the old one down first */
-		KeyAdminRun(psprintf("UPDATE %s SET state = 'active' WHERE state OPERATOR(pg_catalog.=) 'current'",
-							 admin.table), 0, NULL, SPI_OK_UPDATE);
-		KeyAdminRun(psprintf("UPDATE %s SET state = 'current' WHERE version OPERATOR(pg_catalog.=) $1",
-							 admin.table), 1, &arg, SPI_OK_UPDATE);
-	}
-	KeyAdminEnd(&admin);
-	PG_RETURN_VOID();
-}
-
-/*
- * snowseq_retire_key(version): erase a key that is not current.  Its public
- * IDs fail to decrypt from then on; its version is never used again.
- */
-Datum
-snowseq_retire_key(PG_FUNCTION_ARGS)
-{
-	int32		version;
-	KeyAdmin	admin;
-	Datum		arg;
-	int			state;
-
-	state = KeyAdminOpen(fcinfo, &admin, &version, true, "snowseq_keys lists the key versions.");
-	arg = Int32GetDatum(version);
-	if (state == KEY_CURRENT)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("key version %d is the current key", version),
-				 errdetail("New public IDs are made with it."),
-				 errhint("Make another key current first: SELECT snowseq_use_key(snowseq_new_key());")));
-	if (state == KEY_RETIRED)
-		ereport(NOTICE,
-				(errmsg("key version %d is already retired", version)));
-	else
-		KeyAdminRun(psprintf("UPDATE %s SET state = 'retired', key = NULL, retired = pg_catalog.now() "
-							 "WHERE version OPERATOR(pg_catalog.=) $1", admin.table),
-					1, &arg, SPI_OK_UPDATE);
-	KeyAdminEnd(&admin);
-	PG_RETURN_VOID();
-}
-
-/*
- * Store a key (FF1_KEY_BYTES) in the key column of a row, wrapped under the
- * cluster's wrap key (keyring.c), so that the row, its WAL record and what
- * logical decoding makes of it hold no usable key.  values and nulls are
- * updated to the new row.
- */
-static HeapTuple
-KeyStoreWrapped(HeapTuple tuple, TupleDesc desc, int col, const uint8 *raw,
-				Datum *values, bool *nulls)
-{
-	bytea	   *key = palloc(VARHDRSZ + WRAPPED_KEY_BYTES);
-	int			attnum = col + 1;
-	Datum		value = PointerGetDatum(key);
-	bool		isnull = false;
-	HeapTuple	stored;
-
-	SET_VARSIZE(key, VARHDRSZ + WRAPPED_KEY_BYTES);
-	KeyringWrap(raw, (uint8 *) VARDATA(key));
-	stored = heap_modify_tuple_by_cols(tuple, desc, 1, &attnum, &value, &isnull);
-	pfree(key);
-	heap_deform_tuple(stored, desc, values, nulls);
-	return stored;
-}
-
-/* A new key, 32 bytes from pg_strong_random, in a row inserted without one. */
-static HeapTuple
-KeyDraw(HeapTuple tuple, TupleDesc desc, int col, Datum *values, bool *nulls)
-{
-	uint8		raw[FF1_KEY_BYTES];
-	HeapTuple	drawn;
-
-	if (!pg_strong_random(raw, FF1_KEY_BYTES))
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate a random key")));
-	drawn = KeyStoreWrapped(tuple, desc, col, raw, values, nulls);
-	explicit_bzero(raw, sizeof(raw));
-	return drawn;
-}
-
-/*
- * Trigger on the key table, ENABLE ALWAYS so that it also fires for rows
- * applied by logical replication: BEFORE each INSERT or UPDATE it draws
- * the key of a row inserted without one, checks the row (before the table's
- * constraints, whose errors would print the key) and sends a relcache
- * invalidation, so every backend reloads its keys once the change commits;
- * BEFORE DELETE and TRUNCATE it refuses.
- */
-Datum
-snowseq_key_store_trigger(PG_FUNCTION_ARGS)
-{
-	TriggerData *td = (TriggerData *) fcinfo->context;
-	TupleDesc	desc;
-	int			cols[NCOLS];
-	Datum	   *values;
-	bool	   *nulls;
-	HeapTuple	tuple;
-	KeyRow		row;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("snowseq_key_store_trigger must be called as a trigger")));
-	if (TRIGGER_FIRED_BY_DELETE(td->tg_event) || TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snowseq keys are never deleted"),
-				 errdetail("A key version deleted and made again would decrypt the old key's public IDs to other IDs."),
-				 errhint("Retire a key with snowseq_retire_key(version): it is erased, its public IDs no longer decrypt, and its version is kept.")));
-	if (!TRIGGER_FIRED_BEFORE(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("snowseq_key_store_trigger must fire BEFORE each row")));
-	ShmemCheckPreloaded();
-
-	desc = RelationGetDescr(td->tg_relation);
-	KeyColumns(desc, cols);
-	values = palloc(sizeof(Datum) * desc->natts);
-	nulls = palloc(sizeof(bool) * desc->natts);
-	tuple = TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple;
-	heap_deform_tuple(tuple, desc, values, nulls);
-	if (TRIGGER_FIRED_BY_INSERT(td->tg_event) && nulls[cols[COL_KEY]] &&
-		!nulls[cols[COL_STATE]] &&
-		strcmp(TextDatumGetCString(values[cols[COL_STATE]]), "retired") != 0)
-		tuple = KeyDraw(tuple, desc, cols[COL_KEY], values, nulls);
-	KeyRowRead(cols, values, nulls, &row, false);
-
-	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
-	{
-		Datum	   *old_values = palloc(sizeof(Datum) * desc->natts);
-		bool	   *old_nulls = palloc(sizeof(bool) * desc->natts);
-		KeyRow		old;
-
-		heap_deform_tuple(td->tg_trigtuple, desc, old_values, old_nulls);
-		/* retiring works whatever width the key was made for */
-		KeyRowRead(cols, old_values, old_nulls, &old, row.state == KEY_RETIRED);
-		if (row.version != old.version || row.check_bits != old.check_bits)
-			KeyRowInvalid(old.version, "version and check_bits never change");
-		if (old.state == KEY_RETIRED && row.state != KEY_RETIRED)
-			KeyRowInvalid(old.version, "a retired key stays retired");
-		if (row.key != NULL && old.key != NULL &&
-			(VARSIZE_ANY_EXHDR(row.key) != VARSIZE_ANY_EXHDR(old.key) ||
-			 memcmp(VARDATA_ANY(row.key), VARDATA_ANY(old.key), VARSIZE_ANY_EXHDR(row.key)) != 0))
-			KeyRowInvalid(old.version, "a key never changes; make a new one with snowseq_new_key()");
-	}
-
-	/*
-	 * A key stored as it is (made before 1.2, or restored or replicated
-	 * from such a server) is wrapped by any insert or update of its row:
-	 * the update to 1.2 touches every such row, so that no later change of
-	 * the row shows the key to logical decoding.
-	 */
-	if (row.key != NULL && VARSIZE_ANY_EXHDR(row.key) == FF1_KEY_BYTES)
-		tuple = KeyStoreWrapped(tuple, desc, cols[COL_KEY], (const uint8 *) VARDATA_ANY(row.key),
-								values, nulls);
-	CacheInvalidateRelcache(td->tg_relation);
-	return PointerGetDatum(tuple);
-}

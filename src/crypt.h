@@ -8,8 +8,7 @@
 
 #include "fmgr.h"
 
-extern void CryptInit(void);
-extern int	CryptVersionBits(void);
+extern void CryptInvalidateKeys(void);
 extern int64 CryptEncryptId(FunctionCallInfo fcinfo, int64 id);
 extern int64 CryptDecryptId(FunctionCallInfo fcinfo, int64 public_id);
 

@@ -59,6 +59,7 @@
 #include "keyring.h"
 #include "rmgr.h"
 #include "shmem.h"
+#include "statefile.h"
 
 #define KEYRING_FILE		"snowseq_keyring"
 #define KEYRING_TMP			"snowseq_keyring.tmp"
@@ -250,11 +251,10 @@ KeyringLoad(void)
 	pfree(data);
 }
 
-/* Write this backend's copy as the data directory's keyring, durably. */
+/* Write this backend's copy as the data directory's keyring, durably (mode 0600). */
 static void
 KeyringSave(void)
 {
-	int			fd;
 	size_t		len = KEYRING_HEADER_BYTES + (size_t) keyring.n * WRAP_KEY_BYTES;
 	char	   *data = palloc0(len);
 	uint32		own = (uint32) (keyring.own + 1);
@@ -263,24 +263,16 @@ KeyringSave(void)
 	memcpy(data + KEYRING_MAGIC_BYTES, &keyring.version, sizeof(uint32));
 	memcpy(data + KEYRING_MAGIC_BYTES + sizeof(uint32), &own, sizeof(uint32));
 	memcpy(data + KEYRING_HEADER_BYTES, keyring.keys, (size_t) keyring.n * WRAP_KEY_BYTES);
-	fd = OpenTransientFilePerm(KEYRING_TMP, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY,
-							   S_IRUSR | S_IWUSR);
-	if (fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", KEYRING_TMP)));
-	if (write(fd, data, len) != (ssize_t) len)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", KEYRING_TMP)));
-	explicit_bzero(data, len);
+	PG_TRY();
+	{
+		StateWriteDurably(data, len, KEYRING_FILE, KEYRING_TMP, S_IRUSR | S_IWUSR);
+	}
+	PG_FINALLY();
+	{
+		explicit_bzero(data, len);
+	}
+	PG_END_TRY();
 	pfree(data);
-	if (pg_fsync(fd) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not fsync file \"%s\": %m", KEYRING_TMP)));
-	CloseTransientFile(fd);
-	durable_rename(KEYRING_TMP, KEYRING_FILE, ERROR);
 }
 
 /* The place of wrap key id in this backend's copy, or -1. */
@@ -484,43 +476,6 @@ KeyringRaiseVersion(uint32 version, bool log)
 	return st.before;
 }
 
-/*
- * The version of a new key: above every version of the key table
- * (table_next is its largest plus one) and above every version ever made
- * in this cluster; recorded durably before it is returned.  A version
- * above max_version is returned unrecorded (the caller refuses it).  The
- * caller holds the key table's lock; the cluster's is taken here.
- */
-int32
-KeyringNextVersion(int32 table_next, int32 max_version)
-{
-	for (;;)
-	{
-		uint32		made;
-		int32		next;
-
-		LWLockAcquire(Snowseq->lock, LW_SHARED);
-		PG_TRY();
-		{
-			KeyringLoad();
-		}
-		PG_CATCH();
-		{
-			LWLockRelease(Snowseq->lock);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		made = keyring.version;
-		LWLockRelease(Snowseq->lock);
-		next = Max(table_next, (int32) Min(made, (uint32) PG_INT32_MAX - 1) + 1);
-		if (next > max_version)
-			return next;
-		/* another database's key may have taken it meanwhile: try again */
-		if (KeyringRaiseVersion((uint32) next, true) < (uint32) next)
-			return next;
-	}
-}
-
 /* The highest key version made in this cluster (the keyring's mark). */
 uint32
 KeyringVersionMark(void)
@@ -541,6 +496,31 @@ KeyringVersionMark(void)
 	v = keyring.version;
 	LWLockRelease(Snowseq->lock);
 	return v;
+}
+
+/*
+ * The version of a new key: above every version of the key table
+ * (table_next is its largest plus one) and above every version ever made
+ * in this cluster; recorded durably before it is returned.  A version
+ * above max_version is returned unrecorded (the caller refuses it).  The
+ * caller holds the key table's lock; the cluster's is taken here.
+ */
+int32
+KeyringNextVersion(int32 table_next, int32 max_version)
+{
+	for (;;)
+	{
+		uint32		made;
+		int32		next;
+
+		made = KeyringVersionMark();
+		next = Max(table_next, (int32) Min(made, (uint32) PG_INT32_MAX - 1) + 1);
+		if (next > max_version)
+			return next;
+		/* another database's key may have taken it meanwhile: try again */
+		if (KeyringRaiseVersion((uint32) next, true) < (uint32) next)
+			return next;
+	}
 }
 
 /* Does this cluster's keyring hold the wrap key with this identifier? */

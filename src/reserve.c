@@ -26,12 +26,14 @@
 #include "reserve.h"
 #include "rmgr.h"
 #include "syncrep.h"
+#include "testpoint.h"
 
 Reservation *SnowseqRes = NULL; /* RESERVE_FIXED + snowseq.max_counters */
 int			SnowseqResCount = 0;
 
-/* the advance rule of each fixed reservation, registered by its owner */
+/* the advance and reset rules of each fixed reservation, registered by its owner */
 static ReserveSpecFn reserve_owners[RESERVE_FIXED];
+static const ReserveResetRule *reserve_resets[RESERVE_FIXED];
 
 /* Bytes of the reservations in shared memory; fixed once the server has started. */
 Size
@@ -484,10 +486,76 @@ ReserveRequestAdvance(Reservation *r, const ReserveSpec *spec)
  * called by its owner at preload.
  */
 void
-ReserveRegisterOwner(int index, ReserveSpecFn spec)
+ReserveRegisterOwner(int index, ReserveSpecFn spec, const ReserveResetRule *reset)
 {
 	Assert(index >= 0 && index < RESERVE_FIXED);
 	reserve_owners[index] = spec;
+	reserve_resets[index] = reset;
+}
+
+/* A reset rule's raise for a counter that only has to stand at floor (and its bound with it). */
+void
+ReserveResetRaise(Reservation *r, uint64 floor, const ReserveResetArgs *args)
+{
+	SavedSlot	raised;
+
+	memset(&raised, 0, sizeof(raised));
+	raised.tag = r->id.tag;
+	raised.bound = floor;
+	ReservationRaise(r, floor, &raised);
+}
+
+/* The bound a saved state holds for the fixed reservation of tag (0 if none). */
+uint64
+ReserveSavedBound(const SavedState *old, uint32 tag)
+{
+	for (int i = 0; old != NULL && i < old->nslots; i++)
+		if (old->slots[i].tag == tag)
+			return old->slots[i].bound;
+	return 0;
+}
+
+/*
+ * A reset: where each fixed reservation must resume, by its owner's rule,
+ * every one known before any is raised (a rule that refuses refuses the
+ * whole reset); then each raised, in order.  Named counters keep their
+ * bounds.  Caller holds Snowseq->lock exclusively and saves the state.
+ */
+void
+ReserveResetAll(const ReserveResetArgs *args)
+{
+	uint64		floors[RESERVE_FIXED] = {0};
+
+	for (int i = 0; i < RESERVE_FIXED; i++)
+		if (reserve_resets[i] != NULL)
+			floors[i] = reserve_resets[i]->floor(args);
+
+	/*
+	 * isolation tests pause here: the floors are known and the lock is
+	 * held, nothing is raised yet (generation goes on lock-free below the
+	 * durable bounds; test/specs/reset_race.spec)
+	 */
+	SNOWSEQ_TESTPOINT("reset_locked");
+
+	for (int i = 0; i < RESERVE_FIXED; i++)
+		if (reserve_resets[i] != NULL)
+			reserve_resets[i]->raise(&SnowseqRes[i], floors[i], args);
+	for (int i = 0; args->old != NULL && i < args->old->nslots; i++)
+	{
+		const SavedSlot *slot = &args->old->slots[i];
+		Reservation *r;
+
+		if (slot->tag != RESERVE_TAG_COUNTER)
+			continue;
+		r = ReservationOfSlot(slot, true);
+		if (r == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("the saved state holds more named counters than snowseq.max_counters = %d allows",
+							snowseq_max_counters),
+					 errhint("Raise snowseq.max_counters and restart the server.")));
+		ReservationRaise(r, slot->bound, slot);
+	}
 }
 
 /*

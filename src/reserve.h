@@ -187,7 +187,31 @@ extern void ReserveLoadState(void);
  */
 typedef void (*ReserveSpecFn) (ReserveSpec *spec);
 
-extern void ReserveRegisterOwner(int index, ReserveSpecFn spec);
+/* What a reset (snowseq_reset_state) tells each owner. */
+typedef struct ReserveResetArgs
+{
+	const SavedState *old;		/* the state it converts; NULL: none readable */
+	bool		same_config;	/* the old state's configuration is the current one */
+	bool		segment_floor_given;
+	int64		segment_floor;	/* the caller's highest segment counter issued */
+} ReserveResetArgs;
+
+/*
+ * The reset rule of a fixed reservation, registered with its advance rule:
+ * floor says where the counter must resume (ERROR when it cannot, before
+ * anything is raised), raise raises it there (in the order of the
+ * reservations: the clock first, since it may still refuse).
+ */
+typedef struct ReserveResetRule
+{
+	uint64		(*floor) (const ReserveResetArgs *args);
+	void		(*raise) (Reservation *r, uint64 floor, const ReserveResetArgs *args);
+} ReserveResetRule;
+
+extern void ReserveRegisterOwner(int index, ReserveSpecFn spec, const ReserveResetRule *reset);
 extern bool ReserveAdvanceAllDue(bool at_start);
+extern void ReserveResetAll(const ReserveResetArgs *args);
+extern uint64 ReserveSavedBound(const SavedState *old, uint32 tag);
+extern void ReserveResetRaise(Reservation *r, uint64 floor, const ReserveResetArgs *args);
 
 #endif							/* SNOWSEQ_RESERVE_H */

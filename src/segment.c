@@ -47,12 +47,58 @@ SegmentWideSpec(ReserveSpec *spec)
 	SegmentSpecTo(spec, (uint64) 1 << SNOWSEQ_WIDE_COUNTER_BITS);
 }
 
-/* Register the segment counters' advance rules; at preload. */
+/*
+ * Where the segment counter resumes after a reset: its saved bound under the
+ * same configuration, else above every segment the old one could have
+ * issued; at least above the caller's segment_floor.  Without a readable
+ * state and with nothing issued since start, only the caller can say.
+ */
+static uint64
+SegmentResetFloor(const ReserveResetArgs *args)
+{
+	uint64		floor = 0;
+	uint64		limit = SegmentLimit();
+
+	if (args->old == NULL && !args->segment_floor_given &&
+		pg_atomic_read_u64(&SnowseqRes[RESERVE_SEGMENT].counter) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot tell where the gene segment counter stood: no readable state file or copy"),
+				 errhint("Pass the highest segment counter this node issued, snowseq_reset_state(segment_floor => (SELECT max((id & (2^48 - 1)::bigint) >> %d) FROM your_table)), or 0 if it never issued gene IDs.",
+						 snowseq_node_bits)));
+	if (args->old != NULL)
+	{
+		uint64		bound = ReserveSavedBound(args->old, RESERVE_TAG_SEGMENT);
+
+		floor = args->same_config ? bound : SegmentFloorAfterReset(&args->old->config, bound);
+	}
+	if (args->segment_floor_given)
+		floor = Max(floor, (uint64) args->segment_floor + 1);
+	if (floor >= limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the gene segment counter would have to resume at %llu, past its end at %llu",
+						(unsigned long long) floor, (unsigned long long) limit),
+				 errhint("Restore the previous settings, or use fewer snowseq.node_bits.")));
+	return floor;
+}
+
+/* Where the 128-bit segment counter resumes after a reset: its bound (its layout never changes). */
+static uint64
+SegmentWideResetFloor(const ReserveResetArgs *args)
+{
+	return ReserveSavedBound(args->old, RESERVE_TAG_WIDE_SEGMENT);
+}
+
+static const ReserveResetRule segment_reset = {SegmentResetFloor, ReserveResetRaise};
+static const ReserveResetRule wide_segment_reset = {SegmentWideResetFloor, ReserveResetRaise};
+
+/* Register the segment counters' advance and reset rules; at preload. */
 void
 SegmentInit(void)
 {
-	ReserveRegisterOwner(RESERVE_SEGMENT, SegmentSpec);
-	ReserveRegisterOwner(RESERVE_WIDE_SEGMENT, SegmentWideSpec);
+	ReserveRegisterOwner(RESERVE_SEGMENT, SegmentSpec, &segment_reset);
+	ReserveRegisterOwner(RESERVE_WIDE_SEGMENT, SegmentWideSpec, &wide_segment_reset);
 }
 
 /*

@@ -15,7 +15,7 @@
 #include "backfill.h"
 #include "clock.h"
 #include "compat.h"
-#include "crypt.h"
+#include "keystore.h"
 #include "reserve.h"
 #include "rmgr.h"
 #include "segment.h"
@@ -89,7 +89,7 @@ _PG_init(void)
 		return;
 
 	GucInit();
-	CryptInit();
+	KeyStoreInit();
 	TestPointInit();
 	RmgrInit();
 	GucReservePrefix();

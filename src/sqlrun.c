@@ -8,9 +8,13 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
 #include "sqlrun.h"
 
@@ -77,4 +81,32 @@ char *
 ExtObject(Oid fn_oid, const char *name)
 {
 	return quote_qualified_identifier(get_namespace_name(ExtNamespace(fn_oid)), name);
+}
+
+/* The owner of one of snowseq's relations (a table, a floor). */
+Oid
+ExtRelationOwner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * Run the next statements as role (a security-restricted operation, as
+ * PostgreSQL runs an index build as the table's owner): snowseq's functions
+ * write the state they alone write as its owner.  Saves what to switch
+ * back to with SetUserIdAndSecContext; an ERROR switches back by itself.
+ */
+void
+ExtBecome(Oid role, Oid *save_user, int *save_sec)
+{
+	GetUserIdAndSecContext(save_user, save_sec);
+	SetUserIdAndSecContext(role, *save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "miscadmin.h"
+#include "common/file_perm.h"
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
 #include "utils/datetime.h"
@@ -253,11 +254,15 @@ StateReadFile(const char *path, SavedState *s, char *msg, size_t len)
 	return STATE_READ_OK;
 }
 
-/* Write one copy durably: temporary file, fsync, durable rename. */
-static void
-StateWriteAt(const char *buf, size_t len, const char *path, const char *tmp)
+/*
+ * Write a file of the data directory durably: a temporary file (created
+ * with mode), fsync, durable rename.  The state file and its copy, the
+ * keyring and the backfill maps are all written this way.
+ */
+void
+StateWriteDurably(const char *buf, size_t len, const char *path, const char *tmp, mode_t mode)
 {
-	int			fd = OpenTransientFile(tmp, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	int			fd = OpenTransientFilePerm(tmp, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, mode);
 
 	if (fd < 0)
 		ereport(ERROR,
@@ -302,7 +307,7 @@ StateWriteFiles(const SavedState *s)
 	FIN_CRC32C(crc);
 	memcpy(buf + sizeof(h) + body, &crc, sizeof(crc));
 
-	StateWriteAt(buf, len, SNOWSEQ_STATE_FILE, SNOWSEQ_STATE_TMP);
-	StateWriteAt(buf, len, SNOWSEQ_STATE_COPY, SNOWSEQ_STATE_COPY_TMP);
+	StateWriteDurably(buf, len, SNOWSEQ_STATE_FILE, SNOWSEQ_STATE_TMP, pg_file_create_mode);
+	StateWriteDurably(buf, len, SNOWSEQ_STATE_COPY, SNOWSEQ_STATE_COPY_TMP, pg_file_create_mode);
 	pfree(buf);
 }

@@ -7,6 +7,8 @@
 #ifndef SNOWSEQ_STATEFILE_H
 #define SNOWSEQ_STATEFILE_H
 
+#include <sys/types.h>
+
 #include "snowseq.h"
 
 /* what a reservation belongs to; saved with it */
@@ -60,5 +62,7 @@ extern void StateConfigCurrent(SavedConfig *c);
 extern bool StateConfigDiffers(const SavedConfig *c, char *buf, size_t len);
 extern StateRead StateReadFile(const char *path, SavedState *s, char *msg, size_t len);
 extern void StateWriteFiles(const SavedState *s);
+extern void StateWriteDurably(const char *buf, size_t len, const char *path, const char *tmp,
+							  mode_t mode);
 
 #endif							/* SNOWSEQ_STATEFILE_H */

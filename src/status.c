@@ -16,7 +16,7 @@
 #include "backfill.h"
 #include "clock.h"
 #include "counter_cache.h"
-#include "crypt.h"
+#include "keystore.h"
 #include "keyring.h"
 #include "reserve.h"
 #include "timeutil.h"
@@ -244,6 +244,6 @@ snowseq_capacity_fixed(PG_FUNCTION_ARGS)
 	StatusCapacityRow(rsinfo, "backfill uuid", "UUIDs for past instants in the fullest millisecond",
 					  per_unit, fullest);
 	StatusCapacityRow(rsinfo, "key version", "key versions of this cluster",
-					  ((uint64) 1 << CryptVersionBits()) - 1, KeyringVersionMark());
+					  ((uint64) 1 << snowseq_public_version_bits) - 1, KeyringVersionMark());
 	return (Datum) 0;
 }

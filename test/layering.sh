@@ -95,7 +95,7 @@ done | HEADERS="$dir" perl -e '
 		Counter => "counter", CounterCache => "counter_cache",
 		CounterDef => "counter_def", CounterFloor => "counter_floor",
 		CounterRights => "counter_rights", Serial => "serial", Ext => "sqlrun", Gene => "gene", Guc => "guc",
-		Keyring => "keyring", Nodes => "nodes", Reservation => "reserve",
+		Keyring => "keyring", KeyStore => "keystore", KeyAdmin => "keyadmin", Nodes => "nodes", Reservation => "reserve",
 		Reserve => "reserve", Rmgr => "rmgr", Segment => "segment",
 		WideSegment => "segment", Shmem => "shmem", Snowseq => "snowseq",
 		Spi => "sqlrun", State => "statefile", SyncRep => "syncrep",
