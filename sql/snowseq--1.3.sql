@@ -1062,7 +1062,7 @@ DROP FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean)
 CREATE FUNCTION @extschema@.snowseq_create_counter(name text, start bigint DEFAULT 1,
 	nodes integer DEFAULT 1, restart boolean DEFAULT false, maximum bigint DEFAULT NULL)
 	RETURNS void
-	AS 'MODULE_PATHNAME', 'snowseq_create_counter'
+	AS 'MODULE_PATHNAME', 'snowseq_create_counter_1_3'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) IS
 	'a named counter owned by the calling role: values start, start + nodes, ... up to maximum on node 0, offset by node_id % nodes elsewhere; its owner may continue a dropped one (restart => true starts it over)';

@@ -309,6 +309,7 @@ CounterDefCreate(FunctionCallInfo fcinfo, bool serial, NameData *name, int64 sta
 }
 
 PG_FUNCTION_INFO_V1(snowseq_create_counter);
+PG_FUNCTION_INFO_V1(snowseq_create_counter_1_3);
 PG_FUNCTION_INFO_V1(snowseq_create_serial);
 PG_FUNCTION_INFO_V1(snowseq_drop_counter);
 PG_FUNCTION_INFO_V1(snowseq_counters_changed);
@@ -323,9 +324,13 @@ CounterDefRequire(FunctionCallInfo fcinfo, int arg, const char *what)
 				 errmsg("%s must not be NULL", what)));
 }
 
-/* snowseq_create_counter(name, start, nodes, restart[, maximum]) */
-Datum
-snowseq_create_counter(PG_FUNCTION_ARGS)
+/*
+ * snowseq_create_counter(name, start, nodes, restart[, maximum]): the C
+ * symbol of 1.3's five arguments, and snowseq_create_counter of the four
+ * before it (a database not yet updated calls that one).
+ */
+static Datum
+CounterDefCreateCall(FunctionCallInfo fcinfo, bool has_maximum)
 {
 	NameData	name;
 	int64		maximum = PG_INT64_MAX;
@@ -334,12 +339,24 @@ snowseq_create_counter(PG_FUNCTION_ARGS)
 	CounterDefRequire(fcinfo, 1, "start");
 	CounterDefRequire(fcinfo, 2, "nodes");
 	CounterDefRequire(fcinfo, 3, "restart");
-	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+	if (has_maximum && !PG_ARGISNULL(4))
 		maximum = PG_GETARG_INT64(4);
 	CounterCacheName(PG_GETARG_TEXT_PP(0), &name);
 	CounterDefCreate(fcinfo, false, &name, PG_GETARG_INT64(1), PG_GETARG_INT32(2), maximum, NULL, NULL,
 				  PG_GETARG_BOOL(3));
 	PG_RETURN_VOID();
+}
+
+Datum
+snowseq_create_counter_1_3(PG_FUNCTION_ARGS)
+{
+	return CounterDefCreateCall(fcinfo, true);
+}
+
+Datum
+snowseq_create_counter(PG_FUNCTION_ARGS)
+{
+	return CounterDefCreateCall(fcinfo, false);
 }
 
 /* snowseq_create_serial(name, format, time_zone, start, nodes) */

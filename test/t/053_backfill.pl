@@ -49,7 +49,7 @@ $holder->query_safe('SELECT pg_advisory_lock(53)');
 my $c1 = script_clients($node, 'round1',
 	[ map { $_ . "SELECT pg_advisory_lock(53);\n" } @{ scripts(300) } ]);
 $node->poll_query_until('postgres',
-	"SELECT counter > 4000 FROM snowseq_reservations WHERE kind = 'backfill'")
+	"SELECT used > 4000 FROM snowseq_capacity WHERE kind = 'backfill'")
   or die 'the backfill clients did not start';
 $node->stop('immediate');
 my $failed = wait_clients($c1);
@@ -113,10 +113,17 @@ is(scalar(@r4), 2000, 'round 4: 2,000 IDs');
 ok(all_unique([ @at, @clock, @r4 ]), 'round 4: no ID received twice, with every round before');
 is(scalar(grep { (($_ >> 18) & 63) != $BACKFILL } @r4), 0, 'round 4: the backfill node id on each');
 
-# the state file holds the backfill bound: the highest sequence value used, + 1
+# after a clean stop, the instant and the first of round 4's instants go on
+# above every ID they handed out (the backfill map, snowseq.backfill, holds
+# what each time unit took)
 $node->stop;
-my $s = read_state_file($node->data_dir . '/snowseq.state');
-my $max_seq = max_of(map { $_ & ((1 << 18) - 1) } @at, @r4);
-ok($s->{backfill} > $max_seq, "the state file's backfill bound ($s->{backfill}) lies above every sequence value used ($max_seq)");
+ok(-f $node->data_dir . '/snowseq.backfill', 'the backfill map is a file of its own');
+$node->start;
+my $next = $node->safe_psql('postgres', "SELECT snowseq_id_at('$INSTANT')");
+ok($next > max_of(@at), "after the stop, the instant's next ID ($next) lies above every one it handed out");
+my $first4 = $node->safe_psql('postgres',
+	"SELECT snowseq_id_at('2025-02-01 00:00:00+00'::timestamptz - interval '1000 s')");
+ok($first4 > max_of(grep { ($_ >> 24) == ($r4[0] >> 24) } @r4),
+	"after the stop, a round 4 instant's next ID lies above both it handed out");
 
 done_testing();
