@@ -1033,3 +1033,15 @@ CREATE FUNCTION snowseq_route(id text) RETURNS text
 COMMENT ON FUNCTION @extschema@.snowseq_route(text) IS
 	'snowseq_route of a bigint or uuid written as text (an untyped literal or parameter)';
 -- ---- end of untyped arguments (1.2) ----
+
+-- ---- monitoring: what the Prometheus exporter reads, for pg_monitor (1.3) ----
+-- The exporter's queries (monitoring/queries.yaml) run as a role granted
+-- pg_monitor and nothing else.  Besides the status functions, they read
+-- the highest key version of public IDs (not the keys, nor their states or
+-- dates) and the moves not over with the instants their phases began (not
+-- their tokens, objects or errors).
+GRANT SELECT (version) ON @extschema@.snowseq_keys TO pg_monitor;
+GRANT SELECT ON @extschema@.snowseq_move_progress TO pg_monitor;
+GRANT SELECT (move_id, state, started_at, copy_started_at, blocked_at, switched_at)
+	ON @extschema@.snowseq_moves TO pg_monitor;
+-- ---- end of monitoring (1.3) ----
