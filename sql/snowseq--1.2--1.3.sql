@@ -175,3 +175,15 @@ COMMENT ON VIEW @extschema@.snowseq_capacity IS
 	'what is left of each bounded space: the cluster''s (database NULL) and this database''s counters and serials (a serial''s: in its current period)';
 GRANT SELECT ON @extschema@.snowseq_capacity TO pg_monitor;
 -- ---- end of capacity (1.3) ----
+
+-- ---- monitoring: what the Prometheus exporter reads, for pg_monitor (1.3) ----
+-- The exporter's queries (monitoring/queries.yaml) run as a role granted
+-- pg_monitor and nothing else.  Besides the status functions, they read
+-- the highest key version of public IDs (not the keys, nor their states or
+-- dates) and the moves not over with the instants their phases began (not
+-- their tokens, objects or errors).
+GRANT SELECT (version) ON @extschema@.snowseq_keys TO pg_monitor;
+GRANT SELECT ON @extschema@.snowseq_move_progress TO pg_monitor;
+GRANT SELECT (move_id, state, started_at, copy_started_at, blocked_at, switched_at)
+	ON @extschema@.snowseq_moves TO pg_monitor;
+-- ---- end of monitoring (1.3) ----

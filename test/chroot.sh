@@ -20,7 +20,7 @@
 
 CACHE=${SNOWSEQ_MATRIX_DIR:-/var/cache/snowseq-matrix}
 # bump when the way a chroot is made changes: cached ones are then rebuilt
-SETUP=2
+SETUP=3
 
 # Debian release that ships PostgreSQL $1
 suite_of() {

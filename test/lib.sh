@@ -15,7 +15,8 @@ PG_MAJOR=${PG_MAJOR:-15}
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
 PGBIN=$("$PG_CONFIG" --bindir 2>/dev/null || echo "/usr/lib/postgresql/$PG_MAJOR/bin")
 PACKAGES="postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
-	libipc-run-perl libxxhash-dev libmurmurhash-dev libssl-dev faketime make gcc rsync"
+	libipc-run-perl libxxhash-dev libmurmurhash-dev libssl-dev faketime make gcc rsync
+	prometheus-postgres-exporter prometheus"
 
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 
