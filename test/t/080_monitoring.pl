@@ -14,12 +14,10 @@
 #     time units of a day, 4 sequence bits, a lead of up to a day, under
 #     libfaketime: 32 IDs take it to its bound, deterministically, whatever
 #     the machine's speed; two steps back of its wall clock).  snowseq_status() and snowseq_reservations() are EXECUTE for
-#     pg_monitor only, as from 1.3.  Every metric of the guide's table is
+#     pg_monitor only (the install script's grants).  Every metric of the guide's table is
 #     there, of its type, with its labels, no other snowseq metric, every
 #     query of the file in the table, the names pass promtool check metrics,
-#     and no query but the capacity one (its view is not part of snowseq
-#     yet: a TODO test until it is)
-#     fails.
+#     and no query fails.
 # (3) Values, each against what the server says before and after the
 #     scrape: node ids, system identifier, start time, standby; the lead of
 #     a clock held at its bound (between the two readings, to the ms), its
@@ -35,8 +33,9 @@
 #     the phase began; once it is done, no move.
 # (5) The exporter's role, a member of pg_monitor only, reads nothing else
 #     of snowseq: not the keys (nor the key list beyond its versions), not
-#     the move records beyond their phases' instants, not the fences, not a
-#     counter of another role, not the state files; and calls no function
+#     the move records beyond their phases' instants, not the fences, not the
+#     state files (of other roles' counters: the state, as pg_read_all_stats);
+#     and calls no function
 #     that is not for PUBLIC (counters, serials, batches, backfill, public
 #     IDs, keys, resets, node checks, moves, conversion).
 use strict;
@@ -162,8 +161,6 @@ for my $n ($router, $clock)
 	$n->safe_psql('postgres', q{
 		CREATE ROLE prometheus LOGIN;
 		GRANT pg_monitor TO prometheus;
-		REVOKE EXECUTE ON FUNCTION snowseq_status(), snowseq_reservations() FROM PUBLIC;
-		GRANT EXECUTE ON FUNCTION snowseq_status(), snowseq_reservations() TO pg_monitor;
 	});
 }
 is($router->safe_psql('postgres', q{
@@ -174,7 +171,7 @@ is($router->safe_psql('postgres', q{
 # A counter of another role, on the router
 $router->safe_psql('postgres', q{
 	CREATE ROLE app LOGIN;
-	GRANT INSERT, UPDATE ON snowseq_counters TO app;
+	GRANT EXECUTE ON FUNCTION snowseq_create_counter(text, bigint, integer, boolean, bigint) TO app;
 	GRANT EXECUTE ON FUNCTION snowseq_counter_next(text) TO app;
 	SET ROLE app;
 	SELECT snowseq_create_counter('orders_no');
@@ -362,28 +359,21 @@ for my $name (qw(router clock))
 		is($s{$name}{types}{$m}, $doc{$m}{type}, "(2) $name: $m is a $doc{$m}{type}");
 	}
 }
-# the moves' series appear with a move (4); the capacity's with its view
-my $has_capacity = $router->safe_psql('postgres', q{SELECT to_regclass('snowseq_capacity') IS NOT NULL}) eq 't';
+# the moves' series appear with a move (4)
 my @missing = grep { !$seen{$_} && !/^snowseq_move_/ } sort keys %doc;
-is_deeply([ grep { !/^snowseq_capacity_/ } @missing ], [], '(2) every metric of the guide is scraped (moves: below)');
-TODO:
-{
-	local $TODO = $has_capacity ? undef : 'the view snowseq_capacity is not part of snowseq yet';
-	is_deeply([ grep { /^snowseq_capacity_/ } @missing ], [], '(2) the capacity metrics are scraped');
-}
+is_deeply(\@missing, [], '(2) every metric of the guide is scraped (moves: below)');
 
 # the names pass promtool's lint
 my $snowseq_text = join("\n", grep { /^(# (HELP|TYPE) )?snowseq_/ } split /\n/, $s{router}{text}) . "\n";
 ($ok, $out) = run_promtool($snowseq_text, 'check', 'metrics');
 ok($ok && $out !~ /\S/, '(2) promtool check metrics: the names and types follow Prometheus\' rules') or diag $out;
 
-# no query failed but the capacity one (while its view is missing)
+# no query failed
 for my $name (qw(router clock))
 {
 	my $log = slurp_file($exporter{$name}[2]);
 	my %failed = map { $_ => 1 } $log =~ /Error running query on database[^\n]*?(snowseq\w*)/g;
-	is_deeply([ sort keys %failed ], $has_capacity ? [] : ['snowseq_capacity'],
-		"(2) $name: no query of the file fails" . ($has_capacity ? '' : ' but the capacity one'));
+	is_deeply([ sort keys %failed ], [], "(2) $name: no query of the file fails");
 	unlike($log, qr/permission denied/, "(2) $name: the exporter's role is refused nothing");
 }
 
@@ -464,6 +454,28 @@ is(value_of($s{router}, 'snowseq_key_versions_remaining', database => 'postgres'
 $router->safe_psql('postgres', 'SELECT snowseq_new_key(); SELECT snowseq_new_key();');
 $s{router} = scrape('router');
 is(value_of($s{router}, 'snowseq_key_versions_remaining', database => 'postgres'), 61, '(3) router: 61 after two keys');
+
+# What is left of bounded spaces, as snowseq_capacity says: key versions
+# (the server's), and a counter with a maximum and a serial (the database's)
+$router->safe_psql('postgres', q{
+	SELECT snowseq_create_counter('tickets', maximum => 100);
+	SELECT snowseq_counter_next('tickets') FROM generate_series(1, 30);
+	SELECT snowseq_create_serial('receipts', 'R-YYYY-###');
+	SELECT snowseq_serial('receipts') FROM generate_series(1, 99);});
+$s{router} = scrape('router');
+is(value_of($s{router}, 'snowseq_capacity_remaining', kind => 'key version', name => 'key versions of this cluster'), 61,
+	'(3) router: capacity: 61 key versions left');
+is(value_of($s{router}, 'snowseq_capacity_remaining_ratio', kind => 'key version', name => 'key versions of this cluster'),
+	$router->safe_psql('postgres', q{SELECT remaining_ratio FROM snowseq_capacity WHERE kind = 'key version'}),
+	'(3) router: capacity: their ratio is the view\'s');
+is(value_of($s{router}, 'snowseq_database_capacity_remaining', database => 'postgres', kind => 'counter', name => 'tickets'), 70,
+	'(3) router: counter capacity: 70 of tickets\' 100 values left, read by a role of pg_monitor alone');
+is(value_of($s{router}, 'snowseq_database_capacity_remaining_ratio', database => 'postgres', kind => 'counter', name => 'tickets'), 0.7,
+	'(3) router: counter capacity: a ratio of 0.7');
+is(value_of($s{router}, 'snowseq_database_capacity_remaining', database => 'postgres', kind => 'serial', name => 'receipts'), 900,
+	'(3) router: counter capacity: 900 of the serial\'s 999 numbers of this year left');
+is(scalar(grep { $_->[0] =~ /^snowseq_capacity_remaining/ && exists $_->[1]{database} && length $_->[1]{database} }
+		@{ $s{router}{samples} }), 0, '(3) router: the server\'s spaces carry no database');
 
 # ---------------------------------------------------------------------
 # (4) A move paused after the router's commit of its switch
@@ -568,8 +580,11 @@ for my $r (@refused)
 	my ($ret, $o, $e) = $router->psql('postgres', $sql, extra_params => [ '-U', 'prometheus' ]);
 	ok($ret != 0 && $e =~ $re, "(5) the exporter's role is refused: $sql") or diag "returned $ret: $o $e";
 }
-is($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_counter_status', extra_params => [ '-U', 'prometheus' ]),
-	'0', '(5) snowseq_counter_status shows the exporter\'s role no counter of another role');
+# the state of every counter, as pg_read_all_stats sees every statement's
+# statistics: to watch what is left (drawing, raising: refused above)
+is($router->safe_psql('postgres', 'SELECT string_agg(name, \',\' ORDER BY name) FROM snowseq_counter_status',
+		extra_params => [ '-U', 'prometheus' ]),
+	'orders_no,receipts,tickets', '(5) snowseq_counter_status shows the exporter\'s role the state of every counter, other roles\' too (pg_read_all_stats)');
 # what it reads, it reads through pg_monitor
 $router->safe_psql('postgres', 'REVOKE pg_monitor FROM prometheus');
 for my $sql ('SELECT node_id FROM snowseq_status()', 'SELECT count(*) FROM snowseq_reservations()',
