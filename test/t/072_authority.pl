@@ -20,7 +20,7 @@
 # pg_read_all_data   | n/a 3 | ck      | = 2    | ck      | n/a 4| ck      | ck     | ck    | n/a 3
 # pg_read_server_    | n/a 11| n/a 11  | n/a 11 | n/a 11  | ck   | n/a 11  | n/a 11 | n/a 11| n/a 11
 #   files            |       |         |        |         |      |         |        |       |
-# pg_monitor         | ck    | ck      | = 2    | ck      | n/a 4| n/a 12  | n/a 12 | n/a 12| ck
+# pg_monitor         | ck    | ck      | = 2    | ck      | n/a 4| n/a 12  | 080    | 080   | ck
 # holder of a dump   | 013   | 070     | 070    | 071     | 071  | 070     | n/a 13 | n/a 13| n/a 3
 # holder of a        | n/a 14| n/a 14  | n/a 14 | 071     | ck   | n/a 14  | n/a 14 | n/a 14| n/a 14
 #   keyring copy     |       |         |        |         |      |         |        |       |
@@ -38,7 +38,7 @@
 # for pg_monitor; 9 that role's rights reach that object only; 10 logical
 # decoding shows row changes of tables: what rows of snowseq's tables show
 # is pg_read_all_data's row; 11 reads files of the server: the keyring is
-# its cell; 12 pg_monitor reads status only; 13 a move's records are not
+# its cell; 12 pg_monitor reads status, capacity and the moves' phases only; 13 a move's records are not
 # dumped (they name replication objects of this cluster); 14 a keyring copy
 # holds wrap keys, nothing else: its cell is the wrap key, 071 the versions.
 #
@@ -76,7 +76,7 @@ my %R = (
 	own => 'n/a: that role\'s rights reach that object only',
 	decode => 'n/a: logical decoding shows row changes of tables: what snowseq\'s tables show is pg_read_all_data\'s row',
 	files => 'n/a: it reads files of the server: the keyring is its cell',
-	monitor => 'n/a: pg_monitor reads status only',
+	monitor => 'n/a: pg_monitor reads status, capacity and the phases of moves only',
 	notdumped => 'n/a: a move\'s records and fences are not dumped: they name objects of this cluster',
 	keyring => 'n/a: a keyring copy holds wrap keys and the version mark, nothing else',
 );
@@ -110,6 +110,8 @@ $MATRIX{'pg_read_server_files'}{'wrap key'} = 'check';
 $MATRIX{'pg_monitor'} = { map { $_ => $R{monitor} } @OBJECTS };
 $MATRIX{'pg_monitor'}{$_} = 'check' for ('clock', 'counter', 'key version', 'status');
 $MATRIX{'pg_monitor'}{'wrap key'} = $R{file};
+$MATRIX{'pg_monitor'}{'move record'} = 'covered: 080_monitoring.pl (the instants a move\'s phases began and its progress; no tokens, objects or errors)';
+$MATRIX{'pg_monitor'}{'fence'} = 'covered: 080_monitoring.pl (refused)';
 $MATRIX{'holder of a dump'} = {
 	clock => 'covered: 013_dump.pl (a restored copy in another cluster issues above the source)',
 	counter => 'covered: 070_lifecycle.pl (full and partial dumps, another cluster)',
