@@ -1104,7 +1104,19 @@ GRANT SELECT ON @extschema@.snowseq_counter_status TO PUBLIC;
 -- predefined role pg_monitor (and superusers) may read them, PUBLIC not.
 -- A named counter's reservation shows to roles with the privileges of
 -- pg_read_all_stats in every database (as pg_stat_statements shows them
--- every query), to others only in its database and if they may use it.
+-- every query), to others only in its database and if they may use it;
+-- with its database (one name in two databases is two counters).
+DROP VIEW @extschema@.snowseq_reservations;
+DROP FUNCTION @extschema@.snowseq_reservations();
+CREATE FUNCTION @extschema@.snowseq_reservations(
+	OUT kind text, OUT counter bigint, OUT bound bigint, OUT low_water bigint,
+	OUT block bigint, OUT advances bigint, OUT waits bigint,
+	OUT last_advance timestamptz, OUT database name)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_reservations_1_3'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE VIEW @extschema@.snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
+COMMENT ON VIEW @extschema@.snowseq_reservations IS 'snowseq durable reservations';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.snowseq_reservations() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.snowseq_status() TO pg_monitor;
@@ -1112,7 +1124,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.snowseq_reservations() TO pg_monitor;
 GRANT SELECT ON @extschema@.snowseq_status TO pg_monitor;
 GRANT SELECT ON @extschema@.snowseq_reservations TO pg_monitor;
 COMMENT ON FUNCTION @extschema@.snowseq_reservations() IS
-	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use)';
+	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use), with their database';
 COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
 	'add the wrap keys and the key version mark of a copy of another cluster''s keyring file (all or none); a regular file only; needs pg_read_server_files too; returns how many wrap keys were new';
 -- ---- end of status: who may read it (1.3) ----

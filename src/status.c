@@ -6,6 +6,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_authid.h"
+#include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -19,7 +20,6 @@
 #include "keystore.h"
 #include "keyring.h"
 #include "reserve.h"
-#include "timeutil.h"
 #include "timeutil.h"
 
 /* the result shapes of snowseq_status() by extension version */
@@ -139,6 +139,7 @@ snowseq_status_1_1(PG_FUNCTION_ARGS)
 }
 
 PG_FUNCTION_INFO_V1(snowseq_reservations);
+PG_FUNCTION_INFO_V1(snowseq_reservations_1_3);
 
 /*
  * May the caller see the reservation of a named counter?  Roles with the
@@ -155,11 +156,12 @@ StatusMaySeeCounter(Oid fn_oid, const ReserveId *id, bool all)
 }
 
 /*
- * snowseq_reservations() -> one row per reservation in use: the fixed ones,
- * and the named counters the caller may see (StatusMaySeeCounter).
+ * One row per reservation in use: the fixed ones, and the named counters
+ * the caller may see (StatusMaySeeCounter); with_database: and the
+ * database of each named counter (1.3).
  */
-Datum
-snowseq_reservations(PG_FUNCTION_ARGS)
+static Datum
+StatusReservations(FunctionCallInfo fcinfo, bool with_database)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	bool		all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
@@ -169,9 +171,10 @@ snowseq_reservations(PG_FUNCTION_ARGS)
 	for (int k = 0; k < SnowseqResCount; k++)
 	{
 		Reservation *r = &SnowseqRes[k];
-		Datum		v[8];
-		bool		n[8] = {false};
+		Datum		v[9];
+		bool		n[9] = {false};
 		ReserveId	id = r->id;
+		char	   *db = NULL;
 
 		if (!r->in_use)
 			continue;
@@ -187,9 +190,27 @@ snowseq_reservations(PG_FUNCTION_ARGS)
 		v[6] = Int64GetDatum((int64) pg_atomic_read_u64(&r->waits));
 		n[7] = r->rate_time == 0;
 		v[7] = TimestampTzGetDatum(r->rate_time);
+		if (with_database && id.tag == RESERVE_TAG_COUNTER)
+			db = get_database_name(id.dboid);
+		n[8] = db == NULL;
+		v[8] = db ? DirectFunctionCall1(namein, CStringGetDatum(db)) : (Datum) 0;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 	}
 	return (Datum) 0;
+}
+
+/* snowseq_reservations() of 1.0 to 1.2: without the database */
+Datum
+snowseq_reservations(PG_FUNCTION_ARGS)
+{
+	return StatusReservations(fcinfo, false);
+}
+
+/* snowseq_reservations() of 1.3: with the database of each named counter */
+Datum
+snowseq_reservations_1_3(PG_FUNCTION_ARGS)
+{
+	return StatusReservations(fcinfo, true);
 }
 
 PG_FUNCTION_INFO_V1(snowseq_capacity_fixed);

@@ -440,8 +440,9 @@ $s{router} = scrape('router');
 my $res_after = reservations();
 for my $kind ('clock', 'orders_no')
 {
-	my ($adv, $waits) = (value_of($s{router}, 'snowseq_reservation_advances_total', reservation => $kind),
-		value_of($s{router}, 'snowseq_reservation_waits_total', reservation => $kind));
+	my %l = (reservation => $kind, database => $kind eq 'clock' ? '' : 'postgres');
+	my ($adv, $waits) = (value_of($s{router}, 'snowseq_reservation_advances_total', %l),
+		value_of($s{router}, 'snowseq_reservation_waits_total', %l));
 	ok(defined $adv && $adv >= 1, "(3) router: reservation $kind advanced (" . ($adv // 'missing') . ')');
 	my ($a0, $w0) = split /,/, $res_before->{$kind} // '';
 	my ($a1, $w1) = split /,/, $res_after->{$kind} // '';
