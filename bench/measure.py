@@ -600,10 +600,13 @@ $$;
 
 
 def as_server(cmd, env=()):
-    """A command run as the server's user (PostgreSQL refuses root)."""
+    """A command run as the server's user (PostgreSQL refuses root), from
+    the root directory when that user is another one (it may not be able to
+    enter ours: PostgreSQL's programs would complain); every path given is
+    absolute."""
     pre = ["env", "PATH=" + os.environ["PATH"]] + list(env)
     if os.geteuid() == 0:
-        return ["runuser", "-u", "postgres", "--"] + pre + cmd
+        return ["runuser", "-u", "postgres", "--", "env", "-C", "/"] + pre + cmd
     return pre + cmd
 
 
