@@ -105,7 +105,7 @@ work_tree() {
 as_server_user() {
 	if [ "$(id -u)" = 0 ]; then
 		local wd=.
-		runuser -u postgres -- test -x . 2>/dev/null || wd=/
+		runuser -u postgres -- test -x "$PWD" 2>/dev/null || wd=/
 		(cd "$wd" && runuser -u postgres -- env PATH="$PGBIN:$PATH" "$@")
 	else
 		env PATH="$PGBIN:$PATH" "$@"
