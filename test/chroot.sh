@@ -44,7 +44,7 @@ upgrade_from_of() {
 # Packages of a chroot for PostgreSQL $1, besides test/lib.sh's: the
 # crypto headers, building the Debian package, and what the whole suite
 # needs (the benchmarks, the clients).
-EXTRA_PACKAGES="libssl-dev debhelper dpkg-dev postgresql-server-dev-all $TEST_PACKAGES"
+EXTRA_PACKAGES="libssl-dev debhelper dpkg-dev postgresql-server-dev-all $(echo $TEST_PACKAGES)"
 
 # The host's Debian mirror, so that a host with a local mirror uses it.
 host_mirror() {
