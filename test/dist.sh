@@ -1,13 +1,13 @@
 #!/bin/bash
 # The PGXN distribution as `make dist` makes it: in a fresh clone of the
-# committed HEAD, make dist writes snowseq-VERSION.zip; its files lie under
+# committed HEAD (or of the commit or tag given), make dist writes snowseq-VERSION.zip; its files lie under
 # one directory snowseq-VERSION/ (PGXN's layout), its META.json is valid
 # against the PGXN Meta Spec 1.0.0 (test/PgxnMeta.pm) and names that
 # version, and the files META.json names (the install script, the docfile)
 # and what building needs are in it.  The zip is left where
 # SNOWSEQ_DIST_OUT says (default: a temporary directory, removed).
 #
-# Usage: bash test/dist.sh
+# Usage: bash test/dist.sh [REF]        e.g. bash test/dist.sh v1.2.0
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/lib.sh
@@ -16,7 +16,7 @@ install_missing unzip libjson-perl git
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/snowseq-dist.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 git clone -q --no-checkout . "$tmp/clone"
-git -C "$tmp/clone" checkout -q "$(git rev-parse HEAD)"
+git -C "$tmp/clone" checkout -q "$(git rev-parse --verify "${1:-HEAD}^{commit}")"
 make -s -C "$tmp/clone" PG_CONFIG="$PG_CONFIG" dist
 zip=$(cd "$tmp/clone" && ls snowseq-*.zip)
 echo "make dist: $zip ($(stat -c %s "$tmp/clone/$zip") bytes, $(unzip -Z1 "$tmp/clone/$zip" | grep -vc '/$') files)"
