@@ -611,14 +611,18 @@ def as_server(cmd, env=()):
 
 
 def psql_at(port, script, db="postgres"):
-    """A psql script on the server at port; returns (ok, output, first error)."""
+    """A psql script on the server at port; returns (ok, output, first error).
+    The error is an observation of what a generator does (a standby or a
+    read-only transaction refusing it), so the console and the report say
+    "refused: ...", not the server's "ERROR: ...", which reads as a broken
+    run."""
     p = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-p", str(port),
                         "-d", db, "-f", "-"], input=script, capture_output=True, text=True)
     err = ""
     for line in p.stderr.splitlines():
         m = re.search(r"(ERROR|FATAL):\s+(.*)", line)
         if m:
-            err = "%s: %s" % (m.group(1), m.group(2))
+            err = "%s: %s" % ("refused" if m.group(1) == "ERROR" else m.group(1), m.group(2))
             break
     return p.returncode == 0, p.stdout, err
 
