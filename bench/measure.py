@@ -892,22 +892,29 @@ $$;
 
 
 def as_server(cmd, env=()):
-    """A command run as the server's user (PostgreSQL refuses root)."""
+    """A command run as the server's user (PostgreSQL refuses root), from
+    the root directory when that user is another one (it may not be able to
+    enter ours: PostgreSQL's programs would complain); every path given is
+    absolute."""
     pre = ["env", "PATH=" + os.environ["PATH"]] + list(env)
     if os.geteuid() == 0:
-        return ["runuser", "-u", "postgres", "--"] + pre + cmd
+        return ["runuser", "-u", "postgres", "--", "env", "-C", "/"] + pre + cmd
     return pre + cmd
 
 
 def psql_at(port, script, db="postgres"):
-    """A psql script on the server at port; returns (ok, output, first error)."""
+    """A psql script on the server at port; returns (ok, output, first error).
+    The error is an observation of what a generator does (a standby or a
+    read-only transaction refusing it), so the console and the report say
+    "refused: ...", not the server's "ERROR: ...", which reads as a broken
+    run."""
     p = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-p", str(port),
                         "-d", db, "-f", "-"], input=script, capture_output=True, text=True)
     err = ""
     for line in p.stderr.splitlines():
         m = re.search(r"(ERROR|FATAL):\s+(.*)", line)
         if m:
-            err = "%s: %s" % (m.group(1), m.group(2))
+            err = "%s: %s" % ("refused" if m.group(1) == "ERROR" else m.group(1), m.group(2))
             break
     return p.returncode == 0, p.stdout, err
 

@@ -146,6 +146,9 @@ done
 if [ "$mode" = smoke ]; then
 	grep -q '^| snowseq_next() call cost' "$out/benchmarks.md" ||
 		{ echo "bench: no targets table in the report" >&2; exit 1; }
+	# what a generator refuses is an observation, not an error of the run
+	! grep -n 'ERROR' "$out/benchmarks.md" ||
+		{ echo "bench: the report shows ERROR (above); a refusal is written as refused" >&2; exit 1; }
 	for t in 'snowseq_public_text(constant ID) under 500 ns' 'snowseq_from_public_text(constant code) under 500 ns' \
 		'snowseq_encrypt_uuid(constant uuid) under 1 us' 'snowseq_decrypt_uuid(constant public uuid) under 1 us'; do
 		grep -q "^| $t" "$out/benchmarks.md" ||

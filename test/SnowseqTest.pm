@@ -32,12 +32,15 @@ my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 #   start => 0 to leave it stopped, extension => 0 to skip CREATE EXTENSION,
 #   install_path => another PostgreSQL installation (its bin/ and libraries),
 #   initdb => [more initdb options].
+# The cluster is UTF8 with the C locale whatever the environment says
+# (without a locale initdb would make it SQL_ASCII).
 sub snowseq_node
 {
 	my ($name, %o) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name,
 		$o{install_path} ? (install_path => $o{install_path}) : ());
-	$node->init(allows_streaming => $o{streaming} // 0, extra => $o{initdb} || []);
+	$node->init(allows_streaming => $o{streaming} // 0,
+		extra => [ '--encoding=UTF8', '--locale=C', @{ $o{initdb} || [] } ]);
 	my $conf = '';
 	$conf .= "shared_preload_libraries = 'snowseq'\n" unless defined $o{preload} && !$o{preload};
 	my $id = exists $o{node_id} ? $o{node_id} : 1;

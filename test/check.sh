@@ -20,7 +20,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/lib.sh
 
-ensure_packages
+# everything the suite needs, before anything runs
+ensure_packages $TEST_PACKAGES
+client_modules
 if [ -n "${DEBUG_BUILD:-}" ]; then
 	SNOWSEQ_DEBUG=1
 	export SNOWSEQ_DEBUG
@@ -33,24 +35,40 @@ if [ -n "${SNOWSEQ_OLD_PG_CONFIG:-}" ]; then
 	export SNOWSEQ_OLD_INSTALL
 fi
 
+# The last $2 lines of file $1, under its name.
+print_tail() {
+	[ -f "$1" ] || return 0
+	echo "=== $1 (last $2 lines)"
+	tail -n "$2" "$1"
+}
+
 dir=$(work_tree)
 status=0
 # with T set, only those TAP files run
 target=installcheck
 [ -n "${T:-}" ] && target=tapcheck
+out=$(mktemp "${TMPDIR:-/tmp}/snowseq-check.XXXXXX")
 (cd "$dir" && as_server_user make -s PG_CONFIG="$PG_CONFIG" $target ${T:+T="$T"} \
-	${SKIP_TAP:+TAP_TESTS=} ${PROVE_FLAGS:+PROVE_FLAGS="$PROVE_FLAGS"}) || status=$?
+	${SKIP_TAP:+TAP_TESTS=} ${PROVE_FLAGS:+PROVE_FLAGS="$PROVE_FLAGS"}) 2>&1 | tee "$out" ||
+	status=$?
 if [ $status -ne 0 ]; then
 	for f in "$dir/regression.diffs" "$dir/output_iso/regression.diffs"; do
 		[ -f "$f" ] && cat "$f"
 	done
-	for f in "$dir"/tmp_check/log/*.log; do
-		[ -f "$f" ] || continue
-		case "$f" in *regress_log*) echo "=== $f (tail)"; tail -n 60 "$f";; esac
+	# each failed TAP file (prove's summary names it): its log, and the
+	# logs of its servers
+	for t in $(sed -n 's|^\(test/t/[0-9A-Za-z_]*\)\.pl *(Wstat.*|\1|p' "$out" | sort -u); do
+		t=${t#test/t/}
+		print_tail "$dir/tmp_check/log/regress_log_$t" 80
+		for f in "$dir/tmp_check/log/${t}"_*.log; do
+			print_tail "$f" 20
+		done
 	done
+	rm -f "$out"
 	echo "snowseq tests FAILED (logs in $dir)"
 	exit $status
 fi
+rm -f "$out"
 if [ -z "${T:-}${SKIP_TAP:-}" ] && [ -z "${SKIP_BENCH:-}" ] && [ -f bench/run.sh ]; then
 	bash bench/run.sh --smoke
 fi

@@ -42,8 +42,9 @@ upgrade_from_of() {
 }
 
 # Packages of a chroot for PostgreSQL $1, besides test/lib.sh's: the
-# crypto headers, building the Debian package, the benchmarks.
-EXTRA_PACKAGES="libssl-dev debhelper dpkg-dev postgresql-server-dev-all gnuplot-nox python3"
+# crypto headers, building the Debian package, and what the whole suite
+# needs (the benchmarks, the clients).
+EXTRA_PACKAGES="libssl-dev debhelper dpkg-dev postgresql-server-dev-all $(echo $TEST_PACKAGES)"
 
 # The host's Debian mirror, so that a host with a local mirror uses it.
 host_mirror() {
@@ -156,6 +157,25 @@ mount_chroot() {
 	done
 }
 
+# The host's locally added CA certificates (/usr/local/share/ca-certificates)
+# in the chroot at $1, as every machine of a site whose TLS traffic passes
+# an authority of its own has them: without them npm cannot reach its
+# registry there.  The ca-certificates package takes them in when it is
+# installed; where it already is, they are taken in now.
+site_certificates() {
+	local root=$1 src=/usr/local/share/ca-certificates
+
+	[ -n "$(ls -A "$src" 2>/dev/null)" ] || return 0
+	mkdir -p "$root$src"
+	diff -rq "$src" "$root$src" >/dev/null 2>&1 && return 0
+	cp -a "$src/." "$root$src/"
+	if [ -x "$root/usr/sbin/update-ca-certificates" ]; then
+		in_chroot "$root" update-ca-certificates >/dev/null 2>&1 ||
+			echo "chroot: update-ca-certificates failed in $root" >&2
+	fi
+	return 0
+}
+
 # Remove a directory tree that must have nothing mounted in it.
 remove_tree() {
 	if [ -n "$(mounts_below "$1")" ]; then
@@ -243,6 +263,7 @@ prepare_chroot() {
 	ROOT=$root
 	if chroot_current "$root" "$stamp" && [ -x "$root/usr/lib/postgresql/$v/bin/pg_config" ]; then
 		echo "PostgreSQL $v: reusing the $suite chroot $root"
+		site_certificates "$root"
 		return 0
 	fi
 
@@ -262,6 +283,7 @@ prepare_chroot() {
 	fi
 
 	# the packages test/check.sh needs, installed by its own helper
+	site_certificates "$new"
 	mount_chroot "$new"
 	copy_tree "$new"
 	if ! in_chroot "$new" bash -c "cd /snowseq && PG_MAJOR=$v && . test/lib.sh &&
@@ -289,6 +311,7 @@ clean_chroot() {
 	root="$CACHE/$suite-$name"
 	[ -e "$root" ] && remove_tree "$root"
 	copy_base "$suite" "$root"
+	site_certificates "$root"
 	mkdir -p "$CACHE/$suite-apt-archives/partial"
 	mount_chroot "$root"
 	mount --bind "$CACHE/$suite-apt-archives" "$root/var/cache/apt/archives"

@@ -15,8 +15,16 @@ PG_MAJOR=${PG_MAJOR:-15}
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
 PGBIN=$("$PG_CONFIG" --bindir 2>/dev/null || echo "/usr/lib/postgresql/$PG_MAJOR/bin")
 PACKAGES="postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
-	libipc-run-perl libxxhash-dev libmurmurhash-dev libssl-dev faketime make gcc rsync
-	prometheus-postgres-exporter prometheus"
+	libipc-run-perl libxxhash-dev libmurmurhash-dev libssl-dev faketime make gcc rsync"
+# What the whole suite needs besides: the benchmark harness (bench/run.sh
+# --smoke), the clients whose guides under docs/clients/ run in
+# test/t/081_clients.pl (node-postgres itself comes from the npm registry,
+# test/clients/package.json), and Prometheus's PostgreSQL exporter and
+# promtool for test/t/080_monitoring.pl.  test/check.sh installs all of it
+# up front.
+TEST_PACKAGES="gnuplot-nox python3 python3-psycopg python3-psycopg2 python3-sqlalchemy
+	python3-xxhash nodejs npm default-jdk-headless libpostgresql-jdbc-java libguava-java
+	liblz4-java prometheus-postgres-exporter prometheus"
 
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 
@@ -29,8 +37,17 @@ install_missing() {
 	done
 	if [ -n "$missing" ]; then
 		echo "installing:$missing"
-		$SUDO apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+		# apt's chatter (debconf's notes) only when it fails
+		local log
+		log=$(mktemp "${TMPDIR:-/tmp}/snowseq-apt.XXXXXX")
+		if ! { $SUDO apt-get update -qq &&
+			$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing; } >"$log" 2>&1; then
+			cat "$log"
+			rm -f "$log"
+			echo "installing:$missing failed" >&2
+			return 1
+		fi
+		rm -f "$log"
 	fi
 }
 
@@ -38,6 +55,16 @@ install_missing() {
 ensure_packages() {
 	install_missing $PACKAGES "$@"
 	PGBIN=$("$PG_CONFIG" --bindir)
+}
+
+# The npm modules of the node-postgres examples (test/clients/package.json,
+# versions fixed by its package-lock.json), installed into
+# test/clients/node_modules (ignored by git) when missing or out of date.
+client_modules() {
+	[ -f test/clients/package-lock.json ] || return 0
+	[ test/clients/node_modules/.package-lock.json -nt test/clients/package-lock.json ] && return 0
+	echo "installing the npm modules of test/clients (npm ci)"
+	(cd test/clients && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 }
 
 # Build warning-free (-Werror) and install into the PostgreSQL tree; with
@@ -75,10 +102,14 @@ work_tree() {
 	fi
 }
 
-# Run a command as the server user: postgres when we are root.
+# Run a command as the server user: postgres when we are root, from the
+# root directory when postgres cannot enter the current one (PostgreSQL's
+# programs complain that they cannot change back to it).
 as_server_user() {
 	if [ "$(id -u)" = 0 ]; then
-		runuser -u postgres -- env PATH="$PGBIN:$PATH" "$@"
+		local wd=.
+		runuser -u postgres -- test -x "$PWD" 2>/dev/null || wd=/
+		(cd "$wd" && runuser -u postgres -- env PATH="$PGBIN:$PATH" "$@")
 	else
 		env PATH="$PGBIN:$PATH" "$@"
 	fi

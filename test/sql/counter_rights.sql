@@ -177,7 +177,7 @@ DROP ROLE regress_counter_owner, regress_counter_user, regress_counter_other, re
 -- counters made by 1.1 have no owner: after the update they belong to the
 -- owner of snowseq_counters and are granted to PUBLIC, so every role with
 -- EXECUTE keeps drawing from them; counters made after it are owner-only
-CREATE DATABASE snowseq_rights_upgrade;
+CREATE DATABASE snowseq_rights_upgrade TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C';
 \c snowseq_rights_upgrade
 CREATE EXTENSION snowseq VERSION '1.1';
 CREATE ROLE regress_counter_old;

@@ -5,7 +5,7 @@
 -- FF1-AES256-encrypted with the gene's 3 bytes as tweak.  In a database of
 -- its own, whose keys are fixed by this test (crypt.sql spends every key
 -- version of the shared database), so that public UUIDs are vectors.
-CREATE DATABASE snowseq_public_uuid;
+CREATE DATABASE snowseq_public_uuid TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C';
 \c snowseq_public_uuid
 CREATE EXTENSION snowseq;
 SET client_min_messages = notice;

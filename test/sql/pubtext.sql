@@ -3,7 +3,7 @@
 -- check character).  In a database of its own, whose keys are fixed by
 -- this test (crypt.sql spends every key version of the shared database),
 -- so that codes are vectors.
-CREATE DATABASE snowseq_pubtext;
+CREATE DATABASE snowseq_pubtext TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C';
 \c snowseq_pubtext
 CREATE EXTENSION snowseq;
 SET client_min_messages = notice;

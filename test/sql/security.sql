@@ -2,7 +2,7 @@
 -- plants look-alikes of the functions and operators the install script
 -- uses.  None of them may ever run: every reference in the script is
 -- qualified.
-CREATE DATABASE snowseq_security;
+CREATE DATABASE snowseq_security TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C';
 \c snowseq_security
 SET client_min_messages = notice;
 CREATE ROLE regress_hijacker;

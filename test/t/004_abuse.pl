@@ -105,8 +105,10 @@ cmp_ok($drift, '>', ($LEAD_MS - $UNIT_MS) / 1000, 'the clock stands at the lead 
 cmp_ok(status_of('extract(epoch FROM max_lead)'), '==', $LEAD_MS / 1000, 'snowseq_status shows max_lead');
 
 # an ordinary caller waits at the bound too (no unit ends before the test
-# steps the clock)
-my $caller = background_call('postgres', 'caller', 'SELECT snowseq_next()');
+# steps the clock); it is the cluster's bootstrap superuser, which is named
+# after whoever ran initdb (postgres only when that user did)
+my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
+my $caller = background_call($superuser, 'caller', 'SELECT snowseq_next()');
 ok($node->poll_query_until('postgres', waiting('caller'), '1'),
 	'an ordinary caller waits behind the flood at the bound');
 
