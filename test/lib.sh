@@ -29,10 +29,18 @@ TEST_PACKAGES="gnuplot-nox python3 python3-psycopg python3-psycopg2 python3-sqla
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 
 # Install those of the named Debian packages that are missing (needs root
-# or sudo).
+# or sudo).  Node.js and npm count as there when their programs are, from
+# wherever they came: Node.js from its makers' repository ships npm too,
+# and conflicts with Debian's npm package.
 install_missing() {
-	local missing=""
+	local missing="" cmd
 	for p in "$@"; do
+		case "$p" in
+			nodejs) cmd=node ;;
+			npm) cmd=npm ;;
+			*) cmd="" ;;
+		esac
+		[ -n "$cmd" ] && command -v "$cmd" >/dev/null 2>&1 && continue
 		dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 	done
 	if [ -n "$missing" ]; then
