@@ -113,6 +113,11 @@ typedef struct Move
 	bool		fence_moved;	/* MoveUndoFence: the source says it switched */
 	int			switch_wait_ms; /* MoveLockParentOnce: 0 NOWAIT, or lock_timeout */
 	bool		keys_locked;	/* the source transaction locked tables of a foreign key */
+	/* the subscription's errors, as MoveCheckSubscription saw them */
+	int64		sub_errors;		/* errors PostgreSQL counted so far */
+	int			sub_failures;	/* of them in a row: the same error, no progress */
+	char	   *sub_error;		/* the last error's SQLSTATE and text */
+	char	   *sub_done;		/* what the subscription had done at that error */
 	char	   *ext;			/* quoted schema of snowseq on this server */
 	MemoryContext cxt;
 	/* the placement group: one Move per table, the first one leads */

@@ -485,7 +485,10 @@ MoveRecordNew(Move *m)
 		   SPI_OK_SELECT);
 }
 
-/* A remote server fit for a move: snowseq 1.1 or later, a superuser session. */
+/*
+ * A remote server fit for a move: snowseq 1.3 or later (a destination
+ * keeps the last error of its subscriptions), a superuser session.
+ */
 static void
 MoveCheckServer(RemoteConn *rc)
 {
@@ -496,7 +499,7 @@ MoveCheckServer(RemoteConn *rc)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("snowseq is not installed on server \"%s\"", rc->server),
 				 errhint("Run CREATE EXTENSION snowseq in that database.")));
-	if (strcmp(rc->extversion, "1.1") < 0)
+	if (strcmp(rc->extversion, "1.3") < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("snowseq %s on server \"%s\" cannot take part in moves", rc->extversion, rc->server),

@@ -19,6 +19,7 @@
 #include "move_internal.h"
 
 #define MOVE_STALL_MS			(300 * 1000)	/* no progress for so long: fail */
+#define MOVE_SUB_FAILURES		5	/* the same error so often in a row, no progress: it persists */
 
 /* Create the publication of the moving range of every table of the group on the source. */
 void
@@ -80,18 +81,111 @@ MoveCreateSubscription(Move *m)
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 }
 
-/* Fail if the subscription reported an error. */
+/*
+ * What the subscription has done for good, as text that changes whenever
+ * it gets further: the state of each of its tables, the position its apply
+ * worker's replication origin has applied up to, and that of each table
+ * whose copy is done and catching up (PostgreSQL names the origins after
+ * the subscription and the table).  A table still copying has done nothing
+ * for good: a copy that fails starts again from nothing.
+ */
+static char *
+MoveSubscriptionDone(Move *m)
+{
+	return RemoteValue(MoveDst(m),
+					   psprintf("SELECT coalesce(pg_catalog.string_agg(r.srrelid::pg_catalog.text OPERATOR(pg_catalog.||) ' ' "
+								"OPERATOR(pg_catalog.||) r.srsubstate::pg_catalog.text OPERATOR(pg_catalog.||) ' ' "
+								"OPERATOR(pg_catalog.||) coalesce(r.srsublsn::pg_catalog.text, '') OPERATOR(pg_catalog.||) ' ' "
+								"OPERATOR(pg_catalog.||) CASE WHEN r.srsubstate OPERATOR(pg_catalog.=) ANY (ARRAY['f', 's']::pg_catalog.\"char\"[]) "
+								"THEN coalesce((SELECT o.remote_lsn::pg_catalog.text FROM pg_catalog.pg_replication_origin_status o "
+								"WHERE o.external_id OPERATOR(pg_catalog.=) pg_catalog.format('pg_%%s_%%s', r.srsubid, r.srrelid)), '') "
+								"ELSE '' END, ',' ORDER BY r.srrelid), '') OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) "
+								"coalesce((SELECT o.remote_lsn::pg_catalog.text FROM pg_catalog.pg_replication_origin_status o "
+								"WHERE o.external_id OPERATOR(pg_catalog.=) 'pg_%u'), '') "
+								"FROM pg_catalog.pg_subscription_rel r WHERE r.srsubid OPERATOR(pg_catalog.=) %u",
+								m->sub_oid, m->sub_oid),
+					   "read what the subscription has done");
+}
+
+/*
+ * Whether an error of a subscription's worker is one that PostgreSQL's
+ * retry cannot heal: data exceptions, integrity constraint violations (a
+ * conflict with a row on the destination), syntax and access rule
+ * violations (a missing relation or column, a missing privilege).
+ */
+static bool
+MoveErrorCannotHeal(const char *sqlstate)
+{
+	return strncmp(sqlstate, "22", 2) == 0 || strncmp(sqlstate, "23", 2) == 0 ||
+		strncmp(sqlstate, "42", 2) == 0;
+}
+
+/*
+ * Watch the subscription's errors (errors: the count PostgreSQL keeps for
+ * it).  PostgreSQL restarts a worker that failed, and the copy or the
+ * streaming goes on from where it had got: a walsender or worker that was
+ * terminated, a connection that broke, a timeout.  Such an error gets a
+ * NOTICE and the move goes on.  The move fails on an error that persists:
+ * one that cannot heal (MoveErrorCannotHeal), or the same error
+ * MOVE_SUB_FAILURES times in a row while the subscription gets no further
+ * (MoveSubscriptionDone); its message carries the error's text, which the
+ * destination's snowseq keeps (snowseq_subscription_error).
+ */
 void
 MoveCheckSubscription(Move *m, const char *errors)
 {
-	if (errors != NULL && strcmp(errors, "0") != 0)
+	Move	   *lead = MoveLead(m);
+	int64		n = errors ? pg_strtoint64(errors) : 0;
+	RemoteConn *dst;
+	PGresult   *res;
+	char	   *sqlstate = NULL;
+	char	   *text = NULL;
+	char	   *error;
+	char	   *done;
+
+	if (n <= lead->sub_errors)
+		return;
+	dst = MoveDst(m);
+	res = RemoteExec(dst, psprintf("SELECT sqlstate, message FROM %s(%u)",
+								   MoveRemoteExt(dst, "snowseq_subscription_error"), lead->sub_oid),
+					 "read the error of the subscription");
+	if (PQntuples(res) == 1)
+	{
+		sqlstate = pstrdup(PQgetvalue(res, 0, 0));
+		text = pstrdup(PQgetvalue(res, 0, 1));
+	}
+	PQclear(res);
+	error = psprintf("%s %s", sqlstate ? sqlstate : "?", text ? text : "?");
+	done = MoveSubscriptionDone(m);
+	if (lead->sub_error != NULL && strcmp(lead->sub_error, error) == 0 &&
+		lead->sub_done != NULL && strcmp(lead->sub_done, done) == 0)
+		lead->sub_failures += n - lead->sub_errors;
+	else
+		lead->sub_failures = n - lead->sub_errors;
+	lead->sub_errors = n;
+	lead->sub_error = MemoryContextStrdup(lead->cxt, error);
+	lead->sub_done = MemoryContextStrdup(lead->cxt, done);
+
+	if ((sqlstate != NULL && MoveErrorCannotHeal(sqlstate)) || lead->sub_failures >= MOVE_SUB_FAILURES)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
-				 errmsg("copying genes %d to %d of table \"%s\" to server \"%s\" failed",
-						m->first, m->last, m->parent_rel, m->dst_name),
-				 errdetail("The subscription reported %s errors.", errors),
-				 errhint("The server logs of \"%s\" and \"%s\" say why; the move was undone.",
-						 m->dst_name, m->src_name)));
+				 errmsg("copying genes %d to %d of table \"%s\" to server \"%s\" failed: %s",
+						m->first, m->last, m->parent_rel, m->dst_name,
+						text ? text : "the subscription reported errors"),
+				 text == NULL ?
+				 errdetail("The subscription's workers failed %d times in a row, making no progress in between.",
+						   lead->sub_failures) :
+				 sqlstate != NULL && MoveErrorCannotHeal(sqlstate) ?
+				 errdetail("The subscription's worker failed with SQLSTATE %s, an error that retrying does not heal.",
+						   sqlstate) :
+				 errdetail("The subscription's workers failed %d times in a row with this error (SQLSTATE %s), "
+						   "making no progress in between.", lead->sub_failures, sqlstate),
+				 errhint("Remove its cause on server \"%s\" (its log has the context), then move the genes again: "
+						 "the move was undone.", m->dst_name)));
+	ereport(NOTICE,
+			(errmsg("copying genes %d to %d to server \"%s\": a replication worker failed (%s); "
+					"PostgreSQL restarts it and the move goes on",
+					m->first, m->last, m->dst_name, text ? text : "see the server log")));
 }
 
 /* The source's WAL position now, flushed, so the walsender can send it. */

@@ -12,6 +12,7 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
+#include "apply_error.h"
 #include "backfill.h"
 #include "clock.h"
 #include "compat.h"
@@ -38,6 +39,7 @@ SnowseqShmemSize(void)
 	size = add_size(size, ReserveShmemSize());
 	size = add_size(size, ClockShmemSize());
 	size = add_size(size, BackfillShmemSize());
+	size = add_size(size, ApplyErrorShmemSize());
 	return size;
 }
 
@@ -68,6 +70,7 @@ SnowseqShmemStartup(void)
 	found = ReserveShmemInit();
 	ClockShmemInit();
 	BackfillShmemInit();
+	ApplyErrorShmemInit();
 	if (!found)
 		ReserveLoadState();
 	LWLockRelease(AddinShmemInitLock);
@@ -94,6 +97,7 @@ _PG_init(void)
 	ClockInit();
 	SegmentInit();
 	BackfillInit();
+	ApplyErrorInit();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = SnowseqShmemRequest;
