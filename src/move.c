@@ -318,8 +318,7 @@ MoveRelease(Move *m)
 	MoveReleaseParent(m);
 	MoveCloseSessions(m);
 	foreach(lc, MoveGroup(m))
-		SpiRun(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE,
-						(int32) ((Move *) lfirst(lc))->id), SPI_OK_SELECT);
+		MoveUnlock(((Move *) lfirst(lc))->id);
 }
 
 /*

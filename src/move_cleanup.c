@@ -433,14 +433,10 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 	for (uint64 i = 0; i < n; i++)
 	{
 		Move	   *m = MoveLoad(ext, rows->vals[i], rows->tupdesc, NULL);
-		char	   *got;
 
 		if (groups)
 			MoveLoadMembers(m);
-		got = SpiValue(m->cxt, psprintf("SELECT pg_catalog.pg_try_advisory_lock(%d, %d)",
-													SNOWSEQ_LOCK_MOVE, (int32) m->id));
-
-		if (strcmp(got, "t") != 0)
+		if (!MoveLock(m->id, false))
 			MoveNote(m, NULL, "move", "running");
 		else
 		{
@@ -455,8 +451,7 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 				SetUserIdAndSecContext(m->mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 			MoveResolve(m, "interrupted");
 			SetUserIdAndSecContext(save_user, save_sec);
-			SpiRun(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
-				   SPI_OK_SELECT);
+			MoveUnlock(m->id);
 			state = MoveStateRead(m);
 			if (state != MOVE_STATE_DONE && state != MOVE_STATE_FAILED && state != MOVE_STATE_ROLLBACK)
 				left++;

@@ -14,6 +14,7 @@
 #include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -33,6 +34,45 @@ MoveSleep(long ms)
 					 PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * The router's lock of a move (remote.h): taken when its record is made,
+ * held by the mover's session until the move ends, so that a record whose
+ * lock is free belongs to a move that ended or died.  With wait false,
+ * false if another session holds it.
+ */
+bool
+MoveLock(int64 id, bool wait)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_MOVE, id);
+	return LockAcquire(&tag, ExclusiveLock, true, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* Let go of the router's lock of a move. */
+void
+MoveUnlock(int64 id)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_MOVE, id);
+	(void) LockRelease(&tag, ExclusiveLock, true);
+}
+
+/*
+ * One starter of a move at a time, to the end of the transaction that
+ * checks for overlaps and records the move; running moves hold no lock
+ * that this waits for.
+ */
+void
+MoveLockStart(void)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_MOVE, 0);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 /* Milliseconds since a moment. */

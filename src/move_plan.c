@@ -375,8 +375,8 @@ MoveIsLive(int64 id)
 															"SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype OPERATOR(pg_catalog.=) 'advisory' "
 															"AND database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) "
 															"AND classid OPERATOR(pg_catalog.=) %u AND objid OPERATOR(pg_catalog.=) %u "
-															"AND objsubid OPERATOR(pg_catalog.=) 2 AND granted",
-															(uint32) SNOWSEQ_LOCK_MOVE, (uint32) id));
+															"AND objsubid OPERATOR(pg_catalog.=) %d AND granted",
+															(uint32) SNOWSEQ_LOCK_MOVE, (uint32) id, SNOWSEQ_LOCK_FIELD4));
 
 	return v != NULL && strcmp(v, "0") != 0;
 }
@@ -404,8 +404,7 @@ MoveRecordNew(Move *m)
 	char	   *v;
 
 	m->node = MoveLocalNode(m);
-	/* one starter at a time; running moves hold no lock that this waits for */
-	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_xact_lock(%d, 0)", SNOWSEQ_LOCK_MOVE), SPI_OK_SELECT);
+	MoveLockStart();
 	SpiRun(psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
 					"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
 					"AND state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) ORDER BY move_id",
@@ -481,13 +480,13 @@ MoveRecordNew(Move *m)
 	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
 	m->state = MOVE_STATE_PREPARE;
 	/* held until the move ends: others see it running */
-	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
-		   SPI_OK_SELECT);
+	(void) MoveLock(m->id, true);
 }
 
 /*
- * A remote server fit for a move: snowseq 1.3 or later (a destination
- * keeps the last error of its subscriptions), a superuser session.
+ * A remote server fit for a move: snowseq 1.3 or later (the fences' locks
+ * no other role can take, the subscription's last error), a superuser
+ * session.
  */
 static void
 MoveCheckServer(RemoteConn *rc)

@@ -106,21 +106,20 @@ MoveFence(Move *m, const char *state)
 					  "set the fence");
 }
 
-/* Take (or release) a fence lock of every table of the group on the holder. */
+/*
+ * Hold the fence of every table of the group on the holder session
+ * (snowseq_fence_hold), or let go of it (the writers waiting on it go on).
+ */
 static void
-MoveFenceLocks(Move *m, const char *fn, int cls, bool alive_too)
+MoveFenceLocks(Move *m, bool hold)
 {
 	ListCell   *lc;
 
 	foreach(lc, MoveGroup(m))
-	{
-		int			id = ((Move *) lfirst(lc))->fence_id;
-
-		RemoteCommand(MoveHolder(m), alive_too ?
-					  psprintf("SELECT pg_catalog.%s(%d, %d), pg_catalog.%s(%d, %d)", fn, SNOWSEQ_LOCK_ALIVE, id, fn, cls, id) :
-					  psprintf("SELECT pg_catalog.%s(%d, %d)", fn, cls, id),
-					  "take or release the fence locks");
-	}
+		RemoteCommand(MoveHolder(m), psprintf("SELECT %s(%d)",
+											  MoveRemoteExt(MoveHolder(m), hold ? "snowseq_fence_hold" : "snowseq_fence_let_go"),
+											  ((Move *) lfirst(lc))->fence_id),
+					  hold ? "hold the fence" : "let go of the fence");
 }
 
 /* Wait for running writes of every fenced table: "t" if they all ended in time. */
@@ -336,7 +335,7 @@ MoveBlock(Move *m)
 			pid = RemoteValue(MoveHolder(m), "SELECT pg_catalog.pg_backend_pid()", "read the session's process");
 			m->lock_pid = pg_strtoint32(pid);
 		}
-		MoveFenceLocks(m, "pg_advisory_lock", SNOWSEQ_LOCK_BLOCK, true);
+		MoveFenceLocks(m, true);
 		MoveFence(m, "block");
 		m->blocked_at = GetCurrentTimestamp();
 		done = MoveFenceWait(m);
@@ -348,7 +347,7 @@ MoveBlock(Move *m)
 		}
 		/* let writes go on and try again later; replication carries on */
 		MoveFence(m, "open");
-		MoveFenceLocks(m, "pg_advisory_unlock", SNOWSEQ_LOCK_BLOCK, false);
+		MoveFenceLocks(m, false);
 		if (attempt == MOVE_BLOCK_ATTEMPTS)
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
@@ -378,7 +377,7 @@ MoveBlock(Move *m)
 						  "rename the destination table");
 	}
 	MoveFence(m, "reject");
-	MoveFenceLocks(m, "pg_advisory_unlock", SNOWSEQ_LOCK_BLOCK, false);
+	MoveFenceLocks(m, false);
 	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz",
 							  quote_literal_cstr(timestamptz_to_str(m->blocked_at))));
 }
