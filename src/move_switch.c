@@ -364,22 +364,32 @@ MoveBlock(Move *m)
 		MoveSleep(1000L * attempt);
 	}
 
-	/* everything up to the block is on the destination: stop replicating */
-	MoveDropSubscription(m);
+	/*
+	 * Everything up to the block is on the destination: stop replicating
+	 * (a revert keeps the slot of the way back, in case it does not switch).
+	 */
+	if (m->reverts != 0)
+		MoveBackDetach(m);
+	else
+		MoveDropSubscription(m);
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
 
 		if (t->dest_created == 1)
 			MoveSchemaTriggersOn(MoveTables(t));
-		if (strcmp(t->src_table, t->dst_table) != 0)
+		if (m->reverts == 0 && strcmp(t->src_table, t->dst_table) != 0)
 			RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s RENAME TO %s", t->src_table, quote_identifier(t->dst_rel)),
 						  "rename the destination table");
 	}
+	if (m->revert_window > 0)
+		MoveBackAttach(m);
 	MoveFence(m, "reject");
 	MoveFenceLocks(m, false);
-	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz",
-							  quote_literal_cstr(timestamptz_to_str(m->blocked_at))));
+	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz%s%s",
+												   quote_literal_cstr(timestamptz_to_str(m->blocked_at)),
+												   m->back_lsn ? ", back_lsn = " : "",
+												   m->back_lsn ? quote_literal_cstr(m->back_lsn) : ""));
 }
 
 /*
@@ -660,26 +670,52 @@ MoveSwitchPartitions(Move *m)
 }
 
 /*
- * Rewrite the router, in one transaction: the partitions of every table of
- * the group (bounds, new foreign tables), then the map, once.  Idempotent:
- * nothing happens if the lead's new table is attached already.
+ * A revert: give the partitions of one table back what they had before
+ * the move it reverts.  The new partition goes; a split's partition takes
+ * its old bounds again and reads its table; a whole partition, dropped at
+ * the switch, is made again on the source, reading the table it read,
+ * with the options the new one had.
  */
-void
-MoveSwitchRouter(Move *m)
+static void
+MoveUnswitchPartitions(Move *r)
+{
+	Move	   *o = r->revert_of;
+	char	   *plo = BoundSql(o->part_has_lo, o->part_lo, "MINVALUE");
+	char	   *phi = BoundSql(o->part_has_hi, o->part_hi, "MAXVALUE");
+	char	   *opts;
+	char	   *colopts;
+
+	MoveForeignOptions(o, pg_strtoint64(SpiValue(o->cxt, psprintf("SELECT %s::pg_catalog.regclass::pg_catalog.oid",
+																	quote_literal_cstr(o->new_part_q)))),
+					   &opts, &colopts);
+	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", o->parent_q, o->new_part_q), SPI_OK_UTILITY);
+	SpiRun(psprintf("DROP FOREIGN TABLE %s", o->new_part_q), SPI_OK_UTILITY);
+	if (o->kind == MOVE_KIND_WHOLE)
+	{
+		SpiRun(psprintf("CREATE FOREIGN TABLE %s PARTITION OF %s FOR VALUES FROM (%s) TO (%s) "
+						"SERVER %s OPTIONS (schema_name %s, table_name %s%s)",
+						o->part_q, o->parent_q, plo, phi, quote_identifier(o->src_name),
+						quote_literal_cstr(o->dst_nsp), quote_literal_cstr(o->src_rel), opts ? opts : ""),
+			   SPI_OK_UTILITY);
+		if (colopts != NULL)
+			SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", o->part_q, colopts + 1), SPI_OK_UTILITY);
+		return;
+	}
+	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", o->parent_q, o->part_q), SPI_OK_UTILITY);
+	SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
+					o->parent_q, o->part_q, plo, phi), SPI_OK_UTILITY);
+	MovePointPartition(o, false);
+}
+
+/*
+ * The map: genes first..last to a server, in rows ending at first - 1 and
+ * last; neighbours on the same server become one row.
+ */
+static void
+MoveMapGenes(Move *m, const char *server)
 {
 	char	   *map = MoveExt(m, "snowseq_shard_map");
-	char	   *v;
-	ListCell   *lc;
 
-	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
-								  "OPERATOR(pg_catalog.=) %u AND inhrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
-								  m->parent, quote_literal_cstr(m->new_part_q)));
-	if (strcmp(v, "0") != 0)
-		return;
-	foreach(lc, MoveGroup(m))
-		MoveSwitchPartitions(lfirst(lc));
-
-	/* the map: rows ending at first - 1 and last, the range to the new server */
 	if (m->first > 0)
 		SpiRun(psprintf("INSERT INTO %s (upper_gene, shard) SELECT %d, (SELECT shard FROM %s WHERE upper_gene "
 						"OPERATOR(pg_catalog.>=) %d ORDER BY upper_gene LIMIT 1) ON CONFLICT (upper_gene) DO NOTHING",
@@ -690,13 +726,43 @@ MoveSwitchRouter(Move *m)
 	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.>=) %d AND upper_gene OPERATOR(pg_catalog.<) %d",
 					map, m->first, m->last), SPI_OK_DELETE);
 	SpiRun(psprintf("UPDATE %s SET shard = %s WHERE upper_gene OPERATOR(pg_catalog.=) %d",
-					map, quote_literal_cstr(m->dst_name), m->last), SPI_OK_UPDATE);
-	/* neighbours on the same server become one row */
+					map, quote_literal_cstr(server), m->last), SPI_OK_UPDATE);
 	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) %s",
-					map, m->first - 1, quote_literal_cstr(m->dst_name)), SPI_OK_DELETE);
+					map, m->first - 1, quote_literal_cstr(server)), SPI_OK_DELETE);
 	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) "
 					"(SELECT shard FROM %s WHERE upper_gene OPERATOR(pg_catalog.>) %d ORDER BY upper_gene LIMIT 1)",
 					map, m->last, map, m->last), SPI_OK_DELETE);
+}
+
+/*
+ * Rewrite the router, in one transaction: the partitions of every table of
+ * the group (bounds, new foreign tables), then the map, once; a revert
+ * gives them back what they had before its move.  Idempotent: nothing
+ * happens if the lead's new table is attached already (still, for a
+ * revert).
+ */
+void
+MoveSwitchRouter(Move *m)
+{
+	Move	   *lead = MoveLead(m);
+	const char *new_part = m->reverts != 0 ? m->revert_of->new_part_q : m->new_part_q;
+	bool		attached;
+	ListCell   *lc;
+
+	attached = strcmp(SpiValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
+												"OPERATOR(pg_catalog.=) %u AND inhrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
+												m->parent, quote_literal_cstr(new_part))), "0") != 0;
+	if (attached == (m->reverts == 0))
+		return;
+	foreach(lc, MoveGroup(m))
+	{
+		if (m->reverts != 0)
+			MoveUnswitchPartitions(lfirst(lc));
+		else
+			MoveSwitchPartitions(lfirst(lc));
+	}
+	/* the map: the genes to the destination (for a revert, the source of its move) */
+	MoveMapGenes(lead, lead->dst_name);
 }
 
 /*
@@ -853,8 +919,9 @@ MoveSwitch(Move *m)
 {
 	ListCell   *lc;
 
+	/* a revert's partitions read the source tables again: no view */
 	foreach(lc, MoveGroup(m))
-		if (((Move *) lfirst(lc))->kind != MOVE_KIND_WHOLE)
+		if (((Move *) lfirst(lc))->kind != MOVE_KIND_WHOLE && m->reverts == 0)
 			MoveCreateKeepView(lfirst(lc), MoveSrc(m));
 	m->keys_locked = false;
 	MoveSourceTransaction(m);

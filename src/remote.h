@@ -57,6 +57,9 @@ extern char *RemoteConninfo(Oid serverid);
 extern void RemoteCheckUsableAs(RemoteConn *rc);
 
 /* move.c */
+extern void MoveInit(void);
+
+/* move_cleanup.c */
 extern int	MoveResolveSwitches(int elevel);
 
 #endif							/* SNOWSEQ_REMOTE_H */

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "crypt.h"
+#include "remote.h"
 #include "reserve.h"
 #include "rmgr.h"
 #include "segment.h"
@@ -91,6 +92,7 @@ _PG_init(void)
 	GucInit();
 	CryptInit();
 	TestPointInit();
+	MoveInit();
 	RmgrInit();
 	GucReservePrefix();
 	GucValidate();

@@ -52,27 +52,8 @@ CREATE FOREIGN TABLE items_0 PARTITION OF items FOR VALUES FROM (0) TO (MAXVALUE
 INSERT INTO snowseq_shard_map VALUES (32767, 'shard_a');
 });
 
-sub layout
-{
-	return $router->safe_psql('postgres', q{
-		SELECT string_agg(upper_gene || '=' || shard, ',' ORDER BY upper_gene) FROM snowseq_shard_map})
-	  . ' ' . $router->safe_psql('postgres', q{
-		SELECT string_agg(c.relname || ' ' || pg_get_expr(c.relpartbound, c.oid), '; ' ORDER BY c.relname)
-		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'items'::regclass});
-}
-sub leftovers
-{
-	my @l;
-	for my $s ($sa, $sb)
-	{
-		push @l, map { $s->name . ": $_" } grep { length } split /\n/, $s->safe_psql('postgres', q{
-			SELECT 'slot ' || slot_name FROM pg_replication_slots
-			UNION ALL SELECT 'publication ' || pubname FROM pg_publication
-			UNION ALL SELECT 'subscription ' || subname FROM pg_subscription
-			UNION ALL SELECT 'fence ' || token || ' ' || state FROM snowseq_fence WHERE state <> 'moved'});
-	}
-	return @l;
-}
+sub layout { return shard_layout($router, 'postgres', 'items'); }
+sub leftovers { return move_leftovers('postgres', $sa, $sb); }
 # a session of the squatter on a server
 sub squatter
 {
