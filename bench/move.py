@@ -26,10 +26,11 @@ MOVED = (0, 8191)           # genes that move
 OTHER = (8192, 32767)       # genes that stay
 
 
-def psql(args, port, sql, db="postgres", check=True):
-    """Run SQL with psql; returns (stdout, stderr)."""
+def psql(args, port, sql, db="postgres", check=True, settings=""):
+    """Run SQL with psql (settings: for its session, as PGOPTIONS); returns (stdout, stderr)."""
+    env = dict(os.environ, PGOPTIONS=settings) if settings else None
     p = subprocess.run(["psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", args.host, "-p", str(port),
-                        "-d", db, "-c", sql], capture_output=True, text=True)
+                        "-d", db, "-c", sql], capture_output=True, text=True, env=env)
     if check and p.returncode != 0:
         raise RuntimeError("psql on port %s failed: %s\n%s" % (port, sql[:200], p.stderr))
     return p.stdout.strip(), p.stderr
@@ -135,8 +136,9 @@ def run_kind(args, kind, rows, rate, settle):
     writers = {"moved": Writer(args, db, MOVED, 1001, rate), "other": Writer(args, db, OTHER, 1002, rate)}
     time.sleep(settle)
     t0 = time.monotonic()
-    _, notices = psql(args, args.router, ("SET snowseq.move_revert_window = '1h'; " if kind == "revert" else "")
-                      + "CALL snowseq_move_genes('orders', %d, %d, 'shard_c')" % MOVED, db)
+    # a CALL of its own: the window is a setting of the session
+    _, notices = psql(args, args.router, "CALL snowseq_move_genes('orders', %d, %d, 'shard_c')" % MOVED, db,
+                      settings="-c snowseq.move_revert_window=3600" if kind == "revert" else "")
     t1 = time.monotonic()
     time.sleep(settle)
     rec, _ = psql(args, args.router, "SELECT move_id, pause_ms, dest_table FROM snowseq_moves", db)

@@ -174,10 +174,11 @@ MoveFinalize(Move *m)
 
 /*
  * Step: finish a revert whose router switched back: commit its prepared
- * transaction on the destination of the move it reverts (the fences there
- * become moved), drop the way back (its slot, publication and partitioned
- * tables), let the source take writes of the genes again (their fences
- * go), and remove the destination tables.  The move is reverted.
+ * transactions, on the destination of the move it reverts (the fences
+ * there become moved) and on its source (the fences there go: it takes
+ * the genes' writes again), drop the way back (its slot, publication and
+ * partitioned tables), and remove the destination tables.  The move is
+ * reverted.
  */
 void
 MoveRevertFinish(Move *m)
@@ -189,6 +190,8 @@ MoveRevertFinish(Move *m)
 
 	RemoteClose(m->lock);
 	m->lock = NULL;
+	RemoteClose(m->dst_lock);
+	m->dst_lock = NULL;
 	MoveResolvePrepared(m, true);
 	MoveReleaseParent(m);
 	MoveBackDrop(o);
@@ -199,10 +202,7 @@ MoveRevertFinish(Move *m)
 		Move	   *t = lfirst(lc);
 		Move	   *ot = t->revert_of;
 
-		RemoteCommand(MoveDst(m), psprintf("SELECT %s(%d, 'open'); SELECT %s(%s)",
-										   MoveRemoteExt(MoveDst(m), "snowseq_fence_state"), ot->fence_id,
-										   MoveRemoteExt(MoveDst(m), "snowseq_fence_drop"), quote_literal_cstr(ot->token)),
-					  "remove the fence of the moved genes");
+		/* the source's fences went with its prepared transaction */
 		MoveNote(t, m->dst_name, psprintf("fence of %s", t->dst_table), "removed");
 		RemoteCommand(MoveSrc(m), psprintf("SELECT %s(%s::pg_catalog.regclass)",
 										   MoveRemoteExt(MoveSrc(m), "snowseq_fence_clear"), quote_literal_cstr(t->src_table)),
@@ -229,6 +229,8 @@ MoveUndoLock(Move *m)
 	/* closing the session aborts the source transaction and frees the locks */
 	RemoteClose(m->lock);
 	m->lock = NULL;
+	RemoteClose(m->dst_lock);
+	m->dst_lock = NULL;
 }
 
 /* Undo: roll back the prepared source transaction, if any. */

@@ -446,6 +446,7 @@ void
 MoveCloseSessions(Move *m)
 {
 	RemoteClose(m->lock);
+	RemoteClose(m->dst_lock);
 	RemoteClose(m->src);
 	RemoteClose(m->dst);
 }

@@ -121,6 +121,7 @@ typedef struct Move
 								 * transaction */
 	int			lock_pid;		/* its backend there */
 	RemoteConn *dst;
+	RemoteConn *dst_lock;		/* a revert's destination: holds its transaction there */
 	TimestampTz blocked_at;
 	TimestampTz copy_start;		/* the copy's clock, for its notices */
 	TimestampTz copy_noticed;

@@ -42,25 +42,35 @@ MoveGid(Move *m)
 	return quote_literal_cstr(m->token);
 }
 
-/*
- * Commit or roll back the prepared source transaction of a move, if it is
- * there: the router's committed state decides (switched: commit).  Until
- * then it holds the source table, so no query reads a half-moved state.
- */
-void
-MoveResolvePrepared(Move *m, bool commit)
+/* Commit or roll back the prepared transaction of a move on one server, if it is there. */
+static void
+MoveResolvePreparedOn(Move *m, RemoteConn *rc, const char *server, bool commit)
 {
-	RemoteConn *src = MoveSrc(m);
-	char	   *v = RemoteValue(src, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
-											  "WHERE gid OPERATOR(pg_catalog.=) %s", MoveGid(m)),
+	char	   *v = RemoteValue(rc, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
+											 "WHERE gid OPERATOR(pg_catalog.=) %s", MoveGid(m)),
 								"look up the prepared source transaction");
 
 	if (strcmp(v, "0") == 0)
 		return;
-	RemoteCommand(src, psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", MoveGid(m)),
+	RemoteCommand(rc, psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", MoveGid(m)),
 				  commit ? "commit the prepared source transaction" : "roll back the prepared source transaction");
-	MoveNote(m, m->src_name, psprintf("prepared transaction %s", m->token),
+	MoveNote(m, server, psprintf("prepared transaction %s", m->token),
 			 commit ? "committed" : "rolled back");
+}
+
+/*
+ * Commit or roll back the prepared source transaction of a move, if it is
+ * there: the router's committed state decides (switched: commit).  Until
+ * then it holds the source table, so no query reads a half-moved state.  A
+ * revert prepares one on each server, under the same name
+ * (MoveRevertDestTransaction).
+ */
+void
+MoveResolvePrepared(Move *m, bool commit)
+{
+	MoveResolvePreparedOn(m, MoveSrc(m), m->src_name, commit);
+	if (m->reverts != 0)
+		MoveResolvePreparedOn(m, MoveDst(m), m->dst_name, commit);
 }
 
 /* Create the fence triggers of a remote table (waiting for writers briefly). */
@@ -899,6 +909,44 @@ MoveReleaseParent(Move *m)
 }
 
 /*
+ * A revert's transaction on its destination (the source of the move it
+ * reverts), prepared with the one on its source and committed after the
+ * router's commit (MoveResolvePrepared): the fences of the moved genes
+ * there, tombstones since the move, go, so that the writes the router sends
+ * there once it has switched back pass; until the commit they wait for the
+ * tables' lock, as readers of the source wait for the other transaction.
+ * The router holds the parents' locks, so no query of its holds them.
+ */
+static void
+MoveRevertDestTransaction(Move *m)
+{
+	RemoteConn *rc;
+	StringInfoData tables;
+	ListCell   *lc;
+
+	RemoteClose(m->dst_lock);
+	m->dst_lock = NULL;
+	rc = MoveSession(m, &m->dst_lock, m->dst_name);
+	RemoteCommand(rc, "BEGIN", "begin the transaction of the revert on its destination");
+	initStringInfo(&tables);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		Move	   *ot = t->revert_of;
+
+		RemoteCommand(rc, psprintf("SELECT %s(%d, 'open'); SELECT %s(%s)",
+								   MoveRemoteExt(rc, "snowseq_fence_state"), ot->fence_id,
+								   MoveRemoteExt(rc, "snowseq_fence_drop"), quote_literal_cstr(ot->token)),
+					  "remove the fence of the moved genes");
+		appendStringInfo(&tables, "%s%s", tables.len ? ", " : "", t->dst_table);
+	}
+	RemoteCommand(rc, psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
+							   MOVE_SWITCH_MAX_WAIT_MS, tables.data),
+				  "lock the tables of the revert's destination");
+	RemoteCommand(rc, psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the transaction of the revert on its destination");
+}
+
+/*
  * Step: the switch, in one router transaction.  The source transaction
  * (a split's keep view appears in it, the fence becomes moved; no row is
  * deleted) runs first, then the router takes the parent's lock, rewrites
@@ -959,6 +1007,8 @@ MoveSwitch(Move *m)
 		foreach(lc, MoveGroup(m))
 			MoveRefuseReferenced(lfirst(lc), MoveHolder(m));
 	}
+	if (m->reverts != 0)
+		MoveRevertDestTransaction(m);
 	RemoteCommand(MoveHolder(m), psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the source transaction");
 	MoveHoldParent(m);
 	SNOWSEQ_TESTPOINT("move_after_source_commit");

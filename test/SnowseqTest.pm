@@ -20,7 +20,7 @@ our @EXPORT = qw(snowseq_node start_faketime set_fake_offset seconds_to_next_uni
   wait_clients check_ids read_ids all_unique strictly_increasing max_of
   min_of segment_of server_log_since read_state_file script_clients
   read_lines extension_fingerprint compare_fingerprints
-  shard_layout move_leftovers);
+  shard_layout move_leftovers fdw_servers_sql);
 
 my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -496,6 +496,17 @@ sub compare_fingerprints
 		diag("only in $want_name: $_") for @only_want;
 	}
 	return $ok;
+}
+
+# SQL for a router: a postgres_fdw server and a user mapping for the
+# current user for each [name, node] given, reaching database $db there.
+sub fdw_servers_sql
+{
+	my ($db, @servers) = @_;
+	return join '', map {
+		sprintf("CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '%s', port '%s', dbname '%s');\n"
+			  . "CREATE USER MAPPING FOR CURRENT_USER SERVER %s;\n", $_->[0], $_->[1]->host, $_->[1]->port, $db, $_->[0])
+	} @servers;
 }
 
 # The routing map of a router's database and the partitions of some of its

@@ -58,12 +58,7 @@ $sa->safe_psql('postgres', qq{
 	INSERT INTO events SELECT ((8192 + i % 24576)::bigint << 48) | (i::bigint << 10) | 1023, 'a' FROM generate_series(1, 2000) i});
 my $total = 4001;
 
-my $servers = '';
-for my $s ([ 'shard_a', $sa ], [ 'shard_b', $sb ])
-{
-	$servers .= sprintf("CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '%s', port '%s', dbname 'postgres');\n"
-		  . "CREATE USER MAPPING FOR CURRENT_USER SERVER %s;\n", $s->[0], $s->[1]->host, $s->[1]->port, $s->[0]);
-}
+my $servers = fdw_servers_sql('postgres', [ 'shard_a', $sa ], [ 'shard_b', $sb ]);
 $router->safe_psql('postgres', "CREATE EXTENSION postgres_fdw;\n$servers" . q{
 CREATE TABLE events (event_id bigint NOT NULL, payload text NOT NULL) PARTITION BY RANGE (event_id);
 CREATE FOREIGN TABLE events_0 PARTITION OF events FOR VALUES FROM (0) TO (MAXVALUE)

@@ -39,12 +39,7 @@ for my $n ($router, $sa, $sb)
 }
 $sa->safe_psql('postgres', q{CREATE TABLE items (item_id bigint PRIMARY KEY, note text NOT NULL);
 	INSERT INTO items SELECT ((i % 32768)::bigint << 48) | (i::bigint << 10) | 1023, 'x' FROM generate_series(1, 3000) i});
-my $servers = '';
-for my $s ([ 'shard_a', $sa ], [ 'shard_b', $sb ])
-{
-	$servers .= sprintf("CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '%s', port '%s', dbname 'postgres');\n"
-		  . "CREATE USER MAPPING FOR CURRENT_USER SERVER %s;\n", $s->[0], $s->[1]->host, $s->[1]->port, $s->[0]);
-}
+my $servers = fdw_servers_sql('postgres', [ 'shard_a', $sa ], [ 'shard_b', $sb ]);
 $router->safe_psql('postgres', "CREATE EXTENSION postgres_fdw;\n$servers" . q{
 CREATE TABLE items (item_id bigint NOT NULL, note text NOT NULL) PARTITION BY RANGE (item_id);
 CREATE FOREIGN TABLE items_0 PARTITION OF items FOR VALUES FROM (0) TO (MAXVALUE)
