@@ -34,6 +34,7 @@ OBJS = \
 	src/pubtext.o \
 	src/remote.o \
 	src/fence.o \
+	src/apply_error.o \
 	src/move.o \
 	src/move_common.o \
 	src/move_plan.o \

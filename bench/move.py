@@ -26,10 +26,11 @@ MOVED = (0, 8191)           # genes that move
 OTHER = (8192, 32767)       # genes that stay
 
 
-def psql(args, port, sql, db="postgres", check=True):
-    """Run SQL with psql; returns (stdout, stderr)."""
+def psql(args, port, sql, db="postgres", check=True, settings=""):
+    """Run SQL with psql (settings: for its session, as PGOPTIONS); returns (stdout, stderr)."""
+    env = dict(os.environ, PGOPTIONS=settings) if settings else None
     p = subprocess.run(["psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", args.host, "-p", str(port),
-                        "-d", db, "-c", sql], capture_output=True, text=True)
+                        "-d", db, "-c", sql], capture_output=True, text=True, env=env)
     if check and p.returncode != 0:
         raise RuntimeError("psql on port %s failed: %s\n%s" % (port, sql[:200], p.stderr))
     return p.stdout.strip(), p.stderr
@@ -129,30 +130,50 @@ def setup(args, kind, rows):
 
 
 def run_kind(args, kind, rows, rate, settle):
-    db = setup(args, kind, rows)
+    """A move of MOVED under the writers; for kind "revert", a split kept
+    revertable (snowseq.move_revert_window), then reverted, under them too."""
+    db = setup(args, "split" if kind == "revert" else kind, rows)
     writers = {"moved": Writer(args, db, MOVED, 1001, rate), "other": Writer(args, db, OTHER, 1002, rate)}
     time.sleep(settle)
     t0 = time.monotonic()
-    _, notices = psql(args, args.router, "CALL snowseq_move_genes('orders', %d, %d, 'shard_c')" % MOVED, db)
+    # a CALL of its own: the window is a setting of the session
+    _, notices = psql(args, args.router, "CALL snowseq_move_genes('orders', %d, %d, 'shard_c')" % MOVED, db,
+                      settings="-c snowseq.move_revert_window=3600" if kind == "revert" else "")
     t1 = time.monotonic()
     time.sleep(settle)
+    rec, _ = psql(args, args.router, "SELECT move_id, pause_ms, dest_table FROM snowseq_moves", db)
+    move_id, pause, dest = rec.split("|")
+    r = {"kind": kind, "rows": rows, "rate": rate, "total_s": t1 - t0, "notices": notices, "held_ms": float(pause)}
+    t2 = t3 = t1
+    if kind == "revert":
+        t2 = time.monotonic()
+        _, rnotices = psql(args, args.router, "CALL snowseq_move_revert(%s)" % move_id, db)
+        t3 = time.monotonic()
+        r["notices"] += rnotices
+        time.sleep(settle)
+        r["revert_s"] = t3 - t2
+        held, _ = psql(args, args.router, "SELECT pause_ms FROM snowseq_moves WHERE reverts = %s" % move_id, db)
+        r["revert_held_ms"] = float(held)
     for w in writers.values():
         w.finish()
-    r = {"kind": kind, "rows": rows, "rate": rate, "total_s": t1 - t0, "notices": notices}
     m = re.search(r"copied (\d+) rows of genes .* in ([\d.]+) s", notices)
     r["copied"], r["copy_s"] = (int(m.group(1)), float(m.group(2))) if m else (0, float("nan"))
-    rec, _ = psql(args, args.router, "SELECT pause_ms, rows_copied, dest_table FROM snowseq_moves", db)
-    pause, moved_rows, dest = rec.split("|")
-    r["held_ms"], r["moved_rows"] = float(pause), int(moved_rows)
     for name, w in writers.items():
         gap, n = w.longest_gap(t0 - settle, t1 + settle)
         r[name + "_gap_ms"], r[name + "_n"] = gap * 1000, n
+        if kind == "revert":
+            gap, _ = w.longest_gap(t2 - settle, t3 + settle)
+            r[name + "_revert_gap_ms"] = gap * 1000
         r[name + "_errors"] = len(w.errors)
         r[name + "_other_errors"] = [e for e in w.errors if "are moving to server" not in e][:3]
-    # the destination holds the moved genes and nothing else
-    on_dest, _ = psql(args, args.dest, "SELECT count(*), count(*) FILTER (WHERE order_id < %d OR order_id >= %d) FROM %s"
-                      % (MOVED[0] << 48, (MOVED[1] + 1) << 48, dest), db)
-    r["dest_rows"], r["dest_foreign"] = [int(x) for x in on_dest.split("|")]
+    # the destination holds the moved genes and nothing else (after a revert: nothing)
+    if kind == "revert":
+        left, _ = psql(args, args.dest, "SELECT count(*) FROM pg_class WHERE relname ~ '^orders'", db)
+        r["dest_rows"], r["dest_foreign"] = 0, int(left)
+    else:
+        on_dest, _ = psql(args, args.dest, "SELECT count(*), count(*) FILTER (WHERE order_id < %d OR order_id >= %d) FROM %s"
+                          % (MOVED[0] << 48, (MOVED[1] + 1) << 48, dest), db)
+        r["dest_rows"], r["dest_foreign"] = [int(x) for x in on_dest.split("|")]
     routed, _ = psql(args, args.router, "SELECT count(*) FROM orders WHERE order_id < %d" % ((MOVED[1] + 1) << 48), db)
     r["routed_rows"] = int(routed)
     total, _ = psql(args, args.router, "SELECT count(*), count(DISTINCT order_id) FROM orders", db)
@@ -189,7 +210,10 @@ def section(results, mode, elapsed, rows, rate):
           "deleted in batches after it, the partition that keeps genes 8192..32767 reads a view of the rows "
           "that stay on A, and is then pointed back at the table (one catalog change). The pause of the moved "
           "genes is the final catch-up and the switch, whatever the number of rows."
-          % fmt_int(rows), ""]
+          % fmt_int(rows),
+          "* **revert**: the split, with `snowseq.move_revert_window` set: after the switch A is kept current "
+          "by replication from C; then `snowseq_move_revert` moves the genes back (the writers go on), and C's "
+          "tables go (the destination row shows what is left of them there).", ""]
     kinds = [r["kind"] for r in results]
     L.append("| | " + " | ".join(kinds) + " |")
     L.append("|---|" + "---:|" * len(kinds))
@@ -206,6 +230,12 @@ def section(results, mode, elapsed, rows, rate):
     row("... its inserts turned away to retry", lambda r: str(r["moved_errors"]))
     row("pause of a writer of other genes", lambda r: "%.0f ms" % r["other_gap_ms"])
     row("... its inserts turned away", lambda r: str(r["other_errors"]))
+    row("revert (a split kept revertable, then reverted): total time of the CALL",
+        lambda r: "%.1f s" % r["revert_s"] if "revert_s" in r else "-")
+    row("revert: writes to the moved genes held back (its `pause_ms`)",
+        lambda r: "%.0f ms" % r["revert_held_ms"] if "revert_held_ms" in r else "-")
+    row("revert: pause of a writer of the moved genes / of other genes",
+        lambda r: "%.0f ms / %.0f ms" % (r["moved_revert_gap_ms"], r["other_revert_gap_ms"]) if "revert_s" in r else "-")
     row("rows on the destination afterwards (genes outside the range)",
         lambda r: "%s (%d)" % (fmt_int(r["dest_rows"]), r["dest_foreign"]))
     row("rows through the router: all / distinct / loaded plus inserts the writers saw",
@@ -237,7 +267,7 @@ def main():
     rows = int(os.environ.get("BENCH_MOVE_ROWS", 20000 if smoke else 1000000))
     rate = int(os.environ.get("BENCH_MOVE_RATE", 200))
     settle = float(os.environ.get("BENCH_MOVE_SETTLE", 1 if smoke else 3))
-    kinds = os.environ.get("BENCH_MOVE_KINDS", "whole split").split()
+    kinds = os.environ.get("BENCH_MOVE_KINDS", "whole split revert").split()
     start = time.time()
     results = []
     for kind in kinds:
@@ -245,6 +275,9 @@ def main():
         r = run_kind(args, kind, rows, rate, settle)
         print("  total %.1f s, copy %.1f s, held %.0f ms, moved writer %.0f ms, other writer %.0f ms"
               % (r["total_s"], r["copy_s"], r["held_ms"], r["moved_gap_ms"], r["other_gap_ms"]), flush=True)
+        if "revert_s" in r:
+            print("  revert: total %.1f s, held %.0f ms, moved writer %.0f ms, other writer %.0f ms"
+                  % (r["revert_s"], r["revert_held_ms"], r["moved_revert_gap_ms"], r["other_revert_gap_ms"]), flush=True)
         print("  " + r["notices"].strip().replace("\n", "\n  "), flush=True)
         for name in ("moved", "other"):
             if r[name + "_other_errors"]:

@@ -14,8 +14,10 @@
  *			client retries and the router sends the retry to the new server;
  *	 moved	the range lives elsewhere: writes to it here are refused.
  * block and reject apply only while the mover's session on this server is
- * alive (it holds SNOWSEQ_LOCK_ALIVE): if the router dies mid-move, writes
- * go on here, where the rows still are.  Writes to every other range pass
+ * alive (it holds SNOWSEQ_LOCK_ALIVE, taken by snowseq_fence_hold): if the
+ * router dies mid-move, writes go on here, where the rows still are.  The
+ * locks are on tags no SQL role can take (remote.h), so nobody but the
+ * mover can make a fence act or hold its writers back.  Writes to every other range pass
  * after one cache lookup.
  *
  * snowseq_fence_wait lets the mover wait for transactions that were already
@@ -162,7 +164,7 @@ FenceMoverAlive(Fence *f)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, SNOWSEQ_LOCK_ALIVE, (uint32) f->id, 2);
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_ALIVE, f->id);
 	if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 		return true;
 	LockRelease(&tag, ShareLock, false);
@@ -175,7 +177,7 @@ FenceWaitBlock(Fence *f)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, SNOWSEQ_LOCK_BLOCK, (uint32) f->id, 2);
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_BLOCK, f->id);
 	(void) LockAcquire(&tag, ShareLock, false, false);
 	LockRelease(&tag, ShareLock, false);
 }
@@ -234,6 +236,8 @@ PG_FUNCTION_INFO_V1(snowseq_fence_state);
 PG_FUNCTION_INFO_V1(snowseq_fence_drop);
 PG_FUNCTION_INFO_V1(snowseq_fence_wait);
 PG_FUNCTION_INFO_V1(snowseq_fence_clear);
+PG_FUNCTION_INFO_V1(snowseq_fence_hold);
+PG_FUNCTION_INFO_V1(snowseq_fence_let_go);
 
 /*
  * snowseq_fence('id_column'): BEFORE INSERT OR UPDATE OR DELETE row trigger
@@ -444,8 +448,8 @@ snowseq_fence_wait(PG_FUNCTION_ARGS)
 							"AND v.pid OPERATOR(pg_catalog.<>) ALL (SELECT w.pid FROM pg_catalog.pg_locks w "
 							"WHERE w.locktype OPERATOR(pg_catalog.=) 'advisory' AND NOT w.granted "
 							"AND w.classid OPERATOR(pg_catalog.=) %u AND w.objid OPERATOR(pg_catalog.=) $1::pg_catalog.oid "
-							"AND w.objsubid OPERATOR(pg_catalog.=) 2))",
-							(uint32) SNOWSEQ_LOCK_BLOCK),
+							"AND w.objsubid OPERATOR(pg_catalog.=) %d))",
+							(uint32) SNOWSEQ_LOCK_BLOCK, SNOWSEQ_LOCK_FIELD4),
 				   2, types, values, NULL, SPI_OK_SELECT);
 		done = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		SPI_freetuptable(SPI_tuptable);
@@ -480,4 +484,40 @@ snowseq_fence_clear(PG_FUNCTION_ARGS)
 	SPI_finish();
 	CacheInvalidateRelcacheByRelid(FenceTable(fcinfo->flinfo->fn_oid));
 	PG_RETURN_INT32(n);
+}
+
+/*
+ * snowseq_fence_hold(fence_id): the calling session (the mover's) holds the
+ * fence: its block and reject states act while this session lives, and
+ * writers of its IDs wait while it is at block, until snowseq_fence_let_go
+ * or the end of the session.  Session locks, as pg_advisory_lock takes
+ * them, on tags that no SQL role can take; taken again by a session that
+ * holds them, they are held once more.
+ */
+Datum
+snowseq_fence_hold(PG_FUNCTION_ARGS)
+{
+	int32		fence_id = PG_GETARG_INT32(0);
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_ALIVE, fence_id);
+	(void) LockAcquire(&tag, ExclusiveLock, true, false);
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_BLOCK, fence_id);
+	(void) LockAcquire(&tag, ExclusiveLock, true, false);
+	PG_RETURN_VOID();
+}
+
+/*
+ * snowseq_fence_let_go(fence_id) -> bool: writers that wait on the fence
+ * go on (to see its state again); the session still holds it alive.
+ * False if this session did not hold it.
+ */
+Datum
+snowseq_fence_let_go(PG_FUNCTION_ARGS)
+{
+	int32		fence_id = PG_GETARG_INT32(0);
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_BLOCK, fence_id);
+	PG_RETURN_BOOL(LockRelease(&tag, ExclusiveLock, true));
 }

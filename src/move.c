@@ -62,6 +62,7 @@
 #include "storage/latch.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/wait_event.h"
 
@@ -72,6 +73,21 @@
 #include "testpoint.h"
 
 #define MOVE_PROGRESS_MS		500 /* the copy's progress is committed so often */
+
+/* snowseq.move_revert_window: how long a move keeps its source current after its switch */
+static int	move_revert_window = 0;
+
+/* Define the settings of moves. */
+void
+MoveInit(void)
+{
+	DefineCustomIntVariable("snowseq.move_revert_window",
+							"How long a move keeps its source current after its switch, so that it can be reverted.",
+							"0 finishes a move at once.  Within the window, snowseq_move_revert() switches "
+							"the genes back and snowseq_move_finalize() ends it sooner.",
+							&move_revert_window, 0, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+}
 
 /* Refuse to run inside a transaction block or a function. */
 static void
@@ -286,6 +302,8 @@ MoveCopyWatch(Move *m)
 		if (((Move *) lfirst(lc))->dest_created == 1)
 			MoveSchemaIndexes(MoveTables(lfirst(lc)));
 	MoveGroupForeignKeys(m);
+	if (m->revert_window > 0)
+		MoveBackPrepare(m);
 	SNOWSEQ_TESTPOINT("move_after_copy");
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
@@ -318,8 +336,7 @@ MoveRelease(Move *m)
 	MoveReleaseParent(m);
 	MoveCloseSessions(m);
 	foreach(lc, MoveGroup(m))
-		SpiRun(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE,
-						(int32) ((Move *) lfirst(lc))->id), SPI_OK_SELECT);
+		MoveUnlock(((Move *) lfirst(lc))->id);
 }
 
 /*
@@ -379,6 +396,53 @@ MoveDropKeepViews(Move *m)
 }
 
 /*
+ * Run the step that ends a move whose router switched (its finish, or a
+ * revert's end); an error is recorded and reported in a WARNING: the move
+ * stays switched, and snowseq_move_cleanup() finishes it.
+ */
+static void
+MoveEndStep(Move *m, MoveStep step, const char *switched)
+{
+	ErrorData  *err = MoveTry(m, step);
+
+	if (err != NULL)
+	{
+		MoveRecordSet(m, psprintf("error = %s", quote_literal_cstr(err->message)));
+		ereport(WARNING,
+				(errmsg("move " INT64_FORMAT " %s, but could not clean up: %s", m->id, switched, err->message),
+				 errhint("SELECT * FROM snowseq_move_cleanup(); finishes it.")));
+	}
+}
+
+/*
+ * Once the router's commit has its partitions read the tables again: drop
+ * the keep views of a move, or say in a WARNING that they are left.
+ */
+static void
+MoveEndViews(Move *m)
+{
+	ErrorData  *err = MoveTry(m, MoveDropKeepViews);
+
+	if (err != NULL)
+		ereport(WARNING,
+				(errmsg("move " INT64_FORMAT " could not drop its views on server \"%s\": %s", m->id, m->src_name, err->message),
+				 errhint("SELECT * FROM snowseq_move_cleanup(); drops them.")));
+}
+
+/* The names of the tables of a move's group, quoted, for messages. */
+static char *
+MoveGroupNames(Move *m)
+{
+	StringInfoData names;
+	ListCell   *lc;
+
+	initStringInfo(&names);
+	foreach(lc, MoveGroup(m))
+		appendStringInfo(&names, "%s\"%s\"", names.len > 0 ? ", " : "", ((Move *) lfirst(lc))->parent_rel);
+	return names.data;
+}
+
+/*
  * Move genes first..last of the placement group of a table (InvalidOid:
  * of every gene-sharded table) to a server: the whole procedure.  Every
  * table of the group moves in this one move, the first one leading.
@@ -390,7 +454,6 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	char	   *ext;
 	List	   *group;
 	ListCell   *lc;
-	StringInfoData names;
 
 	MoveCheckNonAtomic(fcinfo);
 	SPI_connect_ext(SPI_OPT_NONATOMIC);
@@ -400,6 +463,7 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	m->parent = parent;
 	m->first = first;
 	m->last = last;
+	m->revert_window = move_revert_window;
 	group = MovePlacementGroup(m, to_server);
 
 	/* moves of these tables that were interrupted end first */
@@ -423,7 +487,6 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 					 errhint("Move the genes of table \"%s\" to server \"%s\" first.", t->parent_rel, m->src_name)));
 	}
 	MoveRecordNew(m);
-	initStringInfo(&names);
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
@@ -433,12 +496,11 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 			MoveRecordNew(t);
 			MoveRecordSet(t, psprintf("group_move = " INT64_FORMAT, m->id));
 		}
-		appendStringInfo(&names, "%s\"%s\"", names.len > 0 ? ", " : "", t->parent_rel);
 	}
 	SPI_commit();
 	ereport(NOTICE,
 			(errmsg("move " INT64_FORMAT ": genes %d to %d of %s %s from server \"%s\" to server \"%s\"",
-					m->id, first, last, m->members ? "tables" : "table", names.data, m->src_name, m->dst_name)));
+					m->id, first, last, m->members ? "tables" : "table", MoveGroupNames(m), m->src_name, m->dst_name)));
 
 	if (!MoveRun(m, MoveGroupChecks, MOVE_STATE_NONE) ||
 		!MoveRun(m, MovePrepareObjects, MOVE_STATE_COPY) ||
@@ -460,31 +522,251 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 				(errmsg("genes %d to %d of table \"%s\" are on server \"%s\"; their writes were held back for %s ms",
 						first, last, m->parent_rel, m->dst_name, pause ? pause : "?")));
 	}
-	{
-		ErrorData  *err = MoveTry(m, MoveFinish);
-
-		if (err != NULL)
-		{
-			MoveRecordSet(m, psprintf("error = %s", quote_literal_cstr(err->message)));
-			ereport(WARNING,
-					(errmsg("move " INT64_FORMAT " switched, but could not clean up: %s", m->id, err->message),
-					 errhint("SELECT * FROM snowseq_move_cleanup(); finishes it.")));
-		}
-	}
+	MoveEndStep(m, MoveFinish, "switched");
 	SPI_commit();
+	if (MoveStateRead(m) == MOVE_STATE_REVERTABLE)
 	{
-		/* the router reads the tables again (committed): the keep views go */
-		ErrorData  *err = MoveTry(m, MoveDropKeepViews);
+		char	   *until = SpiValue(m->cxt, psprintf("SELECT revertable_until FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+													  MoveExt(m, "snowseq_moves"), m->id));
 
-		if (err != NULL)
-			ereport(WARNING,
-					(errmsg("move " INT64_FORMAT " could not drop its views on server \"%s\": %s", m->id, m->src_name, err->message),
-					 errhint("SELECT * FROM snowseq_move_cleanup(); drops them.")));
+		ereport(NOTICE,
+				(errmsg("move " INT64_FORMAT " keeps server \"%s\" current until %s: CALL snowseq_move_revert(" INT64_FORMAT
+						") moves the genes back, CALL snowseq_move_finalize(" INT64_FORMAT ") ends it sooner",
+						m->id, m->src_name, until ? until : "?", m->id, m->id)));
 	}
+	MoveEndViews(m);
 	SPI_commit();
 	MoveRelease(m);
 	SPI_finish();
 	MemoryContextDelete(m->cxt);
+}
+
+/*
+ * A revertable move (its leading record), loaded with its group and
+ * locked, for snowseq_move_revert and snowseq_move_finalize; errors if
+ * there is none, the caller does not own its tables, or it is not
+ * revertable or busy.
+ */
+static Move *
+MoveRevertable(FunctionCallInfo fcinfo, int64 id)
+{
+	char	   *ext = ExtSchemaQuoted(fcinfo->flinfo->fn_oid);
+	char	   *lead = SpiValue(CurrentMemoryContext,
+								psprintf("SELECT coalesce(group_move, 0) FROM %s.snowseq_moves WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+										 ext, id));
+	Move	   *o;
+	ListCell   *lc;
+
+	if (lead == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("move " INT64_FORMAT " does not exist", id)));
+	if (strcmp(lead, "0") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("move " INT64_FORMAT " is a table of move %s", id, lead),
+				 errhint("Name move %s: the tables of a placement group move back together.", lead)));
+	o = MoveLoadById(ext, id);
+	foreach(lc, MoveGroup(o))
+	{
+		Move	   *t = lfirst(lc);
+		char	   *v = SpiValue(o->cxt, psprintf("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class "
+												  "WHERE oid OPERATOR(pg_catalog.=) %u", t->parent));
+
+		if (v == NULL || v[0] != 't')
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("must be owner of table %s", t->parent_rel)));
+	}
+	if (o->state != MOVE_STATE_REVERTABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("move " INT64_FORMAT " is %s, not revertable", id, MoveStateName(o->state)),
+				 errhint("A move is revertable after its switch when snowseq.move_revert_window was set for it, "
+						 "until it is finalized or reverted.")));
+	foreach(lc, MoveGroup(o))
+	{
+		if (!MoveLock(((Move *) lfirst(lc))->id, false))
+		{
+			ListCell   *lc2;
+
+			foreach(lc2, MoveGroup(o))
+			{
+				if (lc2 == lc)
+					break;
+				MoveUnlock(((Move *) lfirst(lc2))->id);
+			}
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("move " INT64_FORMAT " is being reverted or finalized", id)));
+		}
+	}
+	return o;
+}
+
+/* Let go of the locks of a move's group (MoveRevertable's). */
+static void
+MoveUnlockGroup(Move *m)
+{
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+		MoveUnlock(((Move *) lfirst(lc))->id);
+}
+
+/*
+ * Step of a revert: its fences on the destination of the move it reverts,
+ * open, and the subscription of the way back, which a revert that did not
+ * switch may have left without (it kept the slot).
+ */
+static void
+MoveRevertPrepare(Move *m)
+{
+	Move	   *o = m->revert_of;
+	char	   *v;
+	ListCell   *lc;
+
+	MoveBackSubscribe(o, false);
+	v = RemoteValue(MoveDst(m), psprintf("SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s",
+										 quote_literal_cstr(m->token)), "look up the subscription back to the source");
+	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
+	/* the errors it had before the revert are not the revert's */
+	v = RemoteValue(MoveDst(m), psprintf("SELECT coalesce(sync_error_count, 0) OPERATOR(pg_catalog.+) coalesce(apply_error_count, 0) "
+										 "FROM pg_catalog.pg_stat_subscription_stats WHERE subid OPERATOR(pg_catalog.=) %u",
+										 m->sub_oid), "read the errors of the subscription back to the source");
+	m->sub_errors = v ? pg_strtoint64(v) : 0;
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		bool		has_lo,
+					has_hi;
+		int64		lo,
+					hi;
+
+		MoveIds(t, &has_lo, &lo, &has_hi, &hi);
+		v = RemoteValue(MoveSrc(m), psprintf("SELECT %s(%s, %s, %s, %s, %s)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_open"),
+											 quote_literal_cstr(t->token), quote_literal_cstr(t->src_table),
+											 Int8OrNull(has_lo, lo), Int8OrNull(has_hi, hi), quote_literal_cstr(t->dst_name)),
+						"open the fence");
+		t->fence_id = pg_strtoint32(v);
+		MoveRecordSet(t, psprintf("fence_id = %d, sub_oid = %u", t->fence_id, m->sub_oid));
+	}
+}
+
+PG_FUNCTION_INFO_V1(snowseq_move_revert);
+PG_FUNCTION_INFO_V1(snowseq_move_finalize);
+
+/*
+ * snowseq_move_revert(move): switch a revertable move back, as a move of
+ * its own in the other direction whose copy is already there (the source
+ * was kept current): block the moved genes on the destination, catch the
+ * source up, switch the router back, drop the destination tables.
+ */
+Datum
+snowseq_move_revert(PG_FUNCTION_ARGS)
+{
+	int64		id = PG_GETARG_INT64(0);
+	Move	   *o;
+	Move	   *r;
+
+	MoveCheckNonAtomic(fcinfo);
+	SPI_connect_ext(SPI_OPT_NONATOMIC);
+	o = MoveRevertable(fcinfo, id);
+	PG_TRY();
+	{
+		r = MoveRevertNew(o);
+		SPI_commit();
+		ereport(NOTICE,
+				(errmsg("move " INT64_FORMAT ": genes %d to %d of %s %s go back from server \"%s\" to server \"%s\" (revert of move " INT64_FORMAT ")",
+						r->id, r->first, r->last, o->members ? "tables" : "table", MoveGroupNames(o), r->src_name, r->dst_name, id)));
+		if (MoveRun(r, MoveRevertPrepare, MOVE_STATE_NONE) &&
+			MoveRun(r, MoveBlock, MOVE_STATE_SWITCH) &&
+			MoveRun(r, MoveSwitch, MOVE_STATE_SWITCHED))
+		{
+			char	   *pause = SpiValue(r->cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+														  MoveExt(r, "snowseq_moves"), r->id));
+
+			ereport(NOTICE,
+					(errmsg("genes %d to %d of table \"%s\" are on server \"%s\" again; their writes were held back for %s ms",
+							r->first, r->last, r->parent_rel, r->dst_name, pause ? pause : "?")));
+			MoveEndStep(r, MoveRevertFinish, "switched back");
+			SPI_commit();
+			MoveEndViews(o);
+			SPI_commit();
+			MoveRelease(r);
+		}
+	}
+	PG_FINALLY();
+	{
+		MoveUnlockGroup(o);
+	}
+	PG_END_TRY();
+	MoveCloseSessions(o);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * Step of snowseq_move_finalize: the way back goes; the move is switched
+ * and no longer keeps its source (whoever finishes it, snowseq_move_cleanup
+ * included, does not keep it again).
+ */
+static void
+MoveFinalizeBack(Move *m)
+{
+	ListCell   *lc;
+
+	MoveBackDrop(m);
+	foreach(lc, MoveGroup(m))
+		((Move *) lfirst(lc))->revert_window = 0;
+	MoveRecordState(m, MOVE_STATE_SWITCHED, "revertable_until = NULL, revert_window = NULL");
+	SpiRun(psprintf("UPDATE %s SET revert_window = NULL WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
+					MoveExt(m, "snowseq_moves"), m->id), SPI_OK_UPDATE);
+}
+
+/*
+ * snowseq_move_finalize(move): a revertable move stops keeping its source
+ * current and finishes: the moved rows leave the source.
+ */
+Datum
+snowseq_move_finalize(PG_FUNCTION_ARGS)
+{
+	int64		id = PG_GETARG_INT64(0);
+	Move	   *o;
+
+	MoveCheckNonAtomic(fcinfo);
+	SPI_connect_ext(SPI_OPT_NONATOMIC);
+	o = MoveRevertable(fcinfo, id);
+	PG_TRY();
+	{
+		ErrorData  *err = MoveTry(o, MoveFinalizeBack);
+
+		if (err == NULL)
+		{
+			SPI_commit();
+			err = MoveTry(o, MoveFinishSource);
+		}
+		if (err != NULL)
+		{
+			MoveRecordSet(o, psprintf("error = %s", quote_literal_cstr(err->message)));
+			SPI_commit();
+			ReThrowError(err);
+		}
+		SPI_commit();
+		MoveEndViews(o);
+		SPI_commit();
+		ereport(NOTICE,
+				(errmsg("move " INT64_FORMAT " is final: genes %d to %d of table \"%s\" are on server \"%s\" alone",
+						id, o->first, o->last, o->parent_rel, o->dst_name)));
+	}
+	PG_FINALLY();
+	{
+		MoveUnlockGroup(o);
+	}
+	PG_END_TRY();
+	MoveCloseSessions(o);
+	SPI_finish();
+	PG_RETURN_VOID();
 }
 
 /* An oid[] of a list of oids. */
@@ -607,6 +889,7 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	collect = MoveNew(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
 	SPI_connect();
 	CleanupMoves(collect->ext, InvalidOid, collect, false, NOTICE);
+	CleanupRecorded(collect);
 	CleanupOrphans(collect);
 	SPI_finish();
 	foreach(lc, collect->report)

@@ -11,11 +11,14 @@
  */
 #include "postgres.h"
 
+#include "foreign/foreign.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "snowseq.h"
 #include "move_internal.h"
@@ -70,10 +73,6 @@ MoveFinishTable(Move *m)
 	char	   *rows;
 
 	MoveDeleteSource(m);
-	RemoteCommand(MoveDst(m), psprintf("COMMENT ON TABLE %s IS %s", m->dst_table,
-									   quote_literal_cstr(psprintf("snowseq: genes %d to %d of %s, moved here by %s",
-																   m->first, m->last, m->parent_q, MoveLead(m)->token))),
-				  "mark the destination table");
 	rows = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.count(*) OPERATOR(pg_catalog.||) ', ' OPERATOR(pg_catalog.||) "
 											"pg_catalog.pg_table_size(%s) FROM %s",
 											quote_literal_cstr(m->dst_table), m->dst_table), "count the moved rows");
@@ -81,8 +80,22 @@ MoveFinishTable(Move *m)
 }
 
 /*
- * Step: after the switch, remove what the source and destination no longer
- * need.  The lead's record counts the rows and bytes of the whole group.
+ * Step (in MoveFinish): keep the source current after the switch, by
+ * replication from the destination back to it, until the move is
+ * finalized or reverted (or its window ends).
+ */
+static void
+MoveKeepSource(Move *m)
+{
+	MoveBackSubscribe(m, true);
+	MoveRecordState(m, MOVE_STATE_REVERTABLE, "revertable_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) revert_window");
+	MoveNote(m, NULL, "move", "revertable");
+}
+
+/*
+ * Step: after the switch, remove what replication to the destination used;
+ * then keep the source current for a revert (the move's revert window), or
+ * finish at once (MoveFinishSource).
  */
 void
 MoveFinish(Move *m)
@@ -96,19 +109,117 @@ MoveFinish(Move *m)
 	MoveDropSubscription(m);
 	MoveDropPublication(m);
 	MoveDropSlots(m);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		RemoteCommand(MoveDst(m), psprintf("COMMENT ON TABLE %s IS %s", t->dst_table,
+										   quote_literal_cstr(psprintf("snowseq: genes %d to %d of %s, moved here by %s",
+																	   t->first, t->last, t->parent_q, m->token))),
+					  "mark the destination table");
+	}
+	/* before the router holds any lock: validating scans the destination tables */
+	MoveValidateGroupKeys(m);
+	if (m->revert_window > 0)
+	{
+		ErrorData  *err = MoveTry(m, MoveKeepSource);
+
+		if (err == NULL)
+			return;
+		ereport(WARNING,
+				(errmsg("move " INT64_FORMAT " cannot be reverted: %s", m->id, err->message),
+				 err->hint ? errhint("%s", err->hint) : 0));
+		err = MoveTry(m, MoveBackDrop);
+		if (err != NULL)
+			MoveNote(m, m->dst_name, "replication back to the source", psprintf("left: %s", err->message));
+	}
+	MoveFinishSource(m);
+}
+
+/*
+ * After the switch, once the source is no longer kept current: delete the
+ * moved rows there, point a split's partitions back at their tables; the
+ * move is done.  The lead's record counts the rows and bytes of the whole
+ * group.
+ */
+void
+MoveFinishSource(Move *m)
+{
+	ListCell   *lc;
+
 	SNOWSEQ_TESTPOINT("move_before_source_delete");
 	foreach(lc, MoveDeleteOrder(m, MoveSrc(m)))
 		MoveFinishTable(lfirst(lc));
-	/* before the router holds any lock: validating scans the destination tables */
-	MoveValidateGroupKeys(m);
 	/* a split's partitions read their tables again: last, the locks are held to the commit */
 	MovePointBack(m);
 	MoveRecordState(m, MOVE_STATE_DONE,
 					m->members == NIL ? NULL :
-					psprintf("(rows_copied, bytes_copied) = (SELECT pg_catalog.sum(rows_copied), pg_catalog.sum(bytes_copied) "
-							 "FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT " OR group_move OPERATOR(pg_catalog.=) " INT64_FORMAT ")",
+					psprintf("(rows_copied, bytes_copied) = (SELECT pg_catalog.sum(rows_copied), "
+							 "pg_catalog.sum(bytes_copied) FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT
+							 " OR group_move OPERATOR(pg_catalog.=) " INT64_FORMAT ")",
 							 MoveExt(m, "snowseq_moves"), m->id, m->id));
 	MoveNote(m, NULL, "move", "finished");
+}
+
+/*
+ * Step: finalize a revertable move: the replication back to the source
+ * ends, the moved rows leave the source.  It can no longer be reverted.
+ */
+void
+MoveFinalize(Move *m)
+{
+	MoveBackDrop(m);
+	MoveFinishSource(m);
+}
+
+/*
+ * Step: finish a revert whose router switched back: commit its prepared
+ * transactions, on the destination of the move it reverts (the fences
+ * there become moved) and on its source (the fences there go: it takes
+ * the genes' writes again), drop the way back (its slot, publication and
+ * partitioned tables), and remove the destination tables.  The move is
+ * reverted.
+ */
+void
+MoveRevertFinish(Move *m)
+{
+	Move	   *o = m->revert_of;
+	StringInfoData dropped;
+	StringInfoData emptied;
+	ListCell   *lc;
+
+	RemoteClose(m->lock);
+	m->lock = NULL;
+	RemoteClose(m->dst_lock);
+	m->dst_lock = NULL;
+	MoveResolvePrepared(m, true);
+	MoveReleaseParent(m);
+	MoveBackDrop(o);
+	initStringInfo(&dropped);
+	initStringInfo(&emptied);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		Move	   *ot = t->revert_of;
+
+		/* the source's fences went with its prepared transaction */
+		MoveNote(t, m->dst_name, psprintf("fence of %s", t->dst_table), "removed");
+		RemoteCommand(MoveSrc(m), psprintf("SELECT %s(%s::pg_catalog.regclass)",
+										   MoveRemoteExt(MoveSrc(m), "snowseq_fence_clear"), quote_literal_cstr(t->src_table)),
+					  "remove the fences of the destination table");
+		appendStringInfo(ot->dest_created == 1 ? &dropped : &emptied, "%s%s",
+						 (ot->dest_created == 1 ? dropped.len : emptied.len) ? ", " : "", t->src_table);
+		MoveNote(t, m->src_name, psprintf("table %s", t->src_table), ot->dest_created == 1 ? "dropped" : "emptied");
+	}
+	/* together: the foreign keys between them go with them */
+	if (dropped.len > 0)
+		RemoteCommand(MoveSrc(m), psprintf("DROP TABLE %s", dropped.data), "drop the destination tables");
+	if (emptied.len > 0)
+		RemoteCommand(MoveSrc(m), psprintf("TRUNCATE %s", emptied.data), "empty the destination tables");
+	MoveForgetObjects(m);
+	MoveRecordState(m, MOVE_STATE_DONE, "finished_at = pg_catalog.clock_timestamp()");
+	MoveRecordState(o, MOVE_STATE_REVERTED, "revertable_until = NULL");
+	MoveNote(m, NULL, "move", "reverted");
 }
 
 /* Undo actions, each on its own so that one failing leaves the others done. */
@@ -118,6 +229,8 @@ MoveUndoLock(Move *m)
 	/* closing the session aborts the source transaction and frees the locks */
 	RemoteClose(m->lock);
 	m->lock = NULL;
+	RemoteClose(m->dst_lock);
+	m->dst_lock = NULL;
 }
 
 /* Undo: roll back the prepared source transaction, if any. */
@@ -274,6 +387,8 @@ MoveRollback(Move *m)
 			MoveNote(t, m->dst_name, psprintf("table %s", t->dst_table), "kept: the source cannot tell whether the move switched");
 		}
 	}
+	if (m->revert_window > 0)
+		MoveUndoStep(m, MoveBackDrop, m->dst_name, psprintf("replication back to the source %s", MoveBackName(m)));
 	MoveUndoStep(m, MoveDropPublication, m->src_name, psprintf("publication %s", m->token));
 	MoveUndoStep(m, MoveDropSlots, m->src_name, psprintf("replication slot %s", m->token));
 	foreach(lc, MoveGroup(m))
@@ -292,6 +407,85 @@ MoveRollForward(Move *m)
 	MoveNote(m, NULL, "router", "switched");
 }
 
+/* Undo: subscribe back to the source again, on the slot a revert kept. */
+static void
+MoveBackResubscribe(Move *m)
+{
+	MoveBackSubscribe(m, false);
+}
+
+/*
+ * Bring a revert that is not running to an end: finish it if its router
+ * switched back (or its destination says it did), else undo it, and the
+ * move is revertable again: the fences it opened on the destination of the
+ * move go, and the source subscribes again where the revert stopped
+ * replicating (the slot stayed).
+ */
+static void
+MoveRevertResolve(Move *m, const char *error)
+{
+	bool		forward = m->state == MOVE_STATE_SWITCHED;
+	ErrorData  *err = NULL;
+	ListCell   *lc;
+
+	m->leftovers = false;
+	if (!forward)
+	{
+		MoveUndoLock(m);
+		if (m->state == MOVE_STATE_SWITCH)
+		{
+			MoveUndoStep(m, MoveRollbackSource, m->src_name, psprintf("prepared transaction %s", m->token));
+			if (m->leftovers)
+			{
+				MoveNote(m, m->src_name, "revert", "unresolved: the prepared transaction could not be rolled back");
+				return;
+			}
+		}
+		foreach(lc, MoveGroup(m))
+		{
+			Move	   *t = lfirst(lc);
+
+			t->fence_moved = false;
+			if (t->fence_id != 0)
+				MoveUndoStep(t, MoveUndoFence, m->src_name, psprintf("fence of %s", t->src_table));
+			forward = forward || t->fence_moved;
+		}
+		if (forward)
+		{
+			err = MoveTry(m, MoveRollForward);
+			forward = err == NULL;
+		}
+	}
+	if (forward)
+	{
+		err = MoveTry(m, MoveRevertFinish);
+		if (err != NULL)
+		{
+			MoveNote(m, NULL, "revert", psprintf("switched back, left: %s", err->message));
+			MoveRecordState(m, MOVE_STATE_SWITCHED, psprintf("error = %s", quote_literal_cstr(err->message)));
+		}
+		return;
+	}
+	if (m->leftovers)
+	{
+		MoveNote(m, m->src_name, "revert", "unresolved: its fences could not be removed");
+		return;
+	}
+	err = MoveTry(m->revert_of, MoveBackResubscribe);
+	if (err != NULL)
+	{
+		m->leftovers = true;
+		MoveNote(m, m->dst_name, psprintf("subscription %s", m->token), psprintf("left: %s", err->message));
+	}
+	if (!m->leftovers)
+		MoveForgetObjects(m);
+	MoveRecordState(m, m->leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
+					psprintf("finished_at = pg_catalog.clock_timestamp(), error = %s",
+							 error ? quote_literal_cstr(error) : "NULL"));
+	MoveNote(m, NULL, "revert", m->leftovers ? "undone, with leftovers: the move is revertable" :
+			 "undone: the move is revertable again");
+}
+
 /*
  * Bring a move that is not running to an end, from its committed state:
  * undo it, or finish it if it switched.  Records the outcome.
@@ -300,9 +494,16 @@ void
 MoveResolve(Move *m, const char *error)
 {
 	ErrorData  *err = NULL;
-	bool		forward = m->state == MOVE_STATE_SWITCHED;
+	bool		forward = m->state == MOVE_STATE_SWITCHED || m->state == MOVE_STATE_REVERTABLE;
 	MoveUndone undone = UNDONE;
 
+	if (m->reverts != 0)
+	{
+		MoveRevertResolve(m, error);
+		MoveCloseSessions(m);
+		MoveCloseSessions(m->revert_of);
+		return;
+	}
 	if (!forward)
 		undone = MoveRollback(m);
 	if (undone == UNKNOWN)
@@ -376,6 +577,21 @@ MoveLoad(const char *ext, HeapTuple t, TupleDesc d, Move *lead)
 	m->state = MoveStateFromName(TEXT("state"));
 	v = TEXT("mover");
 	m->mover = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
+	/* since 1.3 (a catalog not yet updated has none of these) */
+	{
+		Datum		w = SPI_getbinval(t, d, COL("revert_window"), &isnull);
+
+		if (!isnull)
+		{
+			Interval   *iv = DatumGetIntervalP(w);
+
+			m->revert_window = (int) Min(iv->time / USECS_PER_SEC + (int64) iv->day * SECS_PER_DAY +
+										 (int64) iv->month * DAYS_PER_MONTH * SECS_PER_DAY, PG_INT32_MAX);
+		}
+	}
+	v = TEXT("reverts");
+	m->reverts = v ? pg_strtoint64(v) : 0;
+	m->back_lsn = TEXT("back_lsn");
 #undef COL
 #undef TEXT
 	m->parent_q = get_rel_name(m->parent) ?
@@ -405,6 +621,83 @@ MoveLoadMembers(Move *m)
 }
 
 /*
+ * A revert's Moves of the move it reverts, linked table by table
+ * (revert_of), from the records of that move.
+ */
+static void
+MoveLoadRevertOf(Move *m)
+{
+	Move	   *o = MoveLoadById(m->ext, m->reverts);
+	ListCell   *lc;
+
+	if (o == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("move " INT64_FORMAT " reverts move " INT64_FORMAT ", which has no record", m->id, m->reverts)));
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		ListCell   *oc;
+
+		foreach(oc, MoveGroup(o))
+			if (((Move *) lfirst(oc))->id == t->reverts)
+				t->revert_of = lfirst(oc);
+		if (t->revert_of == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("move " INT64_FORMAT " reverts move " INT64_FORMAT ", which has no record", t->id, t->reverts)));
+	}
+}
+
+/*
+ * A move rebuilt from its leading record, with the other tables of its
+ * group and, for a revert, the move it reverts; NULL if there is no such
+ * record.
+ */
+Move *
+MoveLoadById(const char *ext, int64 id)
+{
+	Move	   *m;
+
+	SpiRun(psprintf("SELECT " MOVE_LOAD_COLUMNS " FROM %s.snowseq_moves WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+					ext, id), SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		return NULL;
+	m = MoveLoad(ext, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, NULL);
+	MoveLoadMembers(m);
+	if (m->reverts != 0)
+		MoveLoadRevertOf(m);
+	return m;
+}
+
+/*
+ * A revertable move that no one is reverting or finalizing: finalized if
+ * its window has ended, else left as it is.
+ */
+static void
+CleanupRevertable(Move *m, bool report)
+{
+	char	   *until = SpiValue(m->cxt, psprintf("SELECT CASE WHEN revertable_until OPERATOR(pg_catalog.<=) "
+												  "pg_catalog.clock_timestamp() THEN '' ELSE revertable_until::pg_catalog.text END "
+												  "FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+												  MoveExt(m, "snowseq_moves"), m->id));
+	ErrorData  *err;
+
+	if (until != NULL && until[0] != '\0')
+	{
+		if (report)
+			MoveNote(m, NULL, "move", psprintf("revertable until %s", until));
+		return;
+	}
+	err = MoveTry(m, MoveFinalize);
+	if (err != NULL)
+		MoveNote(m, NULL, "move", psprintf("revert window over, not finalized: %s", err->message));
+	else
+		MoveNote(m, NULL, "move", "revert window over: finalized");
+	MoveCloseSessions(m);
+}
+
+/*
  * Resolve the moves that are not running (of one table, or all; with
  * switching_only, those interrupted in or after the switch): undo or
  * finish them.  Reports into collect, if given, or at elevel.  Returns how
@@ -420,28 +713,33 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 
 	/* the leading records (all, before 1.2), and those of the table's group */
 	SpiRun(psprintf("SELECT " MOVE_LOAD_COLUMNS " "
-				 "FROM %s m WHERE %s state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) %s%s ORDER BY move_id",
+				 "FROM %s m WHERE %s state OPERATOR(pg_catalog.<>) ALL (%s) %s%s ORDER BY move_id",
 				 psprintf("%s.snowseq_moves", ext), groups ? "group_move IS NULL AND" : "",
+				 MoveStateList(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE),
 				 !OidIsValid(parent) ? "" : !groups ? psprintf("AND parent OPERATOR(pg_catalog.=) %u ", parent) :
 				 psprintf("AND (parent OPERATOR(pg_catalog.=) %u OR EXISTS (SELECT 1 FROM %s.snowseq_moves g "
 						  "WHERE g.group_move OPERATOR(pg_catalog.=) m.move_id AND g.parent OPERATOR(pg_catalog.=) %u)) ",
 						  parent, ext, parent),
-				 switching_only ? "AND state OPERATOR(pg_catalog.=) ANY (ARRAY['switch', 'switched'])" : ""),
+				 switching_only ? psprintf("AND state OPERATOR(pg_catalog.=) ANY (%s)",
+										   MoveStateList(MOVE_STATE_SWITCH, MOVE_STATE_SWITCHED, MOVE_STATE_NONE)) : ""),
 		SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
 	{
 		Move	   *m = MoveLoad(ext, rows->vals[i], rows->tupdesc, NULL);
-		char	   *got;
 
 		if (groups)
 			MoveLoadMembers(m);
-		got = SpiValue(m->cxt, psprintf("SELECT pg_catalog.pg_try_advisory_lock(%d, %d)",
-													SNOWSEQ_LOCK_MOVE, (int32) m->id));
-
-		if (strcmp(got, "t") != 0)
+		if (m->reverts != 0)
+			MoveLoadRevertOf(m);
+		if (!MoveLock(m->id, false))
 			MoveNote(m, NULL, "move", "running");
+		else if (m->state == MOVE_STATE_REVERTABLE)
+		{
+			CleanupRevertable(m, collect != NULL);
+			MoveUnlock(m->id);
+		}
 		else
 		{
 			MoveStateId state;
@@ -455,8 +753,7 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 				SetUserIdAndSecContext(m->mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 			MoveResolve(m, "interrupted");
 			SetUserIdAndSecContext(save_user, save_sec);
-			SpiRun(psprintf("SELECT pg_catalog.pg_advisory_unlock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
-				   SPI_OK_SELECT);
+			MoveUnlock(m->id);
 			state = MoveStateRead(m);
 			if (state != MOVE_STATE_DONE && state != MOVE_STATE_FAILED && state != MOVE_STATE_ROLLBACK)
 				left++;
@@ -581,6 +878,13 @@ CleanupOrphansOn(Move *o)
 			MoveNote(o, o->src_name, object, "kept: made by another router");
 			continue;
 		}
+		/* recorded objects are a move's (CleanupRecorded drops those of moves that are over) */
+		if (MoveObjectsRecorded(o->ext) &&
+			SpiValue(o->cxt, psprintf("SELECT move_id FROM %s WHERE server OPERATOR(pg_catalog.=) %s "
+									  "AND kind::pg_catalog.text OPERATOR(pg_catalog.=) %s AND name OPERATOR(pg_catalog.=) %s",
+									  MoveExt(o, "snowseq_move_objects"), quote_literal_cstr(o->src_name),
+									  quote_literal_cstr(kind), quote_literal_cstr(name))) != NULL)
+			continue;
 		SpiRun(psprintf("SELECT move_id, parent, first_gene, last_gene, state, "
 						"coalesce(finished_at OPERATOR(pg_catalog.>=) pg_catalog.transaction_timestamp(), false) "
 						"FROM %s WHERE token OPERATOR(pg_catalog.=) %s",
@@ -650,6 +954,96 @@ CleanupOrphansOn(Move *o)
 		MoveNote(o, o->src_name, object, "dropped");
 	}
 	PQclear(res);
+}
+
+/*
+ * Step (on a Move that stands for one recorded object: o->src_name its
+ * server, o->node its kind, o->token its name, o->parent_q the token of
+ * its move's lead): drop an object a move recorded.  Each kind is dropped
+ * only if it is there and, for a table, only if it is the partitioned
+ * table of a way back that the move marked.
+ */
+static void
+CleanupRecordedOne(Move *o)
+{
+	RemoteConn *rc = MoveSrc(o);
+	const char *kind = o->node;
+	const char *name = o->token;
+	char	   *v;
+
+	if (strcmp(kind, MoveObjectName(MOVE_OBJECT_PUBLICATION)) == 0)
+		RemoteCommand(rc, psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(name)), "drop the publication");
+	else if (strcmp(kind, MoveObjectName(MOVE_OBJECT_SLOT)) == 0)
+	{
+		v = RemoteValue(rc, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_replication_slots "
+									 "WHERE slot_name OPERATOR(pg_catalog.=) %s", quote_literal_cstr(name)),
+						"look up the replication slot");
+		if (strcmp(v, "0") != 0)
+			MoveDropSlotNamed(rc, name);
+	}
+	else if (strcmp(kind, MoveObjectName(MOVE_OBJECT_SUBSCRIPTION)) == 0)
+		(void) MoveDropSubscriptionNamed(rc, name, false);
+	else if (strcmp(kind, MoveObjectName(MOVE_OBJECT_FENCE)) == 0)
+		RemoteCommand(rc, psprintf("SELECT %s(%s)", MoveRemoteExt(rc, "snowseq_fence_drop"), quote_literal_cstr(name)),
+					  "remove the fence");
+	else if (strcmp(kind, MoveObjectName(MOVE_OBJECT_TABLE)) == 0)
+	{
+		/* marked after the move's leading token */
+		Move	   *lead = MoveNew(o->ext);
+
+		lead->token = o->parent_q;
+		MoveBackDropTable(rc, name, MoveBackMark(lead));
+		MemoryContextDelete(lead->cxt);
+	}
+	SpiRun(psprintf("DELETE FROM %s WHERE server OPERATOR(pg_catalog.=) %s AND kind::pg_catalog.text OPERATOR(pg_catalog.=) %s "
+					"AND name OPERATOR(pg_catalog.=) %s", MoveExt(o, "snowseq_move_objects"), quote_literal_cstr(o->src_name),
+					quote_literal_cstr(kind), quote_literal_cstr(name)), SPI_OK_DELETE);
+	MoveNote(o, o->src_name, psprintf("%s %s", kind, name), "dropped");
+}
+
+/*
+ * Drop the objects moves recorded whose move is over (done, failed,
+ * reverted, or its record gone): what a failure, a crash or a server that
+ * was down left of the replication back to the source and of reverts.
+ */
+void
+CleanupRecorded(Move *collect)
+{
+	SPITupleTable *rows;
+	uint64		n;
+
+	if (!MoveObjectsRecorded(collect->ext))
+		return;
+	SpiRun(psprintf("SELECT o.move_id, o.server, o.kind::pg_catalog.text, o.name, lead.token "
+					"FROM %s o LEFT JOIN %s m ON m.move_id OPERATOR(pg_catalog.=) o.move_id "
+					"LEFT JOIN %s lead ON lead.move_id OPERATOR(pg_catalog.=) coalesce(m.group_move, m.move_id) "
+					"WHERE lead.move_id IS NULL OR lead.state OPERATOR(pg_catalog.=) ANY (%s) ORDER BY o.move_id, o.kind DESC",
+					MoveExt(collect, "snowseq_move_objects"), MoveExt(collect, "snowseq_moves"), MoveExt(collect, "snowseq_moves"),
+					MoveStateList(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_ROLLBACK, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
+		   SPI_OK_SELECT);
+	rows = SPI_tuptable;
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		Move	   *o = MoveNew(collect->ext);
+		bool		isnull;
+		ErrorData  *err;
+		MemoryContext old = MemoryContextSwitchTo(o->cxt);
+
+		o->id = DatumGetInt64(SPI_getbinval(rows->vals[i], rows->tupdesc, 1, &isnull));
+		o->src_name = SPI_getvalue(rows->vals[i], rows->tupdesc, 2);
+		o->node = SPI_getvalue(rows->vals[i], rows->tupdesc, 3);
+		o->token = SPI_getvalue(rows->vals[i], rows->tupdesc, 4);
+		o->parent_q = SPI_getvalue(rows->vals[i], rows->tupdesc, 5);
+		MemoryContextSwitchTo(old);
+		if (GetForeignServerByName(o->src_name, true) == NULL)
+			MoveNote(o, o->src_name, psprintf("%s %s", o->node, o->token), "kept: the server is not known here");
+		else if ((err = MoveTry(o, CleanupRecordedOne)) != NULL)
+			MoveNote(o, o->src_name, psprintf("%s %s", o->node, o->token), psprintf("left: %s", err->message));
+		MoveCloseSessions(o);
+		MoveReportCopy(collect, o);
+		MemoryContextDelete(o->cxt);
+	}
 }
 
 /* Look for leftovers of moves on every server that moves have used. */

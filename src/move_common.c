@@ -11,9 +11,11 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "lib/stringinfo.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -33,6 +35,45 @@ MoveSleep(long ms)
 					 PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * The router's lock of a move (remote.h): taken when its record is made,
+ * held by the mover's session until the move ends, so that a record whose
+ * lock is free belongs to a move that ended or died.  With wait false,
+ * false if another session holds it.
+ */
+bool
+MoveLock(int64 id, bool wait)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_MOVE, id);
+	return LockAcquire(&tag, ExclusiveLock, true, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* Let go of the router's lock of a move. */
+void
+MoveUnlock(int64 id)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_MOVE, id);
+	(void) LockRelease(&tag, ExclusiveLock, true);
+}
+
+/*
+ * One starter of a move at a time, to the end of the transaction that
+ * checks for overlaps and records the move; running moves hold no lock
+ * that this waits for.
+ */
+void
+MoveLockStart(void)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_MOVE, 0);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 /* Milliseconds since a moment. */
@@ -138,7 +179,13 @@ MoveNote(Move *m, const char *server, const char *object, const char *action)
 
 /* Names of the states, as snowseq_moves stores them (MoveStateId order). */
 static const char *const MoveStateNames[] = {
-	NULL, "prepare", "copy", "block", "switch", "switched", "done", "failed", "rollback"
+	NULL, "prepare", "copy", "block", "switch", "switched", "done", "failed", "rollback",
+	"revertable", "reverted"
+};
+
+/* Names of the kinds of recorded objects, as snowseq_move_object_kind labels them (MoveObjectKind order). */
+static const char *const MoveObjectNames[] = {
+	"publication", "replication slot", "subscription", "table", "fence"
 };
 
 /* Names of the kinds, as snowseq_moves stores them (MoveKind order). */
@@ -166,6 +213,77 @@ MoveStateFromName(const char *name)
 			 errmsg("snowseq_moves holds an unknown move state \"%s\"", name),
 			 errhint("Move states are those the check on snowseq_moves.state lists; restore the record.")));
 	return MOVE_STATE_NONE;		/* keep the compiler quiet */
+}
+
+/*
+ * States as an SQL array of their stored names (text[]), for a query that
+ * tests a record's state: MoveStateList(MOVE_STATE_DONE, MOVE_STATE_FAILED,
+ * MOVE_STATE_NONE).  The list ends at MOVE_STATE_NONE.
+ */
+char *
+MoveStateList(int first,...)
+{
+	StringInfoData buf;
+	va_list		args;
+	int			state = first;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "ARRAY[");
+	va_start(args, first);
+	while (state != MOVE_STATE_NONE)
+	{
+		appendStringInfo(&buf, "%s%s", buf.len > 6 ? ", " : "", quote_literal_cstr(MoveStateName(state)));
+		state = va_arg(args, int);
+	}
+	va_end(args);
+	appendStringInfoString(&buf, "]::pg_catalog.text[]");
+	return buf.data;
+}
+
+/* The stored name of a kind of recorded object. */
+const char *
+MoveObjectName(MoveObjectKind kind)
+{
+	Assert(kind >= MOVE_OBJECT_PUBLICATION && kind < lengthof(MoveObjectNames));
+	return MoveObjectNames[kind];
+}
+
+/*
+ * Record an object a move is about to make on a server, in the current
+ * transaction, which commits before the object is made (as Citus records
+ * its cleanup); recording it again changes nothing.
+ */
+void
+MoveRecordObject(Move *m, const char *server, MoveObjectKind kind, const char *name)
+{
+	SpiRun(psprintf("INSERT INTO %s (move_id, server, kind, name) VALUES (" INT64_FORMAT ", %s, %s, %s) "
+					"ON CONFLICT DO NOTHING",
+					MoveExt(m, "snowseq_move_objects"), m->id, quote_literal_cstr(server),
+					quote_literal_cstr(MoveObjectName(kind)), quote_literal_cstr(name)),
+		   SPI_OK_INSERT);
+}
+
+/* Forget the recorded objects of a move's group: they are gone. */
+void
+MoveForgetObjects(Move *m)
+{
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+		SpiRun(psprintf("DELETE FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+						MoveExt(m, "snowseq_move_objects"), ((Move *) lfirst(lc))->id),
+			   SPI_OK_DELETE);
+}
+
+/*
+ * The name of the publication, slot and subscription that keep the source
+ * of a move current after its switch, and of its revert's fence and
+ * prepared transaction: the move's token with "_back".
+ */
+char *
+MoveBackName(Move *m)
+{
+	return psprintf("%s_back", m->token);
 }
 
 /* The stored name of a kind. */
@@ -328,6 +446,7 @@ void
 MoveCloseSessions(Move *m)
 {
 	RemoteClose(m->lock);
+	RemoteClose(m->dst_lock);
 	RemoteClose(m->src);
 	RemoteClose(m->dst);
 }
@@ -360,6 +479,7 @@ MoveNewMember(Move *lead, Oid parent)
 	m->parent = parent;
 	m->first = lead->first;
 	m->last = lead->last;
+	m->revert_window = lead->revert_window;
 	lead->members = lappend(lead->members, m);
 	MemoryContextSwitchTo(old);
 	return m;
@@ -379,6 +499,18 @@ MoveGroupsRecorded(const char *ext)
 									  quote_literal_cstr(psprintf("%s.snowseq_moves", ext))));
 
 	return v != NULL && strcmp(v, "0") != 0;
+}
+
+/*
+ * Whether snowseq_move_objects exists (since 1.3): a library newer than its
+ * catalog records nothing and keeps no source.
+ */
+bool
+MoveObjectsRecorded(const char *ext)
+{
+	return SpiValue(CurrentMemoryContext,
+					psprintf("SELECT pg_catalog.to_regclass(%s)",
+							 quote_literal_cstr(psprintf("%s.snowseq_move_objects", ext)))) != NULL;
 }
 
 /* Every Move of a move's group, the lead first. */

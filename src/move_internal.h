@@ -15,7 +15,7 @@
 
 /*
  * The state of a move, stored in snowseq_moves.state under the names of
- * MoveStateNames (move.c); the checks of the table list the same names.
+ * MoveStateNames (move_common.c); the checks of the table list the same names.
  */
 typedef enum MoveStateId
 {
@@ -27,8 +27,26 @@ typedef enum MoveStateId
 	MOVE_STATE_SWITCHED,		/* the router committed its switch */
 	MOVE_STATE_DONE,			/* finished */
 	MOVE_STATE_FAILED,			/* undone */
-	MOVE_STATE_ROLLBACK			/* undone, with leftovers */
+	MOVE_STATE_ROLLBACK,		/* undone, with leftovers */
+	MOVE_STATE_REVERTABLE,		/* switched, the source kept current */
+	MOVE_STATE_REVERTED			/* switched back (by a revert of its own) */
 } MoveStateId;
+
+/*
+ * What a move makes on another server beyond its first objects, recorded
+ * in snowseq_move_objects before it is made (MoveRecordObject), under the
+ * names of MoveObjectNames (move_common.c), the labels of the type
+ * snowseq_move_object_kind.
+ */
+typedef enum MoveObjectKind
+{
+	MOVE_OBJECT_PUBLICATION = 0,
+	MOVE_OBJECT_SLOT,			/* a logical replication slot */
+	MOVE_OBJECT_SUBSCRIPTION,
+	MOVE_OBJECT_TABLE,			/* the partitioned table the replication back
+								 * to the source publishes through */
+	MOVE_OBJECT_FENCE
+} MoveObjectKind;
 
 /* Which part of its partition a move takes, stored in snowseq_moves.kind. */
 typedef enum MoveKind
@@ -103,6 +121,7 @@ typedef struct Move
 								 * transaction */
 	int			lock_pid;		/* its backend there */
 	RemoteConn *dst;
+	RemoteConn *dst_lock;		/* a revert's destination: holds its transaction there */
 	TimestampTz blocked_at;
 	TimestampTz copy_start;		/* the copy's clock, for its notices */
 	TimestampTz copy_noticed;
@@ -113,8 +132,18 @@ typedef struct Move
 	bool		fence_moved;	/* MoveUndoFence: the source says it switched */
 	int			switch_wait_ms; /* MoveLockParentOnce: 0 NOWAIT, or lock_timeout */
 	bool		keys_locked;	/* the source transaction locked tables of a foreign key */
+	/* the subscription's errors, as MoveCheckSubscription saw them */
+	int64		sub_errors;		/* errors PostgreSQL counted so far */
+	int			sub_failures;	/* of them in a row: the same error, no progress */
+	char	   *sub_error;		/* the last error's SQLSTATE and text */
+	char	   *sub_done;		/* what the subscription had done at that error */
 	char	   *ext;			/* quoted schema of snowseq on this server */
 	MemoryContext cxt;
+	/* keeping the source current after the switch, and reverts */
+	int			revert_window;	/* seconds to keep it revertable (0: finish) */
+	char	   *back_lsn;		/* the destination's WAL position at the block */
+	int64		reverts;		/* a revert: the move it reverts (0: none) */
+	struct Move *revert_of;		/* a revert: the Move of that table it reverts */
 	/* the placement group: one Move per table, the first one leads */
 	struct Move *lead;			/* NULL: this one leads */
 	List	   *members;		/* the lead's: the other tables' Moves */
@@ -129,8 +158,16 @@ typedef void (*MoveStep) (Move *m);
 extern const char *MoveStateName(MoveStateId state);
 extern MoveStateId MoveStateFromName(const char *name);
 extern const char *MoveKindName(MoveKind kind);
+extern char *MoveStateList(int first,...);
+extern const char *MoveObjectName(MoveObjectKind kind);
+extern void MoveRecordObject(Move *m, const char *server, MoveObjectKind kind, const char *name);
+extern void MoveForgetObjects(Move *m);
+extern char *MoveBackName(Move *m);
 extern MoveKind MoveKindFromName(const char *name);
 extern void MoveRecordState(Move *m, MoveStateId state, const char *sets);
+extern bool MoveLock(int64 id, bool wait);
+extern void MoveUnlock(int64 id);
+extern void MoveLockStart(void);
 extern void MoveSleep(long ms);
 extern double MsSince(TimestampTz t);
 extern char *MoveExt(Move *m, const char *name);
@@ -154,14 +191,17 @@ extern Move *MoveNewMember(Move *lead, Oid parent);
 extern List *MoveGroup(Move *m);
 extern char *MoveGroupRelations(Move *m, bool dst, bool created_only);
 extern bool MoveGroupsRecorded(const char *ext);
+extern bool MoveObjectsRecorded(const char *ext);
 extern MoveStateId MoveStateRead(Move *m);
 
 /* move_plan.c */
 extern List *MovePartBounds(Oid parent);
 extern char *MoveParentKey(Move *m);
+extern void MoveForeignOptions(Move *m, Oid rel, char **opts, char **colopts);
 extern void MovePlan(Move *m, const char *to_server);
 extern char *MoveLocalNode(Move *m);
 extern void MoveRecordNew(Move *m);
+extern Move *MoveRevertNew(Move *o);
 extern char *MoveRemoteColumns(RemoteConn *rc, const char *table);
 extern char *MoveRemotePkey(RemoteConn *rc, const char *table);
 extern char *MoveTableReadBy(Move *m, const char *server, const char *nsp, const char *rel);
@@ -175,6 +215,13 @@ extern List *MoveDeleteOrder(Move *m, RemoteConn *rc);
 
 /* move_repl.c */
 extern void MoveCreatePublication(Move *m);
+extern void MoveBackPrepare(Move *m);
+extern void MoveBackAttach(Move *m);
+extern void MoveBackSubscribe(Move *m, bool advance);
+extern void MoveBackDetach(Move *m);
+extern void MoveBackDrop(Move *m);
+extern char *MoveBackMark(Move *m);
+extern void MoveBackDropTable(RemoteConn *dst, const char *table, const char *mark);
 extern void MoveCreateSubscription(Move *m);
 extern bool MoveCopyState(Move *m, char **rows);
 extern char *MoveCopySize(Move *m);
@@ -183,6 +230,7 @@ extern void MoveCheckSubscription(Move *m, const char *errors);
 extern char *MoveSourceLsn(Move *m);
 extern bool MoveWaitApplied(Move *m, const char *lsn, int timeout_ms);
 extern void MoveDropSubscription(Move *m);
+extern char *MoveDropSubscriptionNamed(RemoteConn *rc, const char *name, bool keep_slot);
 extern void MoveDropSlotNamed(RemoteConn *rc, const char *name);
 extern void MoveDropSlots(Move *m);
 extern void MoveDropPublication(Move *m);
@@ -204,8 +252,13 @@ extern void MoveDropKeepViewOf(Move *m);
 
 /* move_cleanup.c */
 extern void MoveFinish(Move *m);
+extern void MoveFinishSource(Move *m);
+extern void MoveFinalize(Move *m);
+extern void MoveRevertFinish(Move *m);
+extern Move *MoveLoadById(const char *ext, int64 id);
 extern void MoveResolve(Move *m, const char *error);
 extern int	CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, int elevel);
+extern void CleanupRecorded(Move *collect);
 extern void CleanupOrphans(Move *collect);
 
 #endif							/* SNOWSEQ_MOVE_INTERNAL_H */

@@ -256,6 +256,30 @@ MoveCheckMap(Move *m)
 				 errhint("Make the map name the foreign server of each partition before moving genes.")));
 }
 
+/*
+ * The options of a foreign table of the router other than its remote
+ * schema and table, as ", name 'value', ..." (or NULL), and its column
+ * options as ", ALTER COLUMN c OPTIONS (...), ..." (or NULL), for another
+ * foreign table that reads the same server the same way.
+ */
+void
+MoveForeignOptions(Move *m, Oid rel, char **opts, char **colopts)
+{
+	*opts = SpiValue(m->cxt, psprintf("SELECT pg_catalog.string_agg(', ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(option_name) "
+									  "OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(option_value), '') "
+									  "FROM pg_catalog.pg_options_to_table((SELECT ftoptions FROM pg_catalog.pg_foreign_table "
+									  "WHERE ftrelid OPERATOR(pg_catalog.=) %u)) "
+									  "WHERE option_name OPERATOR(pg_catalog.<>) ALL (ARRAY['schema_name', 'table_name'])",
+									  rel));
+	*colopts = SpiValue(m->cxt, psprintf("SELECT pg_catalog.string_agg(', ALTER COLUMN ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname) "
+										 "OPERATOR(pg_catalog.||) ' OPTIONS (' OPERATOR(pg_catalog.||) (SELECT pg_catalog.string_agg("
+										 "pg_catalog.quote_ident(o.option_name) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
+										 "pg_catalog.quote_literal(o.option_value), ', ') FROM pg_catalog.pg_options_to_table(a.attfdwoptions) o) "
+										 "OPERATOR(pg_catalog.||) ')', '') FROM pg_catalog.pg_attribute a "
+										 "WHERE a.attrelid OPERATOR(pg_catalog.=) %u AND a.attfdwoptions IS NOT NULL AND NOT a.attisdropped",
+										 rel));
+}
+
 /* Everything the router can check, and what it needs later. */
 void
 MovePlan(Move *m, const char *to_server)
@@ -350,21 +374,7 @@ MovePlan(Move *m, const char *to_server)
 											"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
 											"WHERE a.attrelid OPERATOR(pg_catalog.=) %u AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
 											m->parent));
-	m->new_opts = SpiValue(m->cxt, psprintf(
-											"SELECT pg_catalog.string_agg(', ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(option_name) "
-											"OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(option_value), '') "
-											"FROM pg_catalog.pg_options_to_table((SELECT ftoptions FROM pg_catalog.pg_foreign_table "
-											"WHERE ftrelid OPERATOR(pg_catalog.=) %u)) "
-											"WHERE option_name OPERATOR(pg_catalog.<>) ALL (ARRAY['schema_name', 'table_name'])",
-											part));
-	m->new_colopts = SpiValue(m->cxt, psprintf(
-											   "SELECT pg_catalog.string_agg(', ALTER COLUMN ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname) "
-											   "OPERATOR(pg_catalog.||) ' OPTIONS (' OPERATOR(pg_catalog.||) (SELECT pg_catalog.string_agg("
-											   "pg_catalog.quote_ident(o.option_name) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
-											   "pg_catalog.quote_literal(o.option_value), ', ') FROM pg_catalog.pg_options_to_table(a.attfdwoptions) o) "
-											   "OPERATOR(pg_catalog.||) ')', '') FROM pg_catalog.pg_attribute a "
-											   "WHERE a.attrelid OPERATOR(pg_catalog.=) %u AND a.attfdwoptions IS NOT NULL AND NOT a.attisdropped",
-											   part));
+	MoveForeignOptions(m, part, &m->new_opts, &m->new_colopts);
 }
 
 /* Whether a live move (one whose advisory lock is held) has this id. */
@@ -375,8 +385,8 @@ MoveIsLive(int64 id)
 															"SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype OPERATOR(pg_catalog.=) 'advisory' "
 															"AND database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) "
 															"AND classid OPERATOR(pg_catalog.=) %u AND objid OPERATOR(pg_catalog.=) %u "
-															"AND objsubid OPERATOR(pg_catalog.=) 2 AND granted",
-															(uint32) SNOWSEQ_LOCK_MOVE, (uint32) id));
+															"AND objsubid OPERATOR(pg_catalog.=) %d AND granted",
+															(uint32) SNOWSEQ_LOCK_MOVE, (uint32) id, SNOWSEQ_LOCK_FIELD4));
 
 	return v != NULL && strcmp(v, "0") != 0;
 }
@@ -404,12 +414,13 @@ MoveRecordNew(Move *m)
 	char	   *v;
 
 	m->node = MoveLocalNode(m);
-	/* one starter at a time; running moves hold no lock that this waits for */
-	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_xact_lock(%d, 0)", SNOWSEQ_LOCK_MOVE), SPI_OK_SELECT);
+	MoveLockStart();
 	SpiRun(psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
 					"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
-					"AND state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed']) ORDER BY move_id",
-					MoveExt(m, "snowseq_moves"), m->parent), SPI_OK_SELECT);
+					"AND state OPERATOR(pg_catalog.<>) ALL (%s) ORDER BY move_id",
+					MoveExt(m, "snowseq_moves"), m->parent,
+					MoveStateList(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
+		   SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	t = SPI_tuptable->vals[i];
@@ -436,6 +447,14 @@ MoveRecordNew(Move *m)
 					 errmsg("genes %d to %d of table \"%s\" are being moved by move " INT64_FORMAT " (to server \"%s\")",
 							f, l, m->parent_rel, id, dst),
 					 errhint("Wait for it to end: the moves of one partition run one at a time.")));
+		if (state == MOVE_STATE_REVERTABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("genes %d to %d of table \"%s\" can still be moved back by reverting move " INT64_FORMAT,
+							f, l, m->parent_rel, id),
+					 errdetail("Its source is kept current until it is finalized."),
+					 errhint("Finalize it first: CALL snowseq_move_finalize(" INT64_FORMAT "), or revert it: CALL snowseq_move_revert(" INT64_FORMAT ").",
+							 id, id)));
 		if (state == MOVE_STATE_SWITCH || state == MOVE_STATE_SWITCHED)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -479,13 +498,107 @@ MoveRecordNew(Move *m)
 					quote_literal_cstr(m->token)), SPI_OK_INSERT);
 	/* the resolver at the router's start acts as this role, with its user mappings */
 	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
+	/*
+	 * Kept revertable after its switch: what the way back will make is
+	 * recorded now, before any of it is made.
+	 */
+	if (m->revert_window > 0)
+	{
+		MoveRecordSet(m, psprintf("revert_window = pg_catalog.make_interval(secs => %d)", m->revert_window));
+		if (m->lead == NULL)
+		{
+			MoveRecordObject(m, m->dst_name, MOVE_OBJECT_PUBLICATION, MoveBackName(m));
+			MoveRecordObject(m, m->dst_name, MOVE_OBJECT_SLOT, MoveBackName(m));
+			MoveRecordObject(m, m->src_name, MOVE_OBJECT_SUBSCRIPTION, MoveBackName(m));
+		}
+		if (strcmp(m->src_table, m->dst_table) != 0)
+			MoveRecordObject(m, m->dst_name, MOVE_OBJECT_TABLE, m->src_table);
+	}
 	m->state = MOVE_STATE_PREPARE;
 	/* held until the move ends: others see it running */
-	SpiRun(psprintf("SELECT pg_catalog.pg_advisory_lock(%d, %d)", SNOWSEQ_LOCK_MOVE, (int32) m->id),
-		   SPI_OK_SELECT);
+	(void) MoveLock(m->id, true);
 }
 
-/* A remote server fit for a move: snowseq 1.1 or later, a superuser session. */
+/*
+ * A revert of a revertable move (o, loaded with its group): a Move for each
+ * table, the move's own with its servers and tables the other way round
+ * (its source is the move's destination table, its destination the move's
+ * source table), recorded (reverts names the move), locked, with the fence
+ * it will open on the destination of the move recorded before it is made.
+ * Its objects are named after the move's token (MoveBackName): the
+ * subscription, slot and publication of the way back, the fence and the
+ * prepared transaction.
+ */
+Move *
+MoveRevertNew(Move *o)
+{
+	Move	   *r = MoveNew(o->ext);
+	ListCell   *lc;
+
+	r->node = MoveLocalNode(r);
+	MoveLockStart();
+	foreach(lc, MoveGroup(o))
+	{
+		Move	   *ot = lfirst(lc);
+		Move	   *t = ot->lead == NULL ? r : MoveNewMember(r, ot->parent);
+		MemoryContext old = MemoryContextSwitchTo(r->cxt);
+		char	   *v;
+
+		t->revert_of = ot;
+		t->reverts = ot->id;
+		t->parent = ot->parent;
+		t->parent_q = pstrdup(ot->parent_q);
+		t->parent_rel = pstrdup(ot->parent_rel);
+		t->first = ot->first;
+		t->last = ot->last;
+		t->kind = ot->kind;
+		t->part_q = pstrdup(ot->part_q);
+		t->part_has_lo = ot->part_has_lo;
+		t->part_lo = ot->part_lo;
+		t->part_has_hi = ot->part_has_hi;
+		t->part_hi = ot->part_hi;
+		t->new_part_q = pstrdup(ot->new_part_q);
+		t->src_name = pstrdup(ot->dst_name);
+		t->dst_name = pstrdup(ot->src_name);
+		t->src_table = pstrdup(ot->dst_table);
+		t->src_rel = pstrdup(ot->dst_rel);
+		t->dst_table = pstrdup(ot->src_table);
+		t->dst_rel = pstrdup(ot->src_rel);
+		t->dst_nsp = pstrdup(ot->dst_nsp);
+		t->id_col = pstrdup(ot->id_col);
+		t->dest_created = 0;
+		t->token = MoveBackName(ot);
+		t->node = r->node;
+		v = SpiValue(r->cxt, psprintf("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(%s, 'move_id'))",
+									  quote_literal_cstr(MoveExt(r, "snowseq_moves"))));
+		t->id = pg_strtoint64(v);
+		MemoryContextSwitchTo(old);
+		SpiRun(psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
+						"kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
+						"token, state, dest_created, reverts, mover, group_move) OVERRIDING SYSTEM VALUE VALUES ("
+						INT64_FORMAT ", %u, %d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, false, "
+						INT64_FORMAT ", %u, %s)",
+						MoveExt(r, "snowseq_moves"), t->id, t->parent, t->first, t->last,
+						quote_literal_cstr(t->src_name), quote_literal_cstr(t->dst_name),
+						quote_literal_cstr(MoveKindName(t->kind)), quote_literal_cstr(t->part_q),
+						Int8OrNull(t->part_has_lo, t->part_lo), Int8OrNull(t->part_has_hi, t->part_hi),
+						quote_literal_cstr(t->new_part_q), quote_literal_cstr(t->src_table),
+						quote_literal_cstr(t->dst_table), quote_literal_cstr(t->id_col),
+						quote_literal_cstr(t->token), quote_literal_cstr(MoveStateName(MOVE_STATE_PREPARE)),
+						t->reverts, GetUserId(), t->lead ? psprintf(INT64_FORMAT, r->id) : "NULL"),
+			   SPI_OK_INSERT);
+		t->state = MOVE_STATE_PREPARE;
+		(void) MoveLock(t->id, true);
+		MoveRecordObject(t, t->src_name, MOVE_OBJECT_FENCE, t->token);
+	}
+	return r;
+}
+
+/*
+ * A remote server fit for a move: snowseq 1.3 or later (the fences' locks
+ * no other role can take, the subscription's last error), a superuser
+ * session.
+ */
 static void
 MoveCheckServer(RemoteConn *rc)
 {
@@ -496,7 +609,7 @@ MoveCheckServer(RemoteConn *rc)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("snowseq is not installed on server \"%s\"", rc->server),
 				 errhint("Run CREATE EXTENSION snowseq in that database.")));
-	if (strcmp(rc->extversion, "1.1") < 0)
+	if (strcmp(rc->extversion, "1.3") < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("snowseq %s on server \"%s\" cannot take part in moves", rc->extversion, rc->server),
@@ -685,6 +798,20 @@ MovePrepareChecks(Move *m)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("max_prepared_transactions is 0 on server \"%s\"", m->src_name),
 				 errhint("Set max_prepared_transactions to 1 or more on the source server and restart it: the switch commits there in two phases.")));
+	/* kept revertable: the destination publishes back, and a revert switches there in two phases */
+	if (m->revert_window > 0)
+	{
+		v = RemoteValue(dst, "SELECT pg_catalog.current_setting('wal_level') OPERATOR(pg_catalog.||) ' ' "
+						"OPERATOR(pg_catalog.||) pg_catalog.current_setting('max_prepared_transactions')",
+						"read wal_level and max_prepared_transactions");
+		if (v == NULL || strncmp(v, "logical ", 8) != 0 || strcmp(v + 8, "0") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("server \"%s\" cannot keep the source of a move current: wal_level and max_prepared_transactions are %s",
+							m->dst_name, v ? v : "?"),
+					 errhint("Set wal_level = logical and max_prepared_transactions to 1 or more on the destination server and restart it, "
+							 "or set snowseq.move_revert_window to 0.")));
+	}
 
 	/* the source table: a plain table whose replica identity holds the ID */
 	res = RemoteExec(src, psprintf(

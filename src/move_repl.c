@@ -19,6 +19,7 @@
 #include "move_internal.h"
 
 #define MOVE_STALL_MS			(300 * 1000)	/* no progress for so long: fail */
+#define MOVE_SUB_FAILURES		5	/* the same error so often in a row, no progress: it persists */
 
 /* Create the publication of the moving range of every table of the group on the source. */
 void
@@ -80,18 +81,111 @@ MoveCreateSubscription(Move *m)
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 }
 
-/* Fail if the subscription reported an error. */
+/*
+ * What the subscription has done for good, as text that changes whenever
+ * it gets further: the state of each of its tables, the position its apply
+ * worker's replication origin has applied up to, and that of each table
+ * whose copy is done and catching up (PostgreSQL names the origins after
+ * the subscription and the table).  A table still copying has done nothing
+ * for good: a copy that fails starts again from nothing.
+ */
+static char *
+MoveSubscriptionDone(Move *m)
+{
+	return RemoteValue(MoveDst(m),
+					   psprintf("SELECT coalesce(pg_catalog.string_agg(r.srrelid::pg_catalog.text OPERATOR(pg_catalog.||) ' ' "
+								"OPERATOR(pg_catalog.||) r.srsubstate::pg_catalog.text OPERATOR(pg_catalog.||) ' ' "
+								"OPERATOR(pg_catalog.||) coalesce(r.srsublsn::pg_catalog.text, '') OPERATOR(pg_catalog.||) ' ' "
+								"OPERATOR(pg_catalog.||) CASE WHEN r.srsubstate OPERATOR(pg_catalog.=) ANY (ARRAY['f', 's']::pg_catalog.\"char\"[]) "
+								"THEN coalesce((SELECT o.remote_lsn::pg_catalog.text FROM pg_catalog.pg_replication_origin_status o "
+								"WHERE o.external_id OPERATOR(pg_catalog.=) pg_catalog.format('pg_%%s_%%s', r.srsubid, r.srrelid)), '') "
+								"ELSE '' END, ',' ORDER BY r.srrelid), '') OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) "
+								"coalesce((SELECT o.remote_lsn::pg_catalog.text FROM pg_catalog.pg_replication_origin_status o "
+								"WHERE o.external_id OPERATOR(pg_catalog.=) 'pg_%u'), '') "
+								"FROM pg_catalog.pg_subscription_rel r WHERE r.srsubid OPERATOR(pg_catalog.=) %u",
+								m->sub_oid, m->sub_oid),
+					   "read what the subscription has done");
+}
+
+/*
+ * Whether an error of a subscription's worker is one that PostgreSQL's
+ * retry cannot heal: data exceptions, integrity constraint violations (a
+ * conflict with a row on the destination), syntax and access rule
+ * violations (a missing relation or column, a missing privilege).
+ */
+static bool
+MoveErrorCannotHeal(const char *sqlstate)
+{
+	return strncmp(sqlstate, "22", 2) == 0 || strncmp(sqlstate, "23", 2) == 0 ||
+		strncmp(sqlstate, "42", 2) == 0;
+}
+
+/*
+ * Watch the subscription's errors (errors: the count PostgreSQL keeps for
+ * it).  PostgreSQL restarts a worker that failed, and the copy or the
+ * streaming goes on from where it had got: a walsender or worker that was
+ * terminated, a connection that broke, a timeout.  Such an error gets a
+ * NOTICE and the move goes on.  The move fails on an error that persists:
+ * one that cannot heal (MoveErrorCannotHeal), or the same error
+ * MOVE_SUB_FAILURES times in a row while the subscription gets no further
+ * (MoveSubscriptionDone); its message carries the error's text, which the
+ * destination's snowseq keeps (snowseq_subscription_error).
+ */
 void
 MoveCheckSubscription(Move *m, const char *errors)
 {
-	if (errors != NULL && strcmp(errors, "0") != 0)
+	Move	   *lead = MoveLead(m);
+	int64		n = errors ? pg_strtoint64(errors) : 0;
+	RemoteConn *dst;
+	PGresult   *res;
+	char	   *sqlstate = NULL;
+	char	   *text = NULL;
+	char	   *error;
+	char	   *done;
+
+	if (n <= lead->sub_errors)
+		return;
+	dst = MoveDst(m);
+	res = RemoteExec(dst, psprintf("SELECT sqlstate, message FROM %s(%u)",
+								   MoveRemoteExt(dst, "snowseq_subscription_error"), lead->sub_oid),
+					 "read the error of the subscription");
+	if (PQntuples(res) == 1)
+	{
+		sqlstate = pstrdup(PQgetvalue(res, 0, 0));
+		text = pstrdup(PQgetvalue(res, 0, 1));
+	}
+	PQclear(res);
+	error = psprintf("%s %s", sqlstate ? sqlstate : "?", text ? text : "?");
+	done = MoveSubscriptionDone(m);
+	if (lead->sub_error != NULL && strcmp(lead->sub_error, error) == 0 &&
+		lead->sub_done != NULL && strcmp(lead->sub_done, done) == 0)
+		lead->sub_failures += n - lead->sub_errors;
+	else
+		lead->sub_failures = n - lead->sub_errors;
+	lead->sub_errors = n;
+	lead->sub_error = MemoryContextStrdup(lead->cxt, error);
+	lead->sub_done = MemoryContextStrdup(lead->cxt, done);
+
+	if ((sqlstate != NULL && MoveErrorCannotHeal(sqlstate)) || lead->sub_failures >= MOVE_SUB_FAILURES)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
-				 errmsg("copying genes %d to %d of table \"%s\" to server \"%s\" failed",
-						m->first, m->last, m->parent_rel, m->dst_name),
-				 errdetail("The subscription reported %s errors.", errors),
-				 errhint("The server logs of \"%s\" and \"%s\" say why; the move was undone.",
-						 m->dst_name, m->src_name)));
+				 errmsg("copying genes %d to %d of table \"%s\" to server \"%s\" failed: %s",
+						m->first, m->last, m->parent_rel, m->dst_name,
+						text ? text : "the subscription reported errors"),
+				 text == NULL ?
+				 errdetail("The subscription's workers failed %d times in a row, making no progress in between.",
+						   lead->sub_failures) :
+				 sqlstate != NULL && MoveErrorCannotHeal(sqlstate) ?
+				 errdetail("The subscription's worker failed with SQLSTATE %s, an error that retrying does not heal.",
+						   sqlstate) :
+				 errdetail("The subscription's workers failed %d times in a row with this error (SQLSTATE %s), "
+						   "making no progress in between.", lead->sub_failures, sqlstate),
+				 errhint("Remove its cause on server \"%s\" (its log has the context), then move the genes again: "
+						 "the move was undone.", m->dst_name)));
+	ereport(NOTICE,
+			(errmsg("copying genes %d to %d to server \"%s\": a replication worker failed (%s); "
+					"PostgreSQL restarts it and the move goes on",
+					m->first, m->last, m->dst_name, text ? text : "see the server log")));
 }
 
 /* The source's WAL position now, flushed, so the walsender can send it. */
@@ -151,26 +245,37 @@ MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 void
 MoveDropSubscription(Move *m)
 {
-	RemoteConn *dst = MoveDst(m);
-	char	   *exists = RemoteValue(dst, psprintf("SELECT oid FROM pg_catalog.pg_subscription "
-												   "WHERE subname OPERATOR(pg_catalog.=) %s",
-												   quote_literal_cstr(m->token)), "look up the subscription");
+	char	   *oid = MoveDropSubscriptionNamed(MoveDst(m), m->token, false);
+
+	/* its table-sync slots on the source are named after its oid */
+	if (oid != NULL)
+		m->sub_oid = (Oid) strtoul(oid, NULL, 10);
+}
+
+/*
+ * Drop a subscription of a server by name, if it is there, with its slot
+ * (keep_slot false) if the publisher can be reached, else without it;
+ * returns its oid, or NULL if there was none.  With keep_slot, the slot
+ * stays on the publisher.
+ */
+char *
+MoveDropSubscriptionNamed(RemoteConn *rc, const char *name, bool keep_slot)
+{
+	const char *q = quote_identifier(name);
+	char	   *oid = RemoteValue(rc, psprintf("SELECT oid FROM pg_catalog.pg_subscription "
+											   "WHERE subname OPERATOR(pg_catalog.=) %s",
+											   quote_literal_cstr(name)), "look up the subscription");
 	char		state[6];
 
-	if (exists == NULL)
-		return;
-	/* its table-sync slots on the source are named after its oid */
-	m->sub_oid = (Oid) strtoul(exists, NULL, 10);
-	if (RemoteTry(dst, psprintf("DROP SUBSCRIPTION %s", quote_identifier(m->token)),
-				  "drop the subscription", state))
-		return;
-	/* the source cannot be reached: drop it without its slot */
-	RemoteCommand(dst, psprintf("ALTER SUBSCRIPTION %s DISABLE", quote_identifier(m->token)),
-				  "disable the subscription");
-	RemoteCommand(dst, psprintf("ALTER SUBSCRIPTION %s SET (slot_name = NONE)", quote_identifier(m->token)),
-				  "detach the subscription from its slot");
-	RemoteCommand(dst, psprintf("DROP SUBSCRIPTION %s", quote_identifier(m->token)),
-				  "drop the subscription");
+	if (oid == NULL)
+		return NULL;
+	if (!keep_slot && RemoteTry(rc, psprintf("DROP SUBSCRIPTION %s", q), "drop the subscription", state))
+		return oid;
+	/* the publisher cannot be reached, or keeps the slot: drop it without */
+	RemoteCommand(rc, psprintf("ALTER SUBSCRIPTION %s DISABLE", q), "disable the subscription");
+	RemoteCommand(rc, psprintf("ALTER SUBSCRIPTION %s SET (slot_name = NONE)", q), "detach the subscription from its slot");
+	RemoteCommand(rc, psprintf("DROP SUBSCRIPTION %s", q), "drop the subscription");
+	return oid;
 }
 
 /* Drop a replication slot, stopping the walsender that uses it first. */
@@ -283,4 +388,219 @@ MoveLagBytes(Move *m)
 											"WHERE slot_name OPERATOR(pg_catalog.=) %s",
 											quote_literal_cstr(m->token)),
 					   "read the lag of the subscription");
+}
+
+/*
+ * Keeping the source current after the switch (snowseq.move_revert_window):
+ * replication from the destination back to the source, until the move is
+ * finalized or reverted.  Logical replication applies a change to the
+ * table of the name the publisher sends; the destination table has a name
+ * of its own after the block, so it becomes the one partition of a
+ * partitioned table named like the source table (MoveBackAttach), and the
+ * publication publishes through that root.  Every object is named
+ * MoveBackName and was recorded when the move began.
+ */
+
+/* The comment that marks the partitioned tables of the way back as the move's. */
+char *
+MoveBackMark(Move *m)
+{
+	return psprintf("snowseq %s: replication back to the source", MoveBackName(MoveLead(m)));
+}
+
+/*
+ * After the copy, before the catch-up: on the destination, the publication
+ * of the copies (under the source tables' names until the block) and the
+ * replication slot of the way back.  The slot exists before the first
+ * write reaches the destination through the router; MoveBackSubscribe
+ * moves it up past what the move's own subscription applied.  The
+ * publication comes first: a slot decodes with the catalog as it was, and
+ * would not find a publication made after it.
+ */
+void
+MoveBackPrepare(Move *m)
+{
+	RemoteConn *dst = MoveDst(m);
+	char	   *name = MoveBackName(MoveLead(m));
+	StringInfoData tables;
+	ListCell   *lc;
+	char	   *v;
+
+	initStringInfo(&tables);
+	foreach(lc, MoveGroup(m))
+		appendStringInfo(&tables, "%sTABLE ONLY %s", tables.len ? ", " : "", ((Move *) lfirst(lc))->src_table);
+	RemoteCommand(dst, psprintf("DROP PUBLICATION IF EXISTS %s; CREATE PUBLICATION %s FOR %s "
+								"WITH (publish = 'insert, update, delete', publish_via_partition_root = true)",
+								quote_identifier(name), quote_identifier(name), tables.data),
+				  "create the publication back to the source");
+	v = RemoteValue(dst, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_replication_slots "
+								  "WHERE slot_name OPERATOR(pg_catalog.=) %s", quote_literal_cstr(name)),
+					"look up the replication slot back to the source");
+	if (strcmp(v, "0") == 0)
+		RemoteCommand(dst, psprintf("SELECT pg_catalog.pg_create_logical_replication_slot(%s, 'pgoutput')",
+									quote_literal_cstr(name)),
+					  "create the replication slot back to the source");
+}
+
+/*
+ * In the block, once the move's own subscription is gone and the copies
+ * have their names: note the destination's WAL position (everything
+ * replicated to it is before, every write through the router after), and
+ * make each copy the partition of a table named like its source table,
+ * with its primary key (the replica identity published through the root),
+ * through which the publication of the way back publishes.  The copies
+ * carry CHECK constraints for their IDs, so attaching them scans nothing,
+ * and their primary keys become the partitions of the root's.
+ */
+void
+MoveBackAttach(Move *m)
+{
+	RemoteConn *dst = MoveDst(m);
+	StringInfoData sql;
+	StringInfoData roots;
+	ListCell   *lc;
+
+	m->back_lsn = MemoryContextStrdup(m->cxt, RemoteValue(dst, "SELECT pg_catalog.pg_current_wal_insert_lsn()::pg_catalog.text",
+														  "read the WAL position of the destination"));
+	initStringInfo(&sql);
+	initStringInfo(&roots);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		bool		has_lo,
+					has_hi;
+		int64		lo,
+					hi;
+
+		/* a copy named like its source table (moved back) is published as it is */
+		appendStringInfo(&roots, "%sTABLE %s", roots.len ? ", " : "", t->src_table);
+		if (strcmp(t->src_table, t->dst_table) == 0)
+			continue;
+		MoveIds(t, &has_lo, &lo, &has_hi, &hi);
+		/* the primary key too: the replica identity the source finds rows by, published through the root */
+		appendStringInfo(&sql, "CREATE TABLE %s (LIKE %s INCLUDING GENERATED, %s) PARTITION BY RANGE (%s); "
+						 "COMMENT ON TABLE %s IS %s; ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s); ",
+						 t->src_table, t->dst_table, MoveRemotePkey(dst, t->dst_table), quote_identifier(t->id_col),
+						 t->src_table, quote_literal_cstr(MoveBackMark(m)),
+						 t->src_table, t->dst_table, BoundSql(has_lo, lo, "MINVALUE"), BoundSql(has_hi, hi, "MAXVALUE"));
+	}
+	appendStringInfo(&sql, "ALTER PUBLICATION %s SET %s", quote_identifier(MoveBackName(MoveLead(m))), roots.data);
+	RemoteCommand(dst, sql.data, "publish the destination tables back to the source");
+}
+
+/*
+ * After the switch: the subscription on the source that applies the
+ * destination's changes there, on the slot made after the copy, moved up
+ * to the block first (advance: once, after the switch; the slot does not
+ * go back).  copy_data off: the source has the rows.  On PostgreSQL 16 and
+ * later with origin = none, so that only changes made on the destination
+ * come back, never ones replicated to it; on 15 every change of the
+ * destination tables does.  Again after a revert that did not switch
+ * (advance false), on the slot kept meanwhile.
+ */
+void
+MoveBackSubscribe(Move *m, bool advance)
+{
+	Move	   *lead = MoveLead(m);
+	RemoteConn *src = MoveSrc(m);
+	RemoteConn *dst = MoveDst(m);
+	char	   *name = MoveBackName(lead);
+	char	   *v;
+	char	   *err;
+	char		state[6];
+
+	if (advance)
+		RemoteCommand(dst, psprintf("SELECT pg_catalog.pg_replication_slot_advance(%s, %s::pg_catalog.pg_lsn)",
+									quote_literal_cstr(name), quote_literal_cstr(lead->back_lsn)),
+					  "start the replication back to the source at the block");
+	v = RemoteValue(src, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s",
+								  quote_literal_cstr(name)), "look up the subscription back to the source");
+	if (strcmp(v, "0") != 0)
+		return;
+	v = RemoteValue(src, "SELECT pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 160000",
+					"read the version of the source");
+	err = RemoteTryMessage(src, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s "
+										 "WITH (slot_name = %s, create_slot = false, copy_data = false, enabled = true, "
+										 "streaming = off, binary = false%s)",
+										 quote_identifier(name),
+										 quote_literal_cstr(RemoteConninfo(GetForeignServerByName(m->dst_name, false)->serverid)),
+										 quote_identifier(name), quote_literal_cstr(name),
+										 strcmp(v, "t") == 0 ? ", origin = none" : ""),
+						   "create the subscription back to the source", state);
+	if (err != NULL && strncmp(state, "08", 2) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("server \"%s\" could not connect to server \"%s\" to keep the source of the move current", m->src_name, m->dst_name),
+				 errdetail_internal("%s", err),
+				 errhint("Moves send no password: give the operating system user of server \"%s\" a password file entry "
+						 "for server \"%s\", or use certificate authentication between shard servers.", m->src_name, m->dst_name)));
+	if (err != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_EXCEPTION),
+				 errmsg("could not create the subscription back to the source on server \"%s\": %s", m->src_name, err)));
+}
+
+/*
+ * A revert's block (m is the revert, its destination the source of the
+ * move it reverts): stop replicating back, keeping the slot on the
+ * destination of the move, so that a revert that does not switch can
+ * subscribe again where it stopped (MoveBackSubscribe).
+ */
+void
+MoveBackDetach(Move *m)
+{
+	(void) MoveDropSubscriptionNamed(MoveDst(m), m->token, true);
+}
+
+/*
+ * On the destination: a partitioned table of the way back (table, named
+ * like a source table), if it is the one the move marked (mark, as
+ * MoveBackMark says); its partitions, the destination tables, are detached
+ * first and stay.
+ */
+void
+MoveBackDropTable(RemoteConn *dst, const char *table, const char *mark)
+{
+	char	   *v = RemoteValue(dst, psprintf("SELECT coalesce((SELECT pg_catalog.string_agg(pg_catalog.format("
+											  "'ALTER TABLE %%s DETACH PARTITION %%s', c.oid::pg_catalog.regclass, "
+											  "i.inhrelid::pg_catalog.regclass), '; ') FROM pg_catalog.pg_inherits i "
+											  "WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid), '') "
+											  "FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) "
+											  "AND c.relkind OPERATOR(pg_catalog.=) 'p' "
+											  "AND pg_catalog.obj_description(c.oid, 'pg_class') OPERATOR(pg_catalog.=) %s",
+											  quote_literal_cstr(table), quote_literal_cstr(mark)),
+								"look up the table of the way back");
+
+	if (v == NULL)
+		return;
+	if (v[0] != '\0')
+		RemoteCommand(dst, v, "detach the destination table from the table of the way back");
+	RemoteCommand(dst, psprintf("DROP TABLE %s", table), "drop the table of the way back");
+}
+
+/*
+ * Finalize, or undo a move that kept its source: drop the subscription on
+ * the source (its slot with it, if the destination can be reached), the
+ * slot, the publication and the partitioned tables on the destination.
+ * The records of these objects go in the same transaction.
+ */
+void
+MoveBackDrop(Move *m)
+{
+	Move	   *lead = MoveLead(m);
+	RemoteConn *src = MoveSrc(m);
+	RemoteConn *dst = MoveDst(m);
+	char	   *name = MoveBackName(lead);
+	char	   *v;
+	ListCell   *lc;
+
+	(void) MoveDropSubscriptionNamed(src, name, false);
+	v = RemoteValue(dst, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_replication_slots WHERE slot_name OPERATOR(pg_catalog.=) %s",
+								  quote_literal_cstr(name)), "look up the replication slot back to the source");
+	if (strcmp(v, "0") != 0)
+		MoveDropSlotNamed(dst, name);
+	RemoteCommand(dst, psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(name)), "drop the publication back to the source");
+	foreach(lc, MoveGroup(m))
+		MoveBackDropTable(dst, ((Move *) lfirst(lc))->src_table, MoveBackMark(m));
+	MoveForgetObjects(m);
 }

@@ -42,25 +42,35 @@ MoveGid(Move *m)
 	return quote_literal_cstr(m->token);
 }
 
-/*
- * Commit or roll back the prepared source transaction of a move, if it is
- * there: the router's committed state decides (switched: commit).  Until
- * then it holds the source table, so no query reads a half-moved state.
- */
-void
-MoveResolvePrepared(Move *m, bool commit)
+/* Commit or roll back the prepared transaction of a move on one server, if it is there. */
+static void
+MoveResolvePreparedOn(Move *m, RemoteConn *rc, const char *server, bool commit)
 {
-	RemoteConn *src = MoveSrc(m);
-	char	   *v = RemoteValue(src, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
-											  "WHERE gid OPERATOR(pg_catalog.=) %s", MoveGid(m)),
+	char	   *v = RemoteValue(rc, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
+											 "WHERE gid OPERATOR(pg_catalog.=) %s", MoveGid(m)),
 								"look up the prepared source transaction");
 
 	if (strcmp(v, "0") == 0)
 		return;
-	RemoteCommand(src, psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", MoveGid(m)),
+	RemoteCommand(rc, psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", MoveGid(m)),
 				  commit ? "commit the prepared source transaction" : "roll back the prepared source transaction");
-	MoveNote(m, m->src_name, psprintf("prepared transaction %s", m->token),
+	MoveNote(m, server, psprintf("prepared transaction %s", m->token),
 			 commit ? "committed" : "rolled back");
+}
+
+/*
+ * Commit or roll back the prepared source transaction of a move, if it is
+ * there: the router's committed state decides (switched: commit).  Until
+ * then it holds the source table, so no query reads a half-moved state.  A
+ * revert prepares one on each server, under the same name
+ * (MoveRevertDestTransaction).
+ */
+void
+MoveResolvePrepared(Move *m, bool commit)
+{
+	MoveResolvePreparedOn(m, MoveSrc(m), m->src_name, commit);
+	if (m->reverts != 0)
+		MoveResolvePreparedOn(m, MoveDst(m), m->dst_name, commit);
 }
 
 /* Create the fence triggers of a remote table (waiting for writers briefly). */
@@ -106,21 +116,20 @@ MoveFence(Move *m, const char *state)
 					  "set the fence");
 }
 
-/* Take (or release) a fence lock of every table of the group on the holder. */
+/*
+ * Hold the fence of every table of the group on the holder session
+ * (snowseq_fence_hold), or let go of it (the writers waiting on it go on).
+ */
 static void
-MoveFenceLocks(Move *m, const char *fn, int cls, bool alive_too)
+MoveFenceLocks(Move *m, bool hold)
 {
 	ListCell   *lc;
 
 	foreach(lc, MoveGroup(m))
-	{
-		int			id = ((Move *) lfirst(lc))->fence_id;
-
-		RemoteCommand(MoveHolder(m), alive_too ?
-					  psprintf("SELECT pg_catalog.%s(%d, %d), pg_catalog.%s(%d, %d)", fn, SNOWSEQ_LOCK_ALIVE, id, fn, cls, id) :
-					  psprintf("SELECT pg_catalog.%s(%d, %d)", fn, cls, id),
-					  "take or release the fence locks");
-	}
+		RemoteCommand(MoveHolder(m), psprintf("SELECT %s(%d)",
+											  MoveRemoteExt(MoveHolder(m), hold ? "snowseq_fence_hold" : "snowseq_fence_let_go"),
+											  ((Move *) lfirst(lc))->fence_id),
+					  hold ? "hold the fence" : "let go of the fence");
 }
 
 /* Wait for running writes of every fenced table: "t" if they all ended in time. */
@@ -336,7 +345,7 @@ MoveBlock(Move *m)
 			pid = RemoteValue(MoveHolder(m), "SELECT pg_catalog.pg_backend_pid()", "read the session's process");
 			m->lock_pid = pg_strtoint32(pid);
 		}
-		MoveFenceLocks(m, "pg_advisory_lock", SNOWSEQ_LOCK_BLOCK, true);
+		MoveFenceLocks(m, true);
 		MoveFence(m, "block");
 		m->blocked_at = GetCurrentTimestamp();
 		done = MoveFenceWait(m);
@@ -348,7 +357,7 @@ MoveBlock(Move *m)
 		}
 		/* let writes go on and try again later; replication carries on */
 		MoveFence(m, "open");
-		MoveFenceLocks(m, "pg_advisory_unlock", SNOWSEQ_LOCK_BLOCK, false);
+		MoveFenceLocks(m, false);
 		if (attempt == MOVE_BLOCK_ATTEMPTS)
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
@@ -365,22 +374,32 @@ MoveBlock(Move *m)
 		MoveSleep(1000L * attempt);
 	}
 
-	/* everything up to the block is on the destination: stop replicating */
-	MoveDropSubscription(m);
+	/*
+	 * Everything up to the block is on the destination: stop replicating
+	 * (a revert keeps the slot of the way back, in case it does not switch).
+	 */
+	if (m->reverts != 0)
+		MoveBackDetach(m);
+	else
+		MoveDropSubscription(m);
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
 
 		if (t->dest_created == 1)
 			MoveSchemaTriggersOn(MoveTables(t));
-		if (strcmp(t->src_table, t->dst_table) != 0)
+		if (m->reverts == 0 && strcmp(t->src_table, t->dst_table) != 0)
 			RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s RENAME TO %s", t->src_table, quote_identifier(t->dst_rel)),
 						  "rename the destination table");
 	}
+	if (m->revert_window > 0)
+		MoveBackAttach(m);
 	MoveFence(m, "reject");
-	MoveFenceLocks(m, "pg_advisory_unlock", SNOWSEQ_LOCK_BLOCK, false);
-	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz",
-							  quote_literal_cstr(timestamptz_to_str(m->blocked_at))));
+	MoveFenceLocks(m, false);
+	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz%s%s",
+												   quote_literal_cstr(timestamptz_to_str(m->blocked_at)),
+												   m->back_lsn ? ", back_lsn = " : "",
+												   m->back_lsn ? quote_literal_cstr(m->back_lsn) : ""));
 }
 
 /*
@@ -661,26 +680,52 @@ MoveSwitchPartitions(Move *m)
 }
 
 /*
- * Rewrite the router, in one transaction: the partitions of every table of
- * the group (bounds, new foreign tables), then the map, once.  Idempotent:
- * nothing happens if the lead's new table is attached already.
+ * A revert: give the partitions of one table back what they had before
+ * the move it reverts.  The new partition goes; a split's partition takes
+ * its old bounds again and reads its table; a whole partition, dropped at
+ * the switch, is made again on the source, reading the table it read,
+ * with the options the new one had.
  */
-void
-MoveSwitchRouter(Move *m)
+static void
+MoveUnswitchPartitions(Move *r)
+{
+	Move	   *o = r->revert_of;
+	char	   *plo = BoundSql(o->part_has_lo, o->part_lo, "MINVALUE");
+	char	   *phi = BoundSql(o->part_has_hi, o->part_hi, "MAXVALUE");
+	char	   *opts;
+	char	   *colopts;
+
+	MoveForeignOptions(o, pg_strtoint64(SpiValue(o->cxt, psprintf("SELECT %s::pg_catalog.regclass::pg_catalog.oid",
+																	quote_literal_cstr(o->new_part_q)))),
+					   &opts, &colopts);
+	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", o->parent_q, o->new_part_q), SPI_OK_UTILITY);
+	SpiRun(psprintf("DROP FOREIGN TABLE %s", o->new_part_q), SPI_OK_UTILITY);
+	if (o->kind == MOVE_KIND_WHOLE)
+	{
+		SpiRun(psprintf("CREATE FOREIGN TABLE %s PARTITION OF %s FOR VALUES FROM (%s) TO (%s) "
+						"SERVER %s OPTIONS (schema_name %s, table_name %s%s)",
+						o->part_q, o->parent_q, plo, phi, quote_identifier(o->src_name),
+						quote_literal_cstr(o->dst_nsp), quote_literal_cstr(o->src_rel), opts ? opts : ""),
+			   SPI_OK_UTILITY);
+		if (colopts != NULL)
+			SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", o->part_q, colopts + 1), SPI_OK_UTILITY);
+		return;
+	}
+	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", o->parent_q, o->part_q), SPI_OK_UTILITY);
+	SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
+					o->parent_q, o->part_q, plo, phi), SPI_OK_UTILITY);
+	MovePointPartition(o, false);
+}
+
+/*
+ * The map: genes first..last to a server, in rows ending at first - 1 and
+ * last; neighbours on the same server become one row.
+ */
+static void
+MoveMapGenes(Move *m, const char *server)
 {
 	char	   *map = MoveExt(m, "snowseq_shard_map");
-	char	   *v;
-	ListCell   *lc;
 
-	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
-								  "OPERATOR(pg_catalog.=) %u AND inhrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
-								  m->parent, quote_literal_cstr(m->new_part_q)));
-	if (strcmp(v, "0") != 0)
-		return;
-	foreach(lc, MoveGroup(m))
-		MoveSwitchPartitions(lfirst(lc));
-
-	/* the map: rows ending at first - 1 and last, the range to the new server */
 	if (m->first > 0)
 		SpiRun(psprintf("INSERT INTO %s (upper_gene, shard) SELECT %d, (SELECT shard FROM %s WHERE upper_gene "
 						"OPERATOR(pg_catalog.>=) %d ORDER BY upper_gene LIMIT 1) ON CONFLICT (upper_gene) DO NOTHING",
@@ -691,13 +736,43 @@ MoveSwitchRouter(Move *m)
 	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.>=) %d AND upper_gene OPERATOR(pg_catalog.<) %d",
 					map, m->first, m->last), SPI_OK_DELETE);
 	SpiRun(psprintf("UPDATE %s SET shard = %s WHERE upper_gene OPERATOR(pg_catalog.=) %d",
-					map, quote_literal_cstr(m->dst_name), m->last), SPI_OK_UPDATE);
-	/* neighbours on the same server become one row */
+					map, quote_literal_cstr(server), m->last), SPI_OK_UPDATE);
 	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) %s",
-					map, m->first - 1, quote_literal_cstr(m->dst_name)), SPI_OK_DELETE);
+					map, m->first - 1, quote_literal_cstr(server)), SPI_OK_DELETE);
 	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) "
 					"(SELECT shard FROM %s WHERE upper_gene OPERATOR(pg_catalog.>) %d ORDER BY upper_gene LIMIT 1)",
 					map, m->last, map, m->last), SPI_OK_DELETE);
+}
+
+/*
+ * Rewrite the router, in one transaction: the partitions of every table of
+ * the group (bounds, new foreign tables), then the map, once; a revert
+ * gives them back what they had before its move.  Idempotent: nothing
+ * happens if the lead's new table is attached already (still, for a
+ * revert).
+ */
+void
+MoveSwitchRouter(Move *m)
+{
+	Move	   *lead = MoveLead(m);
+	const char *new_part = m->reverts != 0 ? m->revert_of->new_part_q : m->new_part_q;
+	bool		attached;
+	ListCell   *lc;
+
+	attached = strcmp(SpiValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
+												"OPERATOR(pg_catalog.=) %u AND inhrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
+												m->parent, quote_literal_cstr(new_part))), "0") != 0;
+	if (attached == (m->reverts == 0))
+		return;
+	foreach(lc, MoveGroup(m))
+	{
+		if (m->reverts != 0)
+			MoveUnswitchPartitions(lfirst(lc));
+		else
+			MoveSwitchPartitions(lfirst(lc));
+	}
+	/* the map: the genes to the destination (for a revert, the source of its move) */
+	MoveMapGenes(lead, lead->dst_name);
 }
 
 /*
@@ -834,6 +909,44 @@ MoveReleaseParent(Move *m)
 }
 
 /*
+ * A revert's transaction on its destination (the source of the move it
+ * reverts), prepared with the one on its source and committed after the
+ * router's commit (MoveResolvePrepared): the fences of the moved genes
+ * there, tombstones since the move, go, so that the writes the router sends
+ * there once it has switched back pass; until the commit they wait for the
+ * tables' lock, as readers of the source wait for the other transaction.
+ * The router holds the parents' locks, so no query of its holds them.
+ */
+static void
+MoveRevertDestTransaction(Move *m)
+{
+	RemoteConn *rc;
+	StringInfoData tables;
+	ListCell   *lc;
+
+	RemoteClose(m->dst_lock);
+	m->dst_lock = NULL;
+	rc = MoveSession(m, &m->dst_lock, m->dst_name);
+	RemoteCommand(rc, "BEGIN", "begin the transaction of the revert on its destination");
+	initStringInfo(&tables);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		Move	   *ot = t->revert_of;
+
+		RemoteCommand(rc, psprintf("SELECT %s(%d, 'open'); SELECT %s(%s)",
+								   MoveRemoteExt(rc, "snowseq_fence_state"), ot->fence_id,
+								   MoveRemoteExt(rc, "snowseq_fence_drop"), quote_literal_cstr(ot->token)),
+					  "remove the fence of the moved genes");
+		appendStringInfo(&tables, "%s%s", tables.len ? ", " : "", t->dst_table);
+	}
+	RemoteCommand(rc, psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
+							   MOVE_SWITCH_MAX_WAIT_MS, tables.data),
+				  "lock the tables of the revert's destination");
+	RemoteCommand(rc, psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the transaction of the revert on its destination");
+}
+
+/*
  * Step: the switch, in one router transaction.  The source transaction
  * (a split's keep view appears in it, the fence becomes moved; no row is
  * deleted) runs first, then the router takes the parent's lock, rewrites
@@ -854,8 +967,9 @@ MoveSwitch(Move *m)
 {
 	ListCell   *lc;
 
+	/* a revert's partitions read the source tables again: no view */
 	foreach(lc, MoveGroup(m))
-		if (((Move *) lfirst(lc))->kind != MOVE_KIND_WHOLE)
+		if (((Move *) lfirst(lc))->kind != MOVE_KIND_WHOLE && m->reverts == 0)
 			MoveCreateKeepView(lfirst(lc), MoveSrc(m));
 	m->keys_locked = false;
 	MoveSourceTransaction(m);
@@ -893,6 +1007,8 @@ MoveSwitch(Move *m)
 		foreach(lc, MoveGroup(m))
 			MoveRefuseReferenced(lfirst(lc), MoveHolder(m));
 	}
+	if (m->reverts != 0)
+		MoveRevertDestTransaction(m);
 	RemoteCommand(MoveHolder(m), psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the source transaction");
 	MoveHoldParent(m);
 	SNOWSEQ_TESTPOINT("move_after_source_commit");

@@ -12,10 +12,12 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
+#include "apply_error.h"
 #include "backfill.h"
 #include "clock.h"
 #include "compat.h"
 #include "keystore.h"
+#include "remote.h"
 #include "reserve.h"
 #include "rmgr.h"
 #include "segment.h"
@@ -38,6 +40,7 @@ SnowseqShmemSize(void)
 	size = add_size(size, ReserveShmemSize());
 	size = add_size(size, ClockShmemSize());
 	size = add_size(size, BackfillShmemSize());
+	size = add_size(size, ApplyErrorShmemSize());
 	return size;
 }
 
@@ -68,6 +71,7 @@ SnowseqShmemStartup(void)
 	found = ReserveShmemInit();
 	ClockShmemInit();
 	BackfillShmemInit();
+	ApplyErrorShmemInit();
 	if (!found)
 	{
 		ReserveLoadState();
@@ -91,12 +95,14 @@ _PG_init(void)
 	GucInit();
 	KeyStoreInit();
 	TestPointInit();
+	MoveInit();
 	RmgrInit();
 	GucReservePrefix();
 	GucValidate();
 	ClockInit();
 	SegmentInit();
 	BackfillInit();
+	ApplyErrorInit();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = SnowseqShmemRequest;

@@ -19,7 +19,8 @@ use Test::More;
 our @EXPORT = qw(snowseq_node start_faketime set_fake_offset seconds_to_next_unit wait_until id_clients
   wait_clients check_ids read_ids all_unique strictly_increasing max_of
   min_of segment_of server_log_since read_state_file script_clients
-  read_lines extension_fingerprint compare_fingerprints);
+  read_lines extension_fingerprint compare_fingerprints
+  shard_layout move_leftovers fdw_servers_sql);
 
 my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -498,6 +499,53 @@ sub compare_fingerprints
 		diag("only in $want_name: $_") for @only_want;
 	}
 	return $ok;
+}
+
+# SQL for a router: a postgres_fdw server and a user mapping for the
+# current user for each [name, node] given, reaching database $db there.
+sub fdw_servers_sql
+{
+	my ($db, @servers) = @_;
+	return join '', map {
+		sprintf("CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '%s', port '%s', dbname '%s');\n"
+			  . "CREATE USER MAPPING FOR CURRENT_USER SERVER %s;\n", $_->[0], $_->[1]->host, $_->[1]->port, $db, $_->[0])
+	} @servers;
+}
+
+# The routing map of a router's database and the partitions of some of its
+# gene-sharded tables, as one line: "upper_gene=shard,..." then each
+# partition, its bounds and the server and remote table it reads.
+sub shard_layout
+{
+	my ($router, $db, @parents) = @_;
+	my $in = join(', ', map { "'$_'::regclass" } @parents);
+	return $router->safe_psql($db, q{
+		SELECT string_agg(upper_gene || '=' || shard, ',' ORDER BY upper_gene) FROM snowseq_shard_map})
+	  . ' ' . $router->safe_psql($db, qq{
+		SELECT string_agg(c.relname || ' ' || pg_get_expr(c.relpartbound, c.oid) || ' ' || s.srvname || '.'
+			|| coalesce((SELECT option_value FROM pg_options_to_table(ft.ftoptions) WHERE option_name = 'table_name'),
+				c.relname), '; ' ORDER BY c.relname)
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		JOIN pg_foreign_table ft ON ft.ftrelid = c.oid JOIN pg_foreign_server s ON s.oid = ft.ftserver
+		WHERE i.inhparent IN ($in)});
+}
+
+# What moves left on shard servers (database $db): replication slots,
+# publications, subscriptions, fences other than tombstones; "node: what",
+# one per object.
+sub move_leftovers
+{
+	my ($db, @nodes) = @_;
+	my @l;
+	for my $s (@nodes)
+	{
+		push @l, map { $s->name . ": $_" } grep { length } split /\n/, $s->safe_psql($db, q{
+			SELECT 'slot ' || slot_name FROM pg_replication_slots
+			UNION ALL SELECT 'publication ' || pubname FROM pg_publication
+			UNION ALL SELECT 'subscription ' || subname FROM pg_subscription
+			UNION ALL SELECT 'fence ' || token || ' ' || state FROM snowseq_fence WHERE state <> 'moved'});
+	}
+	return @l;
 }
 
 1;
