@@ -95,6 +95,7 @@ def setup(args, kind, rows):
         psql(args, port, "DROP DATABASE IF EXISTS %s" % db)
         psql(args, port, "CREATE DATABASE %s" % db)
         psql(args, port, "CREATE EXTENSION snowseq", db)
+    user, _ = psql(args, args.source, "SELECT current_user", db)
     table = "CREATE TABLE %s (order_id bigint PRIMARY KEY, buyer_id text NOT NULL, amount numeric NOT NULL)"
     load = ("INSERT INTO %s SELECT ((%d + i %% %d)::bigint << 48) | (i::bigint << 10) | 1023, 'k' || i, i "
             "FROM generate_series(1, %d) i")
@@ -120,8 +121,12 @@ def setup(args, kind, rows):
                  "INSERT INTO snowseq_shard_map VALUES (32767, 'shard_a');")
     psql(args, args.source, "VACUUM ANALYZE", db)
     psql(args, args.source, "CHECKPOINT", db)
+    # the mapping names the role: without it libpq connects as the operating
+    # system user the router runs as, a role the shards do not have when the
+    # clusters run as an ordinary user whose initdb made the role "postgres"
     servers = "".join("CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '%s', port '%d', dbname '%s');"
-                      "CREATE USER MAPPING FOR CURRENT_USER SERVER %s;" % (name, args.host, port, db, name)
+                      "CREATE USER MAPPING FOR CURRENT_USER SERVER %s OPTIONS (user '%s');"
+                      % (name, args.host, port, db, name, user)
                       for name, port in (("shard_a", args.source), ("shard_c", args.dest)))
     psql(args, args.router, "CREATE EXTENSION postgres_fdw;" + servers
          + "CREATE TABLE orders (order_id bigint NOT NULL, buyer_id text NOT NULL, amount numeric NOT NULL) "

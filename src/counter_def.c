@@ -22,12 +22,14 @@
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "counter.h"
 #include "counter_cache.h"
 #include "counter_floor.h"
@@ -402,7 +404,7 @@ snowseq_drop_counter(PG_FUNCTION_ARGS)
 
 		if (OidIsValid(seq))
 			CounterDefCheckOwner(seq, GetUserId(), &name, "drop");
-		else if (!pg_class_ownercheck(get_relname_relid("snowseq_counters", ext_nsp), GetUserId()))
+		else if (!SnowseqClassOwnercheck(get_relname_relid("snowseq_counters", ext_nsp), GetUserId()))
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("must be owner of counter \"%s\" to drop it", NameStr(name)),
