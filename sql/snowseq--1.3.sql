@@ -1293,6 +1293,25 @@ COMMENT ON PROCEDURE @extschema@.snowseq_move_finalize(bigint) IS
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_finalize(bigint) FROM PUBLIC;
 -- ---- end of moves: transient replication errors, own locks, revert (1.3) ----
 
+-- ---- authority: move records and fences (1.3) ----
+-- The resolver and cleanup act on a move's record (as the role that ran the
+-- move, with the replication objects it names) and the fence trigger on a
+-- fence's row: a grant on these tables would let a role steer them, so the
+-- guard refuses changes by roles without the owner's privileges here too.
+CREATE TRIGGER snowseq_guard
+	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_moves
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
+ALTER TABLE @extschema@.snowseq_moves ENABLE ALWAYS TRIGGER snowseq_guard;
+CREATE TRIGGER snowseq_guard
+	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_fence
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
+ALTER TABLE @extschema@.snowseq_fence ENABLE ALWAYS TRIGGER snowseq_guard;
+CREATE TRIGGER snowseq_guard
+	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_move_objects
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
+ALTER TABLE @extschema@.snowseq_move_objects ENABLE ALWAYS TRIGGER snowseq_guard;
+-- ---- end of authority: move records and fences (1.3) ----
+
 -- ---- monitoring: what the Prometheus exporter reads, for pg_monitor (1.3) ----
 -- The exporter's queries (monitoring/queries.yaml) run as a role granted
 -- pg_monitor and nothing else.  Besides the status functions, they read

@@ -87,7 +87,7 @@ $MATRIX{'database owner'}{$_} = 'check' for ('clock', 'counter', 'key version', 
 $MATRIX{'CREATE on the extension schema'} = { map { $_ => $R{same} } @OBJECTS };
 $MATRIX{'CREATE on the extension schema'}{counter} = 'check';
 $MATRIX{'table grantee'} = { clock => $R{notable}, counter => 'check', 'key version' => 'check',
-	'wrap key' => $R{file}, 'routing map' => 'check', 'move record' => $R{moves}, fence => $R{moves},
+	'wrap key' => $R{file}, 'routing map' => 'check', 'move record' => 'check', fence => 'check',
 	status => $R{notable} };
 $MATRIX{'function grantee'} = { clock => 'check', counter => 'check', 'key version' => $R{keyfn},
 	'wrap key' => $R{keyfn}, 'routing map' => $R{mapgrant}, 'move record' => $R{moves},
@@ -194,6 +194,8 @@ su('actors', q{
 	CREATE EXTENSION snowseq;
 	GRANT CREATE ON SCHEMA public TO regress_creator;
 	GRANT INSERT, UPDATE, DELETE ON snowseq_counters, snowseq_key_store, snowseq_shard_map
+		TO regress_tablegrant;
+	GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON snowseq_moves, snowseq_fence, snowseq_move_objects
 		TO regress_tablegrant;
 	GRANT EXECUTE ON FUNCTION snowseq_create_counter(text, bigint, integer, boolean, bigint),
 		snowseq_create_serial(text, text, text, bigint, integer), snowseq_next_n(integer),
@@ -318,6 +320,19 @@ cell($node, 'actors', 'table grantee', 'counter', $t, 'and draws from no other r
 cell($node, 'actors', 'table grantee', 'key version', $t, 'cannot plant a key it knows',
 	"INSERT INTO snowseq_key_store (version, state, key, version_bits, check_bits) VALUES (99, 'active', '\\x" .
 	  ('00' x 32) . "', 8, 4)", qr/table snowseq_key_store is written by snowseq's functions alone/);
+# the resolver and cleanup act on a move's record as the role it names
+# (mover), and the fence trigger on a fence's row: a grant on those tables
+# steers neither (1.2 let a grantee write them)
+cell($node, 'actors', 'table grantee', 'move record', $t, 'cannot name another mover through its grant',
+	"UPDATE snowseq_moves SET mover = 'postgres'::regrole", qr/table snowseq_moves is written by snowseq's functions alone/);
+cell($node, 'actors', 'table grantee', 'move record', $t, 'nor plant the record of an object to drop',
+	"INSERT INTO snowseq_move_objects VALUES (1, 'here', 'table', 'public.orders')",
+	qr/table snowseq_move_objects is written by snowseq's functions alone/);
+cell($node, 'actors', 'table grantee', 'fence', $t, 'cannot plant a fence',
+	"INSERT INTO snowseq_fence (token, relid, state, to_server) VALUES ('x', 'snowseq_shard_map'::regclass, 'reject', 'elsewhere')",
+	qr/table snowseq_fence is written by snowseq's functions alone/);
+cell($node, 'actors', 'table grantee', 'fence', $t, 'nor empty the fences',
+	"TRUNCATE snowseq_fence", qr/table snowseq_fence is written by snowseq's functions alone/);
 cell($node, 'actors', 'table grantee', 'routing map', $t, 'changes routes (its right)',
 	"UPDATE snowseq_shard_map SET shard = 'here'");
 
