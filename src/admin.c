@@ -16,6 +16,7 @@
 #include "utils/datetime.h"
 
 #include "clock.h"
+#include "guc.h"
 #include "reserve.h"
 
 PG_FUNCTION_INFO_V1(snowseq_reset_state);

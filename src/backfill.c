@@ -63,6 +63,7 @@
 
 #include "backfill.h"
 #include "clock.h"
+#include "guc.h"
 #include "reserve.h"
 #include "rmgr.h"
 #include "statefile.h"

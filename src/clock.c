@@ -25,6 +25,7 @@
 #include "utils/wait_event.h"
 
 #include "clock.h"
+#include "guc.h"
 #include "reserve.h"
 #include "timeutil.h"
 

@@ -52,6 +52,7 @@
 
 #include "clock.h"
 #include "compat.h"
+#include "guc.h"
 #include "shmem.h"
 #include "sqlrun.h"
 

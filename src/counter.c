@@ -65,6 +65,7 @@
 #include "counter_cache.h"
 #include "counter_floor.h"
 #include "counter_rights.h"
+#include "guc.h"
 #include "reserve.h"
 #include "sqlrun.h"
 #include "testpoint.h"
@@ -147,7 +148,7 @@ CounterCheckPlace(const CounterEntry *e)
 /*
  * Free the places of dropped counters of this database that have a floor
  * (it keeps their position: created again, they continue above it).
- * Called inside CounterCreate's SPI connection.
+ * Called by CounterHasRoom, inside the SPI connection of the create functions.
  */
 static void
 CounterFreeDroppedCounters(const char *table, Oid floor_nsp)

@@ -32,6 +32,7 @@
 #include "counter_cache.h"
 #include "counter_floor.h"
 #include "counter_rights.h"
+#include "guc.h"
 #include "sqlrun.h"
 #include "testpoint.h"
 

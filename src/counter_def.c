@@ -34,6 +34,7 @@
 #include "counter_cache.h"
 #include "counter_floor.h"
 #include "counter_rights.h"
+#include "guc.h"
 #include "sqlrun.h"
 
 #define COUNTER_MAX_NODES		(1 << 20)

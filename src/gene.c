@@ -23,6 +23,7 @@
 #include "utils/uuid.h"
 
 #include "gene.h"
+#include "guc.h"
 #include "segment.h"
 #include "shmem.h"
 

@@ -19,6 +19,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
+#include "guc.h"
 #include "snowseq.h"
 #include "timeutil.h"
 

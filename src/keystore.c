@@ -18,6 +18,7 @@
 #include "utils/rel.h"
 
 #include "ff1.h"
+#include "guc.h"
 #include "keyring.h"
 #include "keystore.h"
 #include "shmem.h"

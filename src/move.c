@@ -66,9 +66,14 @@
 #include "utils/lsyscache.h"
 #include "utils/wait_event.h"
 
+#include "move.h"
+#include "move_cleanup.h"
+#include "move_common.h"
+#include "move_plan.h"
+#include "move_repl.h"
+#include "move_switch.h"
 #include "snowseq.h"
 #include "gene.h"
-#include "move_internal.h"
 #include "sqlrun.h"
 #include "testpoint.h"
 

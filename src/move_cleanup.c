@@ -20,8 +20,12 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "move_cleanup.h"
+#include "move_common.h"
+#include "move_plan.h"
+#include "move_repl.h"
+#include "move_switch.h"
 #include "snowseq.h"
-#include "move_internal.h"
 #include "sqlrun.h"
 #include "testpoint.h"
 

@@ -22,9 +22,9 @@
 #include "utils/resowner.h"
 #include "utils/wait_event.h"
 
+#include "move_common.h"
 #include "snowseq.h"
 #include "gene.h"
-#include "move_internal.h"
 #include "sqlrun.h"
 
 /* Sleep, interruptibly. */

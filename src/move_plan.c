@@ -28,9 +28,10 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "move_common.h"
+#include "move_plan.h"
 #include "snowseq.h"
 #include "gene.h"
-#include "move_internal.h"
 #include "nodes.h"
 #include "sqlrun.h"
 

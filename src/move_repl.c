@@ -15,8 +15,10 @@
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 
+#include "move_common.h"
+#include "move_plan.h"
+#include "move_repl.h"
 #include "snowseq.h"
-#include "move_internal.h"
 
 #define MOVE_STALL_MS			(300 * 1000)	/* no progress for so long: fail */
 #define MOVE_SUB_FAILURES		5	/* the same error so often in a row, no progress: it persists */

@@ -19,8 +19,11 @@
 #include "storage/proc.h"
 #include "utils/builtins.h"
 
+#include "move_common.h"
+#include "move_plan.h"
+#include "move_repl.h"
+#include "move_switch.h"
 #include "snowseq.h"
-#include "move_internal.h"
 #include "sqlrun.h"
 #include "testpoint.h"
 

@@ -17,6 +17,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "guc.h"
 #include "nodes.h"
 #include "remote.h"
 #include "shmem.h"

@@ -56,10 +56,4 @@ extern char *RemoteValue(RemoteConn *rc, const char *sql, const char *what);
 extern char *RemoteConninfo(Oid serverid);
 extern void RemoteCheckUsableAs(RemoteConn *rc);
 
-/* move.c */
-extern void MoveInit(void);
-
-/* move_cleanup.c */
-extern int	MoveResolveSwitches(int elevel);
-
 #endif							/* SNOWSEQ_REMOTE_H */

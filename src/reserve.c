@@ -23,6 +23,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "guc.h"
 #include "reserve.h"
 #include "rmgr.h"
 #include "syncrep.h"

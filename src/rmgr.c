@@ -33,6 +33,7 @@
 #include "lib/stringinfo.h"
 #include "utils/guc.h"
 
+#include "guc.h"
 #include "keyring.h"
 #include "reserve.h"
 #include "rmgr.h"

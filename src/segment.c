@@ -9,6 +9,7 @@
  */
 #include "postgres.h"
 
+#include "guc.h"
 #include "reserve.h"
 #include "segment.h"
 #include "shmem.h"

@@ -13,6 +13,7 @@
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 
+#include "guc.h"
 #include "serial.h"
 #include "snowseq.h"
 

@@ -15,6 +15,7 @@
 #include "storage/shmem.h"
 
 #include "compat.h"
+#include "guc.h"
 #include "shmem.h"
 
 SnowseqShared *Snowseq = NULL;

@@ -1,8 +1,9 @@
 /*
  * snowseq.h
- *		What every file of snowseq shares: its constants and its settings
- *		(guc.c).  Each subsystem declares its API in a header of its own:
- *		shmem.h, reserve.h, statefile.h, rmgr.h, clock.h, segment.h, ...
+ *		What every file of snowseq shares: its constants, and the module's
+ *		own function (snowseq.c).  Each file declares its API in the header
+ *		named after it: the settings in guc.h, then shmem.h, reserve.h,
+ *		statefile.h, rmgr.h, clock.h, segment.h, ...
  */
 #ifndef SNOWSEQ_H
 #define SNOWSEQ_H
@@ -37,35 +38,6 @@ typedef struct WideId
 	uint64		seg_hi;			/* segment bits 78..64 */
 	uint64		seg_lo;			/* segment bits 63..0 */
 } WideId;
-
-/* settings (guc.c) */
-extern int	snowseq_node_id;
-extern int	snowseq_time_bits;
-extern int	snowseq_node_bits;
-extern int	snowseq_seq_bits;
-extern int	snowseq_time_unit_ms;
-extern int	snowseq_reserve_buffer_ms;
-extern int	snowseq_clock_block_min_ms;
-extern int	snowseq_clock_block_max_ms;
-extern int	snowseq_segment_block_min;
-extern int	snowseq_segment_block_max;
-extern int	snowseq_promote_margin_ms;
-extern int	snowseq_max_lead_ms;
-extern int	snowseq_max_counters;
-extern int64 SnowseqEpochMs;	/* snowseq.epoch in ms since 1970-01-01 UTC */
-extern int	snowseq_backfill_node_id;
-extern bool snowseq_seq_before_node;	/* snowseq.layout: time | seq | node */
-
-extern void GucInit(void);
-extern void GucDefineInt(const char *name, const char *desc, int *var,
-						 int boot, int min, int max, int flags);
-extern void GucDefineBool(const char *name, const char *desc, bool *var,
-						  bool boot, int flags);
-extern void GucReservePrefix(void);
-extern void GucValidate(void);
-extern void GucLayoutNoteExplicit(void);
-extern void GucLayoutInit(void);
-extern void GucLayoutApply(void);
 
 /* snowseq.c: the module */
 extern Size SnowseqShmemSize(void);

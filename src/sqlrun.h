@@ -2,11 +2,25 @@
  * sqlrun.h
  *		Running SQL through SPI, and naming snowseq's own objects (sqlrun.c).
  *
- * Every part of snowseq that runs SQL in the server it is called in goes
- * through these: one rule for a failed statement (an internal ERROR naming
- * the statement's result code) and one way to find the extension's schema
- * (the schema of the SQL function called, which is where the install
- * script put every object).
+ * SQL that changes something, run in the server snowseq is called in, goes
+ * through SpiRun and SpiRunArgs: one rule for a failed statement (an
+ * internal ERROR naming the statement's result code); and every part finds
+ * the extension's schema one way (the schema of the SQL function called,
+ * which is where the install script put every object).
+ *
+ * Six reads call SPI themselves, because these run statements read-write
+ * (a new snapshot each, as a procedure's steps need) and keep no tuples:
+ *   - counter_cache.c (a counter's definition), counter_floor.c (a floor's
+ *     position), route.c (the routing map) and nodes.c (the extension's
+ *     version, the foreign servers) read with read_only: the caller's
+ *     snapshot, so that a STABLE function (shard_of, the status views)
+ *     sees one state through its statement, and they read the rows they
+ *     fetch;
+ *   - keyadmin.c runs a prepared plan on the latest snapshot
+ *     (SPI_execute_snapshot), so that a key administrator in a REPEATABLE
+ *     READ transaction still sees a key version made since it began and
+ *     never makes it twice (test/specs/keys_repeatable_read.spec).
+ * SQL for other servers goes through remote.h, never SPI.
  */
 #ifndef SNOWSEQ_SQLRUN_H
 #define SNOWSEQ_SQLRUN_H

@@ -21,6 +21,7 @@
 #include "storage/fd.h"
 #include "utils/datetime.h"
 
+#include "guc.h"
 #include "statefile.h"
 #include "timeutil.h"
 

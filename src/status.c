@@ -17,6 +17,7 @@
 #include "backfill.h"
 #include "clock.h"
 #include "counter_cache.h"
+#include "guc.h"
 #include "keystore.h"
 #include "keyring.h"
 #include "reserve.h"

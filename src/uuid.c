@@ -31,6 +31,7 @@
 
 #include "backfill.h"
 #include "clock.h"
+#include "guc.h"
 #include "shmem.h"
 #include "timeutil.h"
 

@@ -13,7 +13,8 @@
  *
  * Also the move resolver: at every start of the server (crash restarts
  * included) it visits each database, and where snowseq is installed it
- * resolves the gene-range moves interrupted in their switch (move.c), so
+ * resolves the gene-range moves interrupted in their switch
+ * (MoveResolveSwitches, move_cleanup.c), so
  * the prepared source transactions they left commit or roll back as the
  * router's record says, without anyone running snowseq_move_cleanup().
  */
@@ -39,6 +40,7 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
+#include "move_cleanup.h"
 #include "remote.h"
 #include "reserve.h"
 #include "worker.h"

@@ -2,8 +2,8 @@
 # (test/layering.sh): no file depends, through a chain of calls, on a file
 # that depends on it, except the WAL log/redo pair (reserve.c logs an
 # advance, rmgr.c redoes it into the reservations); every function of the
-# core is in the file its prefix names; each header of the core declares
-# its own file's API.  The checker itself is shown to find a ring, a
+# core is in the file its prefix names; each header declares the API of
+# the file it is named after.  The checker itself is shown to find a ring, a
 # misplaced function and a header declaring another file's function.  No
 # server needed.
 use strict;
@@ -45,6 +45,10 @@ my $cc = $ENV{CC} // 'cc';
 open(my $hh, '>', "$dir/clock.h") or die;
 print $hh "extern int ClockNow(void);\nextern int a1(void);\n";
 close($hh);
+# a header outside the core, named after d.c, declaring b.c's function
+open($hh, '>', "$dir/d.h") or die;
+print $hh "extern int d1(void);\nextern int b1(void);\n";
+close($hh);
 for my $f (sort keys %src)
 {
 	open(my $fh, '>', "$dir/$f.c") or die;
@@ -60,5 +64,8 @@ like($out, qr/^MISPLACED: ClockNow is in c\.c, its prefix names clock\.c$/m,
 like($out, qr/^HEADER: clock\.h declares a1, defined in a$/m, 'a header declaring another file\'s function is reported');
 like($out, qr/^HEADER: clock\.h declares ClockNow, defined in c$/m,
 	'so is the misplaced function, which clock.c does not define');
+like($out, qr/^HEADER: d\.h declares b1, defined in b$/m,
+	'every header is checked, not only the core\'s: d.h declares a function of b.c');
+unlike($out, qr/^HEADER: d\.h declares d1/m, 'and d.h may declare d.c\'s own');
 
 done_testing();

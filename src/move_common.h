@@ -1,11 +1,13 @@
 /*
- * move_internal.h
+ * move_common.h
  *		What the files of a move share on the router: the Move, its steps,
- *		and the helpers of each phase (move.c orchestration, move_plan.c,
- *		move_repl.c, move_switch.c, move_cleanup.c).  Private to them.
+ *		its record and sessions (move_common.c).  Each phase declares its
+ *		helpers in the header named after its file: move_plan.h,
+ *		move_repl.h, move_switch.h, move_cleanup.h.  Private to them and
+ *		move.c, which runs the phases.
  */
-#ifndef SNOWSEQ_MOVE_INTERNAL_H
-#define SNOWSEQ_MOVE_INTERNAL_H
+#ifndef SNOWSEQ_MOVE_COMMON_H
+#define SNOWSEQ_MOVE_COMMON_H
 
 #include "nodes/pg_list.h"
 #include "utils/timestamp.h"
@@ -108,7 +110,7 @@ typedef struct Move
 	int			fence_id;		/* 0: none yet */
 	Oid			sub_oid;		/* the subscription on the destination */
 	Oid			mover;			/* the role that runs the move */
-	bool		parent_held;	/* the parent's session lock (MoveHoldParent) */
+	bool		parent_held;	/* the parent's session lock (MoveLockParent) */
 	MoveStateId state;			/* as committed in snowseq_moves */
 	char	   *node;			/* this router's node id */
 	/* what the router needs for the new foreign table */
@@ -154,7 +156,7 @@ typedef struct Move
 
 typedef void (*MoveStep) (Move *m);
 
-/* move.c: the Move, its sessions and record, running a step */
+/* move_common.c: the Move, its sessions and record, running a step */
 extern const char *MoveStateName(MoveStateId state);
 extern MoveStateId MoveStateFromName(const char *name);
 extern const char *MoveKindName(MoveKind kind);
@@ -194,71 +196,4 @@ extern bool MoveGroupsRecorded(const char *ext);
 extern bool MoveObjectsRecorded(const char *ext);
 extern MoveStateId MoveStateRead(Move *m);
 
-/* move_plan.c */
-extern List *MovePartBounds(Oid parent);
-extern char *MoveParentKey(Move *m);
-extern void MoveForeignOptions(Move *m, Oid rel, char **opts, char **colopts);
-extern void MovePlan(Move *m, const char *to_server);
-extern char *MoveLocalNode(Move *m);
-extern void MoveRecordNew(Move *m);
-extern Move *MoveRevertNew(Move *o);
-extern char *MoveRemoteColumns(RemoteConn *rc, const char *table);
-extern char *MoveRemotePkey(RemoteConn *rc, const char *table);
-extern char *MoveTableReadBy(Move *m, const char *server, const char *nsp, const char *rel);
-extern char *MoveCopyMark(Move *m);
-extern void MoveRefuseReferenced(Move *m, RemoteConn *rc);
-extern void MovePrepareChecks(Move *m);
-extern bool PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server);
-extern List *MovePlacementGroup(Move *m, const char *to_server);
-extern void MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock);
-extern List *MoveDeleteOrder(Move *m, RemoteConn *rc);
-
-/* move_repl.c */
-extern void MoveCreatePublication(Move *m);
-extern void MoveBackPrepare(Move *m);
-extern void MoveBackAttach(Move *m);
-extern void MoveBackSubscribe(Move *m, bool advance);
-extern void MoveBackDetach(Move *m);
-extern void MoveBackDrop(Move *m);
-extern char *MoveBackMark(Move *m);
-extern void MoveBackDropTable(RemoteConn *dst, const char *table, const char *mark);
-extern void MoveCreateSubscription(Move *m);
-extern bool MoveCopyState(Move *m, char **rows);
-extern char *MoveCopySize(Move *m);
-extern char *MoveLagBytes(Move *m);
-extern void MoveCheckSubscription(Move *m, const char *errors);
-extern char *MoveSourceLsn(Move *m);
-extern bool MoveWaitApplied(Move *m, const char *lsn, int timeout_ms);
-extern void MoveDropSubscription(Move *m);
-extern char *MoveDropSubscriptionNamed(RemoteConn *rc, const char *name, bool keep_slot);
-extern void MoveDropSlotNamed(RemoteConn *rc, const char *name);
-extern void MoveDropSlots(Move *m);
-extern void MoveDropPublication(Move *m);
-
-/* move_switch.c */
-extern void MoveResolvePrepared(Move *m, bool commit);
-extern void MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col);
-extern void MoveBlock(Move *m);
-extern void MoveGroupForeignKeys(Move *m);
-extern void MoveValidateGroupKeys(Move *m);
-extern void MoveSwitchRouter(Move *m);
-extern bool MoveLockParent(Move *m, bool check_stuck);
-extern void MoveReleaseParent(Move *m);
-extern void MoveSwitch(Move *m);
-extern char *MoveKeepView(Move *m);
-extern void MovePointBack(Move *m);
-extern bool MoveDropKeepView(Move *m);
-extern void MoveDropKeepViewOf(Move *m);
-
-/* move_cleanup.c */
-extern void MoveFinish(Move *m);
-extern void MoveFinishSource(Move *m);
-extern void MoveFinalize(Move *m);
-extern void MoveRevertFinish(Move *m);
-extern Move *MoveLoadById(const char *ext, int64 id);
-extern void MoveResolve(Move *m, const char *error);
-extern int	CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, int elevel);
-extern void CleanupRecorded(Move *collect);
-extern void CleanupOrphans(Move *collect);
-
-#endif							/* SNOWSEQ_MOVE_INTERNAL_H */
+#endif							/* SNOWSEQ_MOVE_COMMON_H */

@@ -1,0 +1,29 @@
+/*
+ * move_plan.h
+ *		move_plan.c: planning a move: the partitions and bounds, the
+ *		checks before it starts, its record and the placement group.
+ */
+#ifndef SNOWSEQ_MOVE_PLAN_H
+#define SNOWSEQ_MOVE_PLAN_H
+
+#include "move_common.h"
+
+extern List *MovePartBounds(Oid parent);
+extern char *MoveParentKey(Move *m);
+extern void MoveForeignOptions(Move *m, Oid rel, char **opts, char **colopts);
+extern void MovePlan(Move *m, const char *to_server);
+extern char *MoveLocalNode(Move *m);
+extern void MoveRecordNew(Move *m);
+extern Move *MoveRevertNew(Move *o);
+extern char *MoveRemoteColumns(RemoteConn *rc, const char *table);
+extern char *MoveRemotePkey(RemoteConn *rc, const char *table);
+extern char *MoveTableReadBy(Move *m, const char *server, const char *nsp, const char *rel);
+extern char *MoveCopyMark(Move *m);
+extern void MoveRefuseReferenced(Move *m, RemoteConn *rc);
+extern void MovePrepareChecks(Move *m);
+extern bool PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server);
+extern List *MovePlacementGroup(Move *m, const char *to_server);
+extern void MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock);
+extern List *MoveDeleteOrder(Move *m, RemoteConn *rc);
+
+#endif							/* SNOWSEQ_MOVE_PLAN_H */
