@@ -14,26 +14,36 @@
  * What was taken is kept as a height map per space: for each time unit,
  * every value below its height may have been handed out.  The map is a
  * sorted list of at most BACKFILL_REGIONS regions (a range of time units
- * and a height); when a new region would not fit, the two neighbours whose
- * merging wastes the fewest values are merged (the merged region takes the
- * higher height: it may over-state, never under-state, what was taken).
- * A value for an instant is the height of its time unit, which then rises
- * by one: rows of one instant take consecutive values, and any order of
- * instants works (1.2's laps spent a value of every time unit at each step
- * back in time, and ran out after 4,096 of them).
+ * and a height) under a table of units (BACKFILL_SLOTS, open addressing)
+ * that holds the exact height of every unit used since the table last
+ * folded.  A value for an instant is its unit's height, which then rises
+ * by one in the table.  When the table is three quarters full it folds
+ * into the regions, in the order of the units: a unit that would make a
+ * region too many merges two neighbours where that wastes fewest values
+ * (the merged region takes the higher height: it may over-state, never
+ * under-state, what was taken).  Any order of instants works: rows of one
+ * instant, or of instants in ascending order, fold into a few regions at
+ * their own heights; instants in random order cost a value or so of each
+ * unit per fold, one fold per 12,288 units used.  (The first map of 1.3,
+ * regions alone, merged at every new unit and lost 890 values of its
+ * fullest unit for 50,000 rows in random order; 1.2's laps spent a value
+ * of every time unit at each step back in time, and ran out after 4,096
+ * of them.)
  *
- * Two maps per space.  The durable one is a promise: no value at or above
- * it was handed out.  Before a value is handed out above the durable
- * height of its unit, the durable map is raised, written to the WAL
- * (flushed) and to the file snowseq.backfill (durably renamed): around the
- * unit, over BACKFILL_WINDOW time units either side, to the taken height
- * plus one, and at the unit itself by a block of at most 1/RESERVE_SHARE of
- * what is left in it.  So a backfill of distinct instants writes once per
- * window, a burst at one instant a few hundred times per unit, and a
- * restart or a crash, which starts over from the durable map, costs at
- * most one value of each time unit near the last ones used and 1/32 of
- * what was left in a unit a burst was in.  Redo raises both maps, never
- * lowers them; a promoted standby starts from what it replayed.
+ * Two maps per space.  The durable one (regions alone) is a promise: no
+ * value at or above it was handed out.  Before a value is handed out at
+ * or above the durable height of its unit, the durable map is raised,
+ * written to the WAL (flushed) and to the file snowseq.backfill (durably
+ * renamed): at the unit by a block, twice the values the unit took since
+ * the last fold, at most 1/RESERVE_SHARE of what is left in it, and over
+ * BACKFILL_WINDOW time units either side to the regions' height plus the
+ * same block.  So a burst at one instant writes a number of times that
+ * grows with the logarithm of its size, instants of a few rows each write
+ * once in a while, and a restart or a crash, which starts over from the
+ * durable map, costs a unit at most twice what it took since the last
+ * fold and at most 1/32 of what was left in it.  Redo raises both maps'
+ * regions, never lowers them; a promoted standby starts from what it
+ * replayed.
  *
  * A file of 1.2 (no snowseq.backfill) is read from its one reservation,
  * the highest sequence value any lap used: every time unit is taken up to
@@ -56,6 +66,7 @@
 #include "storage/fd.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/lsyscache.h"
@@ -75,6 +86,8 @@
 #define BACKFILL_REGIONS	128
 #define BACKFILL_WINDOW		65536	/* time units either side made durable at once */
 #define BACKFILL_UUID_EXTRA	20		/* counter bits of a UUID past its clock field */
+#define BACKFILL_SLOTS		16384	/* units the taken map holds exactly (a power of two) */
+#define BACKFILL_SLOTS_FULL (BACKFILL_SLOTS / 4 * 3)	/* then they fold into its regions */
 
 /* A range of time units and the height every one of them is taken up to. */
 typedef struct BackfillRegion
@@ -90,13 +103,27 @@ typedef struct BackfillMap
 	BackfillRegion r[BACKFILL_REGIONS];
 } BackfillMap;
 
-/* A space of values per time unit, and its two maps. */
+/* A time unit and its exact height, in the taken map's table. */
+typedef struct BackfillUnit
+{
+	uint64		unit;
+	uint64		height;			/* 0: a free slot */
+} BackfillUnit;
+
+/*
+ * A space of values per time unit, and its two maps.  The taken map is
+ * regions under a table: the height of a unit in the table is exact, that
+ * of any other unit is its region's.
+ */
 typedef struct BackfillSpace
 {
 	uint64		per_unit;		/* values a time unit holds */
 	BackfillMap taken;			/* values taken since start, and before (the start's durable) */
+	int			nunits;			/* slots used in units */
+	BackfillUnit units[BACKFILL_SLOTS]; /* units taken since the last fold */
 	BackfillMap durable;		/* no value at or above it was ever handed out */
 	uint64		writes;			/* durable advances since start */
+	uint64		folds;			/* times the table folded into the regions */
 } BackfillSpace;
 
 /* In shared memory, under its own lock. */
@@ -409,6 +436,82 @@ BackfillMaxHeight(const BackfillMap *m)
 	return h;
 }
 
+/* ---- the taken map's table of units ---- */
+
+/* The slot of unit t in a space's table, or the free slot it would take. */
+static BackfillUnit *
+BackfillSlot(BackfillSpace *sp, uint64 t)
+{
+	uint32		i = hash_bytes_uint32((uint32) (t ^ (t >> 32))) & (BACKFILL_SLOTS - 1);
+
+	while (sp->units[i].height != 0 && sp->units[i].unit != t)
+		i = (i + 1) & (BACKFILL_SLOTS - 1);
+	return &sp->units[i];
+}
+
+/* Values of unit t that may have been taken: its exact height, else its region's. */
+static uint64
+BackfillTaken(BackfillSpace *sp, uint64 t)
+{
+	BackfillUnit *u = BackfillSlot(sp, t);
+
+	return u->height != 0 ? u->height : BackfillHeight(&sp->taken, t);
+}
+
+static int
+BackfillUnitCmp(const void *a, const void *b)
+{
+	const BackfillUnit *x = a;
+	const BackfillUnit *y = b;
+
+	/* used slots first, by unit */
+	if ((x->height == 0) != (y->height == 0))
+		return x->height == 0 ? 1 : -1;
+	return x->unit < y->unit ? -1 : x->unit > y->unit ? 1 : 0;
+}
+
+/*
+ * Fold the table into the regions, in the order of the units (the regions
+ * take its heights, merging where they must), and empty it.
+ */
+static void
+BackfillFold(BackfillSpace *sp)
+{
+	qsort(sp->units, BACKFILL_SLOTS, sizeof(BackfillUnit), BackfillUnitCmp);
+	for (int i = 0; i < sp->nunits; i++)
+		BackfillRaiseUnit(&sp->taken, sp->units[i].unit, sp->units[i].height);
+	memset(sp->units, 0, sizeof(sp->units));
+	sp->nunits = 0;
+	sp->folds++;
+}
+
+/* Unit t is taken up to h (h is at least what it was). */
+static void
+BackfillSetTaken(BackfillSpace *sp, uint64 t, uint64 h)
+{
+	BackfillUnit *u = BackfillSlot(sp, t);
+
+	if (u->height == 0)
+	{
+		if (sp->nunits >= BACKFILL_SLOTS_FULL)
+		{
+			BackfillFold(sp);
+			u = BackfillSlot(sp, t);
+		}
+		u->unit = t;
+		sp->nunits++;
+	}
+	u->height = h;
+}
+
+/* Forget the table: the regions are the whole taken map again. */
+static void
+BackfillClearUnits(BackfillSpace *sp)
+{
+	memset(sp->units, 0, sizeof(sp->units));
+	sp->nunits = 0;
+}
+
 /* ---- the file and the WAL ---- */
 
 /* Write the durable maps to the file, durably.  Caller holds the lock. */
@@ -542,7 +645,10 @@ BackfillLoadState(void)
 		pfree(data);
 	}
 	for (int s = 0; s < BACKFILL_SPACES; s++)
+	{
 		BackfillState->space[s].taken = BackfillState->space[s].durable;
+		BackfillClearUnits(&BackfillState->space[s]);
+	}
 	BackfillState->loaded = true;
 }
 
@@ -613,6 +719,7 @@ BackfillReset(uint64 until, bool other_layout)
 		sp->per_unit = BackfillPerUnit(BACKFILL_BIGINT);
 		BackfillRaise(&sp->durable, 0, until, sp->per_unit);
 		sp->taken = sp->durable;
+		BackfillClearUnits(sp);
 		BackfillState->reset_until = until;
 		BackfillLog(BACKFILL_BIGINT);
 	}
@@ -647,10 +754,14 @@ BackfillRefuse(int space, TimestampTz ts, uint64 t, uint64 per_unit)
 }
 
 /*
- * The durable map must cover value s of unit t before it is handed out:
- * raise it around t (BACKFILL_WINDOW units either side) to the taken
- * height plus one, and at t by a block of at most 1/RESERVE_SHARE of what
- * is left there; log, save.  Caller holds the lock.
+ * The durable map must cover value s of unit t before it is handed out.
+ * The block: twice the values t took since the table last folded (a burst
+ * at one instant writes a number of times that grows with the logarithm
+ * of its size), at most 1/RESERVE_SHARE of what is left there.  Raise the
+ * map at t by the block, and around t (BACKFILL_WINDOW units either side)
+ * to the regions' taken height plus the block: its neighbours likely take
+ * as many (instants of ten rows each write once in a while, not once an
+ * instant).  Log, save.  Caller holds the lock.
  */
 static void
 BackfillAdvance(int space, uint64 t, uint64 s)
@@ -658,7 +769,9 @@ BackfillAdvance(int space, uint64 t, uint64 s)
 	BackfillSpace *sp = &BackfillState->space[space];
 	uint64		lo = t > BACKFILL_WINDOW ? t - BACKFILL_WINDOW : 0;
 	uint64		hi = t < PG_UINT64_MAX - BACKFILL_WINDOW ? t + BACKFILL_WINDOW : PG_UINT64_MAX;
-	uint64		block = Max((sp->per_unit - (s + 1)) / RESERVE_SHARE, 1);
+	uint64		base = BackfillHeight(&sp->taken, t);
+	uint64		depth = s + 1 > base ? s + 1 - base : 1;
+	uint64		block = Max(Min(2 * depth, (sp->per_unit - (s + 1)) / RESERVE_SHARE), 1);
 	BackfillMap before = sp->durable;
 
 	if (RecoveryInProgress())
@@ -666,7 +779,7 @@ BackfillAdvance(int space, uint64 t, uint64 s)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot make snowseq IDs for past instants during recovery"),
 				 errhint("Make them on the primary.")));
-	BackfillRaiseBy(&sp->durable, &sp->taken, lo, hi, 1, sp->per_unit);
+	BackfillRaiseBy(&sp->durable, &sp->taken, lo, hi, block, sp->per_unit);
 	BackfillRaise(&sp->durable, t, t, Min(s + 1 + block, sp->per_unit));
 	if (BackfillSame(&before, &sp->durable))
 		return;
@@ -697,7 +810,7 @@ BackfillTake(int space, TimestampTz ts, uint64 t)
 				 errdetail("It says which values of IDs for past instants were taken."),
 				 errhint("Restore it from a backup, or call snowseq_reset_state(), which counts every value up to now as taken.")));
 	}
-	s = BackfillHeight(&sp->taken, t);
+	s = BackfillTaken(sp, t);
 	if (s >= sp->per_unit)
 	{
 		LWLockRelease(BackfillState->lock);
@@ -705,7 +818,7 @@ BackfillTake(int space, TimestampTz ts, uint64 t)
 	}
 	PG_TRY();
 	{
-		BackfillRaiseUnit(&sp->taken, t, s + 1);
+		BackfillSetTaken(sp, t, s + 1);
 		if (s >= BackfillHeight(&sp->durable, t))
 			BackfillAdvance(space, t, s);
 	}
@@ -788,7 +901,10 @@ BackfillCapacity(int space, uint64 *per_unit, uint64 *fullest, uint64 *writes)
 {
 	LWLockAcquire(BackfillState->lock, LW_SHARED);
 	*per_unit = BackfillState->space[space].per_unit;
-	*fullest = Min(BackfillMaxHeight(&BackfillState->space[space].taken), *per_unit);
+	*fullest = BackfillMaxHeight(&BackfillState->space[space].taken);
+	for (int i = 0; i < BACKFILL_SLOTS; i++)
+		*fullest = Max(*fullest, BackfillState->space[space].units[i].height);
+	*fullest = Min(*fullest, *per_unit);
 	*writes = BackfillState->space[space].writes;
 	LWLockRelease(BackfillState->lock);
 }
