@@ -36,11 +36,15 @@ OBJS = \
 	src/fence.o \
 	src/apply_error.o \
 	src/move.o \
+	src/shard_stats.o \
 	src/move_common.o \
 	src/move_plan.o \
+	src/move_group.o \
 	src/move_repl.o \
 	src/move_switch.o \
+	src/move_keep.o \
 	src/move_cleanup.o \
+	src/move_orphans.o \
 	src/move_schema.o \
 	src/nodes.o \
 	src/convert.o \

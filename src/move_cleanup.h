@@ -15,8 +15,7 @@ extern void MoveRevertFinish(Move *m);
 extern Move *MoveLoadById(const char *ext, int64 id);
 extern void MoveResolve(Move *m, const char *error);
 extern int	CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, int elevel);
-extern void CleanupRecorded(Move *collect);
-extern void CleanupOrphans(Move *collect);
+extern void MoveReportCopy(Move *collect, Move *m);
 
 /* for the move resolver (worker.c) */
 extern int	MoveResolveSwitches(int elevel);

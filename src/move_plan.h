@@ -21,9 +21,5 @@ extern char *MoveTableReadBy(Move *m, const char *server, const char *nsp, const
 extern char *MoveCopyMark(Move *m);
 extern void MoveRefuseReferenced(Move *m, RemoteConn *rc);
 extern void MovePrepareChecks(Move *m);
-extern bool PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server);
-extern List *MovePlacementGroup(Move *m, const char *to_server);
-extern void MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock);
-extern List *MoveDeleteOrder(Move *m, RemoteConn *rc);
 
 #endif							/* SNOWSEQ_MOVE_PLAN_H */

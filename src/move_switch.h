@@ -1,12 +1,15 @@
 /*
  * move_switch.h
  *		move_switch.c: the switch: fences and their trigger, holding
- *		writes back, the router's new partition, the keep view.
+ *		writes back, the router's new partition (the keep view of a split
+ *		is move_keep.h's).
  */
 #ifndef SNOWSEQ_MOVE_SWITCH_H
 #define SNOWSEQ_MOVE_SWITCH_H
 
 #include "move_common.h"
+
+#define MOVE_SWITCH_BUDGET_MS	60000	/* the router's lock on the parent: give up after */
 
 extern void MoveResolvePrepared(Move *m, bool commit);
 extern void MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col);
@@ -17,9 +20,5 @@ extern void MoveSwitchRouter(Move *m);
 extern bool MoveLockParent(Move *m, bool check_stuck);
 extern void MoveReleaseParent(Move *m);
 extern void MoveSwitch(Move *m);
-extern char *MoveKeepView(Move *m);
-extern void MovePointBack(Move *m);
-extern bool MoveDropKeepView(Move *m);
-extern void MoveDropKeepViewOf(Move *m);
 
 #endif							/* SNOWSEQ_MOVE_SWITCH_H */
