@@ -47,6 +47,7 @@
 
 #include "catcache.h"
 #include "snowseq.h"
+#include "fence.h"
 #include "gene.h"
 #include "remote.h"
 #include "sqlrun.h"
@@ -59,11 +60,39 @@ typedef struct Fence
 	bool		has_hi;
 	int64		lo;
 	int64		hi;
-	char		state;			/* 'b'lock, 'r'eject, 'm'oved */
+	FenceState	state;			/* never FENCE_OPEN: open ones are not loaded */
 	char	   *to_server;
 } Fence;
 
 static CatCache fence_cache = CATCACHE_INIT("snowseq_fence");
+
+/* The names of the fence states, as snowseq_fence.state stores them (its check lists the same). */
+static const char *const FenceStateNames[] = {"open", "block", "reject", "moved"};
+
+StaticAssertDecl(lengthof(FenceStateNames) == FENCE_MOVED + 1, "a name for each fence state");
+
+/* The stored name of a fence state. */
+const char *
+FenceStateName(FenceState state)
+{
+	Assert(state >= FENCE_OPEN && state <= FENCE_MOVED);
+	return FenceStateNames[state];
+}
+
+/* The fence state of a stored name; false if there is none of that name. */
+static bool
+FenceStateOf(const char *name, FenceState *state)
+{
+	for (int i = 0; i < lengthof(FenceStateNames); i++)
+	{
+		if (strcmp(name, FenceStateNames[i]) == 0)
+		{
+			*state = (FenceState) i;
+			return true;
+		}
+	}
+	return false;
+}
 static Fence *fences = NULL;
 static int	nfences = 0;
 static MemoryContext fence_cxt = NULL;
@@ -103,10 +132,13 @@ FenceLoad(CatCache *cache)
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
 		bool		isnull;
-		char	   *state = TextDatumGetCString(slot_getattr(slot, 6, &isnull));
+		char	   *name = TextDatumGetCString(slot_getattr(slot, 6, &isnull));
+		FenceState	state;
 		Fence	   *f;
 
-		if (state[0] == 'o')
+		if (!FenceStateOf(name, &state))
+			elog(ERROR, "snowseq_fence holds an unknown fence state \"%s\"", name);
+		if (state == FENCE_OPEN)
 			continue;
 		if (nfences == cap)
 		{
@@ -120,7 +152,7 @@ FenceLoad(CatCache *cache)
 		f->has_lo = !isnull;
 		f->hi = DatumGetInt64(slot_getattr(slot, 5, &isnull));
 		f->has_hi = !isnull;
-		f->state = state[0];
+		f->state = state;
 		f->to_server = MemoryContextStrdup(fence_cxt,
 										   TextDatumGetCString(slot_getattr(slot, 7, &isnull)));
 	}
@@ -197,7 +229,7 @@ FenceCheck(Oid fn_oid, Relation rel, int64 id)
 		if (f == NULL)
 			return;
 		FenceGenes(f, &first, &last);
-		if (f->state == 'm')
+		if (f->state == FENCE_MOVED)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("genes %d to %d of table \"%s\" have moved to server \"%s\"",
@@ -206,7 +238,7 @@ FenceCheck(Oid fn_oid, Relation rel, int64 id)
 		/* a mover that is gone holds nothing back: the rows are still here */
 		if (!FenceMoverAlive(f))
 			return;
-		if (f->state == 'r')
+		if (f->state == FENCE_REJECT)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("genes %d to %d of table \"%s\" are moving to server \"%s\"",
@@ -267,7 +299,7 @@ snowseq_fence(PG_FUNCTION_ARGS)
 			int			first,
 						last;
 
-			if (f->relid != RelationGetRelid(rel) || f->state == 'm' || !FenceMoverAlive(f))
+			if (f->relid != RelationGetRelid(rel) || f->state == FENCE_MOVED || !FenceMoverAlive(f))
 				continue;
 			FenceGenes(f, &first, &last);
 			ereport(ERROR,
@@ -325,9 +357,9 @@ FenceTableName(Oid fn_oid)
 Datum
 snowseq_fence_open(PG_FUNCTION_ARGS)
 {
-	Oid			types[5] = {TEXTOID, OIDOID, INT8OID, INT8OID, TEXTOID};
-	Datum		values[5];
-	char		nulls[6] = "     ";
+	Oid			types[6] = {TEXTOID, OIDOID, INT8OID, INT8OID, TEXTOID, TEXTOID};
+	Datum		values[6];
+	char		nulls[7] = "      ";
 	char	   *sql;
 	bool		isnull;
 	int32		id;
@@ -342,13 +374,14 @@ snowseq_fence_open(PG_FUNCTION_ARGS)
 		if (PG_ARGISNULL(i))
 			nulls[i] = 'n';
 	}
+	values[5] = CStringGetTextDatum(FenceStateName(FENCE_OPEN));
 	sql = psprintf("INSERT INTO %s AS f (token, relid, lo, hi, state, to_server) "
-				   "VALUES ($1, $2, $3, $4, 'open', $5) "
+				   "VALUES ($1, $2, $3, $4, $6, $5) "
 				   "ON CONFLICT (token) DO UPDATE SET updated_at = pg_catalog.clock_timestamp() "
 				   "RETURNING f.fence_id",
 				   FenceTableName(fcinfo->flinfo->fn_oid));
 	SPI_connect();
-	SpiRunArgs(sql, 5, types, values, nulls, SPI_OK_INSERT_RETURNING);
+	SpiRunArgs(sql, 6, types, values, nulls, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 	PG_RETURN_INT32(id);
@@ -363,12 +396,14 @@ snowseq_fence_state(PG_FUNCTION_ARGS)
 	Oid			types[2] = {INT4OID, TEXTOID};
 	Datum		values[2] = {Int32GetDatum(id), PG_GETARG_DATUM(1)};
 	char	   *sql;
+	FenceState	known;
 
-	if (strcmp(state, "open") != 0 && strcmp(state, "block") != 0 &&
-		strcmp(state, "reject") != 0 && strcmp(state, "moved") != 0)
+	if (!FenceStateOf(state, &known))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("fence state must be open, block, reject or moved, not \"%s\"", state)));
+				 errmsg("fence state must be %s, %s, %s or %s, not \"%s\"",
+						FenceStateName(FENCE_OPEN), FenceStateName(FENCE_BLOCK),
+						FenceStateName(FENCE_REJECT), FenceStateName(FENCE_MOVED), state)));
 	sql = psprintf("UPDATE %s SET state = $2, updated_at = pg_catalog.clock_timestamp() "
 				   "WHERE fence_id OPERATOR(pg_catalog.=) $1",
 				   FenceTableName(fcinfo->flinfo->fn_oid));
@@ -388,16 +423,16 @@ snowseq_fence_state(PG_FUNCTION_ARGS)
 Datum
 snowseq_fence_drop(PG_FUNCTION_ARGS)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1] = {PG_GETARG_DATUM(0)};
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2] = {PG_GETARG_DATUM(0), CStringGetTextDatum(FenceStateName(FENCE_MOVED))};
 	char	   *sql;
 	bool		found;
 
 	sql = psprintf("DELETE FROM %s WHERE token OPERATOR(pg_catalog.=) $1 "
-				   "AND state OPERATOR(pg_catalog.<>) 'moved'",
+				   "AND state OPERATOR(pg_catalog.<>) $2",
 				   FenceTableName(fcinfo->flinfo->fn_oid));
 	SPI_connect();
-	SpiRunArgs(sql, 1, types, values, NULL, SPI_OK_DELETE);
+	SpiRunArgs(sql, 2, types, values, NULL, SPI_OK_DELETE);
 	found = SPI_processed > 0;
 	SPI_finish();
 	CacheInvalidateRelcacheByRelid(FenceTable(fcinfo->flinfo->fn_oid));

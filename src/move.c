@@ -530,7 +530,7 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 				(errmsg("genes %d to %d of table \"%s\" are on server \"%s\"; their writes were held back for %s ms",
 						first, last, m->parent_rel, m->dst_name, pause ? pause : "?")));
 	}
-	MoveEndStep(m, MoveFinish, "switched");
+	MoveEndStep(m, MoveFinish, "switched over");
 	SPI_commit();
 	if (MoveStateRead(m) == MOVE_STATE_REVERTABLE)
 	{

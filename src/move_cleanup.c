@@ -20,6 +20,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "fence.h"
 #include "move_cleanup.h"
 #include "move_common.h"
 #include "move_group.h"
@@ -93,7 +94,7 @@ MoveKeepSource(Move *m)
 {
 	MoveBackSubscribe(m, true);
 	MoveRecordState(m, MOVE_STATE_REVERTABLE, "revertable_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) revert_window");
-	MoveNote(m, NULL, "move", "revertable");
+	MoveNote(m, NULL, "move", MoveStateName(MOVE_STATE_REVERTABLE));
 }
 
 /*
@@ -223,7 +224,7 @@ MoveRevertFinish(Move *m)
 	MoveForgetObjects(m);
 	MoveRecordState(m, MOVE_STATE_DONE, "finished_at = pg_catalog.clock_timestamp()");
 	MoveRecordState(o, MOVE_STATE_REVERTED, "revertable_until = NULL");
-	MoveNote(m, NULL, "move", "reverted");
+	MoveNote(m, NULL, "move", MoveStateName(MOVE_STATE_REVERTED));
 }
 
 /* Undo actions, each on its own so that one failing leaves the others done. */
@@ -258,7 +259,7 @@ MoveUndoFence(Move *m)
 	v = RemoteValue(MoveSrc(m), psprintf("SELECT state FROM %s WHERE token OPERATOR(pg_catalog.=) %s",
 									 MoveRemoteExt(MoveSrc(m), "snowseq_fence"), quote_literal_cstr(m->token)),
 					"read the fence");
-	m->fence_moved = v != NULL && strcmp(v, "moved") == 0;
+	m->fence_moved = v != NULL && strcmp(v, FenceStateName(FENCE_MOVED)) == 0;
 }
 
 /* Undo: drop the copy the move made, or empty the table it took. */
@@ -408,7 +409,7 @@ MoveRollForward(Move *m)
 	(void) MoveLockParent(m, false);
 	MoveSwitchRouter(m);
 	MoveRecordState(m, MOVE_STATE_SWITCHED, "switched_at = pg_catalog.clock_timestamp()");
-	MoveNote(m, NULL, "router", "switched");
+	MoveNote(m, NULL, "router", MoveStateName(MOVE_STATE_SWITCHED));
 }
 
 /* Undo: subscribe back to the source again, on the slot a revert kept. */

@@ -487,14 +487,15 @@ MoveRecordNew(Move *m)
 	SpiRun(psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
 					"kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
 					"token, state) OVERRIDING SYSTEM VALUE VALUES (" INT64_FORMAT ", %u, %d, %d, %s, %s, %s, %s, "
-					"%s, %s, %s, %s, %s, %s, %s, 'prepare')",
+					"%s, %s, %s, %s, %s, %s, %s, %s)",
 					MoveExt(m, "snowseq_moves"), m->id, m->parent, m->first, m->last,
 					quote_literal_cstr(m->src_name), quote_literal_cstr(m->dst_name),
 					quote_literal_cstr(MoveKindName(m->kind)), quote_literal_cstr(m->part_q),
 					Int8OrNull(m->part_has_lo, m->part_lo), Int8OrNull(m->part_has_hi, m->part_hi),
 					quote_literal_cstr(m->new_part_q), quote_literal_cstr(m->src_table),
 					quote_literal_cstr(m->dst_table), quote_literal_cstr(m->id_col),
-					quote_literal_cstr(m->token)), SPI_OK_INSERT);
+					quote_literal_cstr(m->token), quote_literal_cstr(MoveStateName(MOVE_STATE_PREPARE))),
+		   SPI_OK_INSERT);
 	/* the resolver at the router's start acts as this role, with its user mappings */
 	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
 	/*

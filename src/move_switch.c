@@ -19,6 +19,7 @@
 #include "storage/proc.h"
 #include "utils/builtins.h"
 
+#include "fence.h"
 #include "move_common.h"
 #include "move_group.h"
 #include "move_keep.h"
@@ -109,13 +110,13 @@ MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col)
 
 /* Set the fences of the move (one per table of its group) on the source. */
 static void
-MoveFence(Move *m, const char *state)
+MoveFence(Move *m, FenceState state)
 {
 	ListCell   *lc;
 
 	foreach(lc, MoveGroup(m))
 		RemoteCommand(MoveSrc(m), psprintf("SELECT %s(%d, %s)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_state"),
-										   ((Move *) lfirst(lc))->fence_id, quote_literal_cstr(state)),
+										   ((Move *) lfirst(lc))->fence_id, quote_literal_cstr(FenceStateName(state))),
 					  "set the fence");
 }
 
@@ -349,7 +350,7 @@ MoveBlock(Move *m)
 			m->lock_pid = pg_strtoint32(pid);
 		}
 		MoveFenceLocks(m, true);
-		MoveFence(m, "block");
+		MoveFence(m, FENCE_BLOCK);
 		m->blocked_at = GetCurrentTimestamp();
 		done = MoveFenceWait(m);
 		if (strcmp(done, "t") == 0)
@@ -359,7 +360,7 @@ MoveBlock(Move *m)
 				break;
 		}
 		/* let writes go on and try again later; replication carries on */
-		MoveFence(m, "open");
+		MoveFence(m, FENCE_OPEN);
 		MoveFenceLocks(m, false);
 		if (attempt == MOVE_BLOCK_ATTEMPTS)
 			ereport(ERROR,
@@ -397,7 +398,7 @@ MoveBlock(Move *m)
 	}
 	if (m->revert_window > 0)
 		MoveBackAttach(m);
-	MoveFence(m, "reject");
+	MoveFence(m, FENCE_REJECT);
 	MoveFenceLocks(m, false);
 	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz%s%s",
 												   quote_literal_cstr(timestamptz_to_str(m->blocked_at)),
@@ -623,7 +624,8 @@ MoveSourceTransaction(Move *m)
 	{
 		Move	   *t = lfirst(lc);
 
-		RemoteCommand(MoveHolder(m), psprintf("SELECT %s(%d, 'moved')", MoveRemoteExt(MoveHolder(m), "snowseq_fence_state"), t->fence_id),
+		RemoteCommand(MoveHolder(m), psprintf("SELECT %s(%d, %s)", MoveRemoteExt(MoveHolder(m), "snowseq_fence_state"), t->fence_id,
+										quote_literal_cstr(FenceStateName(FENCE_MOVED))),
 					  "mark the fence moved");
 	}
 }
@@ -693,8 +695,9 @@ MoveRevertDestTransaction(Move *m)
 		Move	   *t = lfirst(lc);
 		Move	   *ot = t->revert_of;
 
-		RemoteCommand(rc, psprintf("SELECT %s(%d, 'open'); SELECT %s(%s)",
+		RemoteCommand(rc, psprintf("SELECT %s(%d, %s); SELECT %s(%s)",
 								   MoveRemoteExt(rc, "snowseq_fence_state"), ot->fence_id,
+								   quote_literal_cstr(FenceStateName(FENCE_OPEN)),
 								   MoveRemoteExt(rc, "snowseq_fence_drop"), quote_literal_cstr(ot->token)),
 					  "remove the fence of the moved genes");
 		appendStringInfo(&tables, "%s%s", tables.len ? ", " : "", t->dst_table);

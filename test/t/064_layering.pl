@@ -68,4 +68,38 @@ like($out, qr/^HEADER: d\.h declares b1, defined in b$/m,
 	'every header is checked, not only the core\'s: d.h declares a function of b.c');
 unlike($out, qr/^HEADER: d\.h declares d1/m, 'and d.h may declare d.c\'s own');
 
+# Each state of a move and of a fence is named once in the C sources (the
+# names array of its file) and is never a literal in SQL text: the SQL side
+# takes it from that array (issue: a state lived in five places).
+my %code;
+for my $f (glob('src/*.c'))
+{
+	open(my $fh, '<', $f) or die "$f: $!";
+	my $text = do { local $/; <$fh> };
+	close($fh);
+	$text =~ s{/\*.*?\*/}{}gs;	# comments may name a state
+	$code{$f} = $text;
+}
+my %sets = (MoveStateNames => 'move state', FenceStateNames => 'fence state');
+for my $array (sort keys %sets)
+{
+	my ($def) = grep { $code{$_} =~ /\b$array\[\]\s*=\s*\{/ } sort keys %code;
+	ok(defined $def, "the $sets{$array}s are named in one array ($array)") or next;
+	my ($list) = $code{$def} =~ /\b$array\[\]\s*=\s*\{(.*?)\}/s;
+	my @names = $list =~ /"(\w+)"/g;
+	ok(@names >= 4, "$array names " . scalar(@names) . " states");
+	for my $name (@names)
+	{
+		# outside the names arrays (a move and a fence both have "block")
+		my @c = map {
+			(my $t = $code{$_}) =~ s/\b\w+StateNames\[\]\s*=\s*\{.*?\}//gs;
+			my $n = () = $t =~ /"\Q$name\E"/g;
+			($_) x $n
+		} sort keys %code;
+		my @sql = grep { $code{$_} =~ /'\Q$name\E'/ } sort keys %code;
+		is(scalar(@c), 0, "$sets{$array} \"$name\" is a C string in ${def}'s array alone" . (@c ? ' (also ' . join(', ', @c) . ')' : ''));
+		is(scalar(@sql), 0, "$sets{$array} \"$name\" is no SQL literal" . (@sql ? ' (' . join(', ', @sql) . ')' : ''));
+	}
+}
+
 done_testing();
