@@ -5,6 +5,11 @@
 # Usage: bash test/check.sh            (all)
 #        T=test/t/010_crash.pl bash test/check.sh   (one TAP file)
 #        PROVE_FLAGS='-I ./test -v' ...             (verbose TAP output)
+#        SNOWSEQ_TAP_JOBS=1 bash test/check.sh      (one TAP file at a time; by
+#                                      default two run at once: each waits on
+#                                      its servers much of the time, and every
+#                                      file has its own servers, ports and
+#                                      directories)
 #        SKIP_BENCH=1 bash test/check.sh            (no benchmark smoke run)
 #        SKIP_TAP=1 bash test/check.sh              (pg_regress and isolation specs only)
 #        DEBUG_BUILD=1 bash test/check.sh           (snowseq built with SNOWSEQ_DEBUG:
@@ -44,6 +49,7 @@ print_tail() {
 
 dir=$(work_tree)
 status=0
+PROVE_FLAGS=${PROVE_FLAGS:-"-I ./test -j ${SNOWSEQ_TAP_JOBS:-2}"}
 # with T set, only those TAP files run
 target=installcheck
 [ -n "${T:-}" ] && target=tapcheck
