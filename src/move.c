@@ -777,7 +777,6 @@ snowseq_move_finalize(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* An oid[] of a list of oids. */
 PG_FUNCTION_INFO_V1(snowseq_move_genes);
 PG_FUNCTION_INFO_V1(snowseq_move_genes_all);
 PG_FUNCTION_INFO_V1(snowseq_split_shard);

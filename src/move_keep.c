@@ -270,4 +270,3 @@ MoveDropKeepView(Move *m)
 	return true;
 }
 
-/* Rewrite the router's partitions of one table of the group. */

@@ -406,6 +406,7 @@ MoveBlock(Move *m)
 												   m->back_lsn ? quote_literal_cstr(m->back_lsn) : ""));
 }
 
+/* Rewrite the router's partitions of one table of the group. */
 static void
 MoveSwitchPartitions(Move *m)
 {

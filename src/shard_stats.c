@@ -29,29 +29,18 @@
 #include "sqlrun.h"
 #include "testpoint.h"
 
+/* An oid[] (oids) or int4[] (!oids) of a list of oids or ints. */
 static ArrayType *
-MoveOidArray(List *oids)
+ListArray(List *l, bool oids)
 {
-	Datum	   *d = palloc(sizeof(Datum) * (list_length(oids) + 1));
+	Datum	   *d = palloc(sizeof(Datum) * (list_length(l) + 1));
 	int			n = 0;
 	ListCell   *lc;
 
-	foreach(lc, oids)
-		d[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-	return construct_array(d, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
-}
-
-/* An int4[] of a list of ints. */
-static ArrayType *
-MoveIntArray(List *ints)
-{
-	Datum	   *d = palloc(sizeof(Datum) * (list_length(ints) + 1));
-	int			n = 0;
-	ListCell   *lc;
-
-	foreach(lc, ints)
-		d[n++] = Int32GetDatum(lfirst_int(lc));
-	return construct_array(d, n, INT4OID, sizeof(int32), true, TYPALIGN_INT);
+	foreach(lc, l)
+		d[n++] = oids ? ObjectIdGetDatum(lfirst_oid(lc)) : Int32GetDatum(lfirst_int(lc));
+	return oids ? construct_array(d, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT) :
+		construct_array(d, n, INT4OID, sizeof(int32), true, TYPALIGN_INT);
 }
 
 PG_FUNCTION_INFO_V1(snowseq_shard_stats);
@@ -95,9 +84,9 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 		part_first = lappend_int(part_first, b->has_lo ? GeneFromId(b->lo) : 0);
 		part_last = lappend_int(part_last, b->has_hi ? GeneFromId(b->hi) - 1 : SNOWSEQ_MAX_GENE);
 	}
-	args[0] = PointerGetDatum(MoveOidArray(part_oids));
-	args[1] = PointerGetDatum(MoveIntArray(part_first));
-	args[2] = PointerGetDatum(MoveIntArray(part_last));
+	args[0] = PointerGetDatum(ListArray(part_oids, true));
+	args[1] = PointerGetDatum(ListArray(part_first, false));
+	args[2] = PointerGetDatum(ListArray(part_last, false));
 
 	SpiRunArgs(psprintf("WITH map AS (SELECT coalesce(pg_catalog.lag(upper_gene) OVER (ORDER BY upper_gene) OPERATOR(pg_catalog.+) 1, 0) AS f, "
 				 "upper_gene AS l, shard FROM %s), "
