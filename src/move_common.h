@@ -110,7 +110,7 @@ typedef struct Move
 	int			fence_id;		/* 0: none yet */
 	Oid			sub_oid;		/* the subscription on the destination */
 	Oid			mover;			/* the role that runs the move */
-	bool		parent_held;	/* the parent's session lock (MoveLockParent) */
+	bool		parent_held;	/* the parent's session lock (MoveHoldParent) */
 	MoveStateId state;			/* as committed in snowseq_moves */
 	char	   *node;			/* this router's node id */
 	/* what the router needs for the new foreign table */
