@@ -1399,6 +1399,7 @@ DECLARE
 	ps name[] := '{}';			-- server
 	pr double precision[] := '{}';	-- rows
 	pb double precision[] := '{}';	-- bytes
+	pt text[] := '{}';			-- the remote table it reads (NULL: a new one)
 	sv name[] := '{}';			-- servers of the map
 	sload double precision[] := '{}';
 	total double precision := 0;
@@ -1415,8 +1416,8 @@ DECLARE
 	genes integer;
 	moved double precision;
 	n integer := 0;
-	f integer;
-	l integer;
+	found_one boolean;
+	c record;
 BEGIN
 	IF parent IS NULL THEN
 		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
@@ -1449,14 +1450,14 @@ BEGIN
 		sv := sv OPERATOR(pg_catalog.||) r.shard;
 		sload := sload OPERATOR(pg_catalog.||) CAST(0 AS double precision);
 	END LOOP;
-	FOR i IN 1 .. pg_catalog.coalesce(pg_catalog.array_length(drain, 1), 0) LOOP
+	FOR i IN 1 .. COALESCE(pg_catalog.array_length(drain, 1), 0) LOOP
 		IF pg_catalog.array_position(sv, drain[i]) IS NULL THEN
 			RAISE EXCEPTION 'server "%" to drain is not in snowseq_shard_map', drain[i]
 				USING ERRCODE = 'invalid_parameter_value',
 					HINT = 'Drain servers the map names: SELECT DISTINCT shard FROM snowseq_shard_map.';
 		END IF;
 	END LOOP;
-	kept := pg_catalog.coalesce(pg_catalog.array_length(sv, 1), 0) OPERATOR(pg_catalog.-)
+	kept := COALESCE(pg_catalog.array_length(sv, 1), 0) OPERATOR(pg_catalog.-)
 		(SELECT pg_catalog.count(DISTINCT d) FROM pg_catalog.unnest(drain) d);
 	IF kept OPERATOR(pg_catalog.<) 1 THEN
 		RAISE EXCEPTION 'a rebalance that drains every server of snowseq_shard_map has nowhere to move genes'
@@ -1467,7 +1468,15 @@ BEGIN
 	-- the partitions that moves can take genes from, and their loads
 	FOR r IN SELECT s.partition, pg_catalog.min(s.first_gene) AS f, pg_catalog.max(s.last_gene) AS l,
 			pg_catalog.min(s.shard) AS shard, pg_catalog.count(DISTINCT s.shard) AS shards,
-			pg_catalog.sum(s.rows) AS rows, pg_catalog.sum(s.bytes) AS bytes
+			pg_catalog.sum(s.rows) AS rows, pg_catalog.sum(s.bytes) AS bytes,
+			(SELECT pg_catalog.quote_ident(COALESCE((SELECT o.option_value FROM pg_catalog.pg_options_to_table(x.ftoptions) o
+					WHERE o.option_name OPERATOR(pg_catalog.=) 'schema_name'), n.nspname::pg_catalog.text))
+				OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||)
+				pg_catalog.quote_ident(COALESCE((SELECT o.option_value FROM pg_catalog.pg_options_to_table(x.ftoptions) o
+					WHERE o.option_name OPERATOR(pg_catalog.=) 'table_name'), pc.relname::pg_catalog.text))
+				FROM pg_catalog.pg_foreign_table x JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) x.ftrelid
+				JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) pc.relnamespace
+				WHERE x.ftrelid OPERATOR(pg_catalog.=) s.partition) AS remote
 			FROM @extschema@.snowseq_shard_stats(parent) s
 			JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) s.partition
 			GROUP BY s.partition ORDER BY 2 LOOP
@@ -1482,6 +1491,7 @@ BEGIN
 		ps := ps OPERATOR(pg_catalog.||) CAST(r.shard AS name);
 		pr := pr OPERATOR(pg_catalog.||) CAST(r.rows AS double precision);
 		pb := pb OPERATOR(pg_catalog.||) CAST(r.bytes AS double precision);
+		pt := pt OPERATOR(pg_catalog.||) r.remote;
 		i := pg_catalog.array_position(sv, CAST(r.shard AS name));
 		sload[i] := sload[i] OPERATOR(pg_catalog.+)
 			CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN r.rows ELSE r.bytes END;
@@ -1498,10 +1508,18 @@ BEGIN
 		lo := NULL;
 		FOR k IN 1 .. pg_catalog.array_length(sv, 1) LOOP
 			IF sv[k] OPERATOR(pg_catalog.<>) ALL (drain)
-				AND (lo IS NULL OR sload[k] OPERATOR(pg_catalog.<) sload[lo]) THEN
+				AND (lo IS NULL OR sload[k] OPERATOR(pg_catalog.<) sload[lo])
+				AND NOT EXISTS (SELECT FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
+					WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[k] AND pt[j.j] OPERATOR(pg_catalog.=) pt[r.i]) THEN
 				lo := k;
 			END IF;
 		END LOOP;
+		IF lo IS NULL THEN
+			RAISE EXCEPTION 'no server can take genes % to % of server "%": each reads a table named %',
+				pf[r.i], pl[r.i], ps[r.i], pt[r.i]
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'A move copies a table into the table of the same name on the destination: give the shard tables of different servers different names, or add a server.';
+		END IF;
 		moved := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[r.i] ELSE pb[r.i] END;
 		hi := pg_catalog.array_position(sv, ps[r.i]);
 		sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
@@ -1511,65 +1529,75 @@ BEGIN
 		from_server := ps[r.i]; to_server := sv[lo];
 		rows := CAST(pr[r.i] AS bigint); bytes := CAST(pb[r.i] AS bigint);
 		ps[r.i] := sv[lo];
+		pt[r.i] := NULL;
 		RETURN NEXT;
 	END LOOP;
 
-	-- then the most loaded server gives to the least loaded one until no
-	-- server is above threshold x the mean
+	-- then the most loaded server gives to the least loaded one that can
+	-- take a partition of it (a move copies a table into the table of the
+	-- same name on the destination) until no server is above threshold x
+	-- the mean
 	LOOP
 		hi := NULL;
-		lo := NULL;
 		FOR k IN 1 .. pg_catalog.array_length(sv, 1) LOOP
 			CONTINUE WHEN sv[k] OPERATOR(pg_catalog.=) ANY (drain);
 			IF hi IS NULL OR sload[k] OPERATOR(pg_catalog.>) sload[hi] THEN
 				hi := k;
 			END IF;
-			IF lo IS NULL OR sload[k] OPERATOR(pg_catalog.<) sload[lo] THEN
-				lo := k;
-			END IF;
 		END LOOP;
-		EXIT WHEN sload[hi] OPERATOR(pg_catalog.<=) threshold OPERATOR(pg_catalog.*) mean
-			OR hi OPERATOR(pg_catalog.=) lo OR n OPERATOR(pg_catalog.>=) 1000;
-		-- what to move: down to the mean, without taking the receiver above it
-		amount := LEAST(sload[hi] OPERATOR(pg_catalog.-) mean, mean OPERATOR(pg_catalog.-) sload[lo]);
-		EXIT WHEN amount OPERATOR(pg_catalog.<=) 0;
-		-- the partition of the server that comes closest: a whole one up to
-		-- amount, else the biggest, cut
-		best := NULL;
-		FOR k IN 1 .. pg_catalog.coalesce(pg_catalog.array_length(pf, 1), 0) LOOP
-			CONTINUE WHEN ps[k] OPERATOR(pg_catalog.<>) sv[hi];
-			share := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[k] ELSE pb[k] END;
-			CONTINUE WHEN share OPERATOR(pg_catalog.<=) 0;
-			IF best IS NULL THEN
-				best := k;
-			ELSIF share OPERATOR(pg_catalog.<=) amount THEN
-				IF (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) OPERATOR(pg_catalog.>) amount
-					OR share OPERATOR(pg_catalog.>) (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) THEN
+		EXIT WHEN sload[hi] OPERATOR(pg_catalog.<=) (threshold OPERATOR(pg_catalog.*) mean)
+			OR n OPERATOR(pg_catalog.>=) 1000;
+		found_one := false;
+		FOR c IN SELECT o.k FROM pg_catalog.generate_subscripts(sv, 1) AS o(k)
+				WHERE sv[o.k] OPERATOR(pg_catalog.<>) ALL (drain) AND o.k OPERATOR(pg_catalog.<>) hi
+				ORDER BY sload[o.k], o.k LOOP
+			lo := c.k;
+			-- what to move: down to the mean, without taking the receiver above it
+			amount := LEAST(sload[hi] OPERATOR(pg_catalog.-) mean, mean OPERATOR(pg_catalog.-) sload[lo]);
+			CONTINUE WHEN amount OPERATOR(pg_catalog.<=) 0;
+			-- the partition that comes closest: a whole one up to amount,
+			-- else the biggest, cut
+			best := NULL;
+			FOR k IN 1 .. COALESCE(pg_catalog.array_length(pf, 1), 0) LOOP
+				CONTINUE WHEN ps[k] OPERATOR(pg_catalog.<>) sv[hi];
+				CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
+					WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo] AND pt[j.j] OPERATOR(pg_catalog.=) pt[k]);
+				share := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[k] ELSE pb[k] END;
+				CONTINUE WHEN share OPERATOR(pg_catalog.<=) 0;
+				IF best IS NULL THEN
+					best := k;
+				ELSIF share OPERATOR(pg_catalog.<=) amount THEN
+					IF (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) OPERATOR(pg_catalog.>) amount
+						OR share OPERATOR(pg_catalog.>) (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) THEN
+						best := k;
+					END IF;
+				ELSIF (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) OPERATOR(pg_catalog.>) amount
+					AND share OPERATOR(pg_catalog.>) (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) THEN
 					best := k;
 				END IF;
-			ELSIF (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) OPERATOR(pg_catalog.>) amount
-				AND share OPERATOR(pg_catalog.>) (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) THEN
-				best := k;
-			END IF;
-		END LOOP;
-		EXIT WHEN best IS NULL;
-		share := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END;
-		genes := pl[best] OPERATOR(pg_catalog.-) pf[best] OPERATOR(pg_catalog.+) 1;
-		IF share OPERATOR(pg_catalog.<=) amount THEN
-			k := genes;
-		ELSE
-			k := CAST(pg_catalog.round(genes OPERATOR(pg_catalog.*) amount OPERATOR(pg_catalog./) share) AS integer);
-			IF k OPERATOR(pg_catalog.<) 1 THEN
-				k := 1;
-			END IF;
-			IF k OPERATOR(pg_catalog.>=) genes THEN
+			END LOOP;
+			CONTINUE WHEN best IS NULL;
+			share := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END;
+			genes := pl[best] OPERATOR(pg_catalog.-) pf[best] OPERATOR(pg_catalog.+) 1;
+			IF share OPERATOR(pg_catalog.<=) amount THEN
 				k := genes;
+			ELSE
+				k := CAST(pg_catalog.round(genes OPERATOR(pg_catalog.*) amount OPERATOR(pg_catalog./) share) AS integer);
+				IF k OPERATOR(pg_catalog.<) 1 THEN
+					k := 1;
+				END IF;
+				IF k OPERATOR(pg_catalog.>=) genes THEN
+					k := genes;
+				END IF;
 			END IF;
-		END IF;
-		-- a whole partition that would only swap the two servers' places
-		-- gains nothing
-		EXIT WHEN k OPERATOR(pg_catalog.=) genes
-			AND share OPERATOR(pg_catalog.>=) sload[hi] OPERATOR(pg_catalog.-) sload[lo];
+			-- a whole partition that would only swap the two servers'
+			-- places gains nothing
+			CONTINUE WHEN k OPERATOR(pg_catalog.=) genes
+				AND share OPERATOR(pg_catalog.>=) (sload[hi] OPERATOR(pg_catalog.-) sload[lo]);
+			found_one := true;
+			EXIT;
+		END LOOP;
+		EXIT WHEN NOT found_one;
 		n := n OPERATOR(pg_catalog.+) 1;
 		step := n;
 		from_server := sv[hi];
@@ -1580,6 +1608,7 @@ BEGIN
 			rows := CAST(pr[best] AS bigint);
 			bytes := CAST(pb[best] AS bigint);
 			ps[best] := sv[lo];
+			pt[best] := NULL;
 			moved := share;
 		ELSE
 			-- the last k genes: the partition keeps its first ones
@@ -1590,6 +1619,7 @@ BEGIN
 			pf := pf OPERATOR(pg_catalog.||) first_gene;
 			pl := pl OPERATOR(pg_catalog.||) last_gene;
 			ps := ps OPERATOR(pg_catalog.||) sv[lo];
+			pt := pt OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.text);
 			pr := pr OPERATOR(pg_catalog.||) CAST(rows AS double precision);
 			pb := pb OPERATOR(pg_catalog.||) CAST(bytes AS double precision);
 			pl[best] := first_gene OPERATOR(pg_catalog.-) 1;
@@ -1690,12 +1720,15 @@ BEGIN
 			-- the plan assumed loads spread evenly over genes: plan again
 			-- from what is there now, at most three rounds in all
 			IF run.rounds OPERATOR(pg_catalog.<) 3 THEN
-				SELECT pg_catalog.coalesce(pg_catalog.max(st.step), 0) INTO nsteps
+				SELECT COALESCE(pg_catalog.max(st.step), 0) INTO nsteps
 					FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
 				INSERT INTO @extschema@.snowseq_rebalance_steps (run_id, step, first_gene, last_gene, from_server, to_server, rows, bytes)
 					SELECT run.run_id, nsteps OPERATOR(pg_catalog.+) p.step, p.first_gene, p.last_gene,
 						p.from_server, p.to_server, p.rows, p.bytes
-					FROM @extschema@.snowseq_rebalance_plan(run.parent, run.strategy, run.threshold, run.drain) p;
+					FROM @extschema@.snowseq_rebalance_plan(run.parent, run.strategy, run.threshold,
+						-- drained servers have left the map
+						ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d WHERE EXISTS (SELECT
+							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d))) p;
 				IF FOUND THEN
 					UPDATE @extschema@.snowseq_rebalance_runs r SET rounds = r.rounds OPERATOR(pg_catalog.+) 1
 						WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
@@ -1711,7 +1744,7 @@ BEGIN
 			SELECT pg_catalog.count(*) AS moves, pg_catalog.sum(st.rows_copied) AS copied INTO mv
 				FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
 			RAISE NOTICE 'rebalance %: done, % moves, % rows copied, this call took %', run.run_id,
-				mv.moves, pg_catalog.coalesce(mv.copied, 0), pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t0;
+				mv.moves, COALESCE(mv.copied, 0), pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t0;
 			RETURN;
 		END IF;
 
@@ -1725,7 +1758,7 @@ BEGIN
 			LATERAL (SELECT sm.shard FROM @extschema@.snowseq_shard_map sm
 				WHERE sm.upper_gene OPERATOR(pg_catalog.>=) g ORDER BY sm.upper_gene LIMIT 1) m;
 		IF on_dest AND s.state OPERATOR(pg_catalog.<>) 'planned' THEN
-			SELECT pg_catalog.coalesce(m.group_move, m.move_id) AS move_id, m.rows_copied INTO mv
+			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.rows_copied INTO mv
 				FROM @extschema@.snowseq_moves m
 				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
 					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
@@ -1751,7 +1784,7 @@ BEGIN
 			run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.to_server, s.rows;
 		CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
 
-		SELECT pg_catalog.coalesce(m.group_move, m.move_id) AS move_id, m.state, m.error, m.rows_copied INTO mv
+		SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state, m.error, m.rows_copied INTO mv
 			FROM @extschema@.snowseq_moves m
 			WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
 				AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
@@ -1765,14 +1798,14 @@ BEGIN
 			COMMIT;
 		ELSE
 			UPDATE @extschema@.snowseq_rebalance_steps st
-				SET state = 'failed', move_id = mv.move_id, error = pg_catalog.coalesce(mv.error, 'the move did not finish'),
+				SET state = 'failed', move_id = mv.move_id, error = COALESCE(mv.error, 'the move did not finish'),
 					finished_at = pg_catalog.clock_timestamp()
 				WHERE st.run_id OPERATOR(pg_catalog.=) s.run_id AND st.step OPERATOR(pg_catalog.=) s.step;
 			UPDATE @extschema@.snowseq_rebalance_runs r SET state = 'stopped', runner_pid = NULL, runner_start = NULL
 				WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
 			COMMIT;
 			RAISE EXCEPTION 'rebalance %: step % (move %, genes % to % to server "%") failed: %', run.run_id, s.step,
-				mv.move_id, s.first_gene, s.last_gene, s.to_server, pg_catalog.coalesce(mv.error, 'the move did not finish')
+				mv.move_id, s.first_gene, s.last_gene, s.to_server, COALESCE(mv.error, 'the move did not finish')
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					HINT = 'Fix the cause and CALL snowseq_rebalance again to retry the step, or give the run up with snowseq_rebalance_stop(abandon => true).';
 		END IF;

@@ -4,10 +4,10 @@
 # between moves and resumable.
 #
 #   router  (node 1): items PARTITION BY RANGE (item_id), postgres_fdw
-#                       items_0 -> s1: genes     0..24575  (three quarters)
-#                       items_1 -> s2: genes 24576..27306
-#                       items_2 -> s3: genes 27307..30037
-#                       items_3 -> s4: genes 30038..32767
+#                       items_0 -> s1.items_1: genes     0..24575  (three quarters)
+#                       items_1 -> s2.items_2: genes 24576..27306
+#                       items_2 -> s3.items_3: genes 27307..30037
+#                       items_3 -> s4.items_4: genes 30038..32767
 #   s1..s4 (nodes 2..5): wal_level = logical
 #
 # Two writers insert through the router the whole time and a reader samples,
@@ -40,7 +40,9 @@ my %node = map { ("s$_" => snowseq_node("s$_", node_id => $_ + 1, conf => \@shar
 my @servers = sort keys %node;
 my @bounds = ([ 0, 24575 ], [ 24576, 27306 ], [ 27307, 30037 ], [ 30038, 32767 ]);
 
-$node{$_}->safe_psql('postgres', 'CREATE TABLE items (item_id bigint PRIMARY KEY, k text NOT NULL)') for @servers;
+# a table of its own name on each server: a move copies into the table of
+# the source's name on the destination
+$node{"s$_"}->safe_psql('postgres', "CREATE TABLE items_$_ (item_id bigint PRIMARY KEY, k text NOT NULL)") for 1 .. 4;
 my $sql = "CREATE EXTENSION postgres_fdw;\n" . fdw_servers_sql('postgres', map { [ $_, $node{$_} ] } @servers)
   . "CREATE TABLE items (item_id bigint NOT NULL, k text NOT NULL) PARTITION BY RANGE (item_id);\n"
   . "CREATE TABLE plain (id bigint);\n";
@@ -48,8 +50,8 @@ for my $i (0 .. 3)
 {
 	my ($f, $l) = @{ $bounds[$i] };
 	my $to = $l == 32767 ? 'MAXVALUE' : ($l + 1) . '::bigint << 48';
-	$sql .= "CREATE FOREIGN TABLE items_$i PARTITION OF items FOR VALUES FROM ($f::bigint << 48) TO ($to) "
-	  . "SERVER s" . ($i + 1) . " OPTIONS (table_name 'items');\n"
+	$sql .= "CREATE FOREIGN TABLE items_$i PARTITION OF items FOR VALUES FROM (${f}::bigint << 48) TO ($to) "
+	  . "SERVER s" . ($i + 1) . " OPTIONS (table_name 'items_" . ($i + 1) . "');\n"
 	  . "INSERT INTO snowseq_shard_map VALUES ($l, 's" . ($i + 1) . "');\n";
 }
 $router->safe_psql('postgres', $sql);
@@ -131,6 +133,7 @@ print $rfh "SELECT 'r', count(*) FILTER (WHERE snowseq_route(t.item_id) <> s.srv
   . "FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid JOIN pg_foreign_server s ON s.oid = ft.ftserver;\n"
   for 1 .. 5;
 close $rfh;
+sub nlines { my @l = read_lines(@_); return scalar @l; }
 sub client
 {
 	my ($tag, $batch) = @_;
@@ -144,7 +147,7 @@ sub client
 }
 my @writers = map { client("w$_", "$tmp/rebal_writer.sql") } 1 .. 2;
 my $reader = client('r', "$tmp/rebal_reader.sql");
-ok(wait_until(sub { !grep { scalar(read_lines($_->{out})) < 20 } @writers, $reader }), 'the clients write and read');
+ok(wait_until(sub { !grep { nlines($_->{out}) < 20 } @writers, $reader }), 'the clients write and read');
 
 # ---------------------------------------------------------------------
 # A first CALL, stopped between moves
@@ -175,13 +178,13 @@ note "second CALL:\n$err";
 like($err, qr/resuming the run/, 'the second CALL resumes the stopped run');
 like($err, qr/rebalance \d+: done, \d+ moves, \d+ rows copied/, 'and finishes it');
 my $took = time - $t0;
-is($router->safe_psql('postgres', q{SELECT state || ' ' || count(*) FILTER (WHERE s.state <> 'done') FROM snowseq_rebalance_runs r
+is($router->safe_psql('postgres', q{SELECT r.state || ' ' || count(*) FILTER (WHERE s.state <> 'done') FROM snowseq_rebalance_runs r
 	JOIN snowseq_rebalance_steps s USING (run_id) GROUP BY r.state}), 'done 0', 'the run is done, every step done');
 is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_steps s
 	JOIN snowseq_moves m ON m.move_id = s.move_id WHERE m.state = 'done'}),
 	$router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_rebalance_steps'), 'each step names the move that did it');
 
-ok(wait_until(sub { !grep { scalar(read_lines($_->{out})) < 60 } @writers }), 'the writers wrote after the run');
+ok(wait_until(sub { !grep { nlines($_->{out}) < 60 } @writers }), 'the writers wrote after the run');
 { my $fh; close $fh if open $fh, '>', $stop; }
 $_->{h}->finish for @writers, $reader;
 
@@ -220,8 +223,12 @@ is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no r
 ($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items', drain => '{s4}')},
 	timeout => $PostgreSQL::Test::Utils::timeout_default * 3);
 is($rc, 0, 'a rebalance draining s4 succeeds');
+note "draining CALL:\n$err";
 my $drained = loads();
 note 'rows per server after draining s4: ' . show($drained);
+like($err, qr/rebalance \d+: done/, 'the run that drained s4 is done');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items')}), '0',
+	'and the plan without s4 is empty');
 is($drained->{s4}, 0, 's4 holds no rows');
 is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_shard_map WHERE shard = 's4'}), '0', 'nor any gene');
 is($router->safe_psql('postgres', 'SELECT count(*) FROM items'), 8000 + scalar(@written), 'every row is still there');
