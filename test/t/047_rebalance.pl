@@ -14,6 +14,8 @@
 # in one statement, duplicates and rows read from another server than the
 # map names.  A first CALL is stopped between moves (the run is left
 # stopped, with steps not done); a second CALL resumes and finishes it.
+# Then a rebalance that drains s4, cut by a crash of the router during its
+# first move, is resumed by a second CALL.
 # Afterwards no server holds more than 1.25 x the mean rows, every row
 # written is there exactly once, the reader saw no disagreement, no
 # replication object is left, and the plan is empty.  Bad input is refused
@@ -219,18 +221,40 @@ is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign
 	'map and partitions agree afterwards');
 is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
 
-# a drained server gives up all its genes
+# ---------------------------------------------------------------------
+# A drained server gives up all its genes; the router crashes during the
+# run's first move, and a second CALL resumes the run
+# ---------------------------------------------------------------------
+($cout, $cerr) = ('', '');
+$call = IPC::Run::start([ 'psql', '-X', '-Atq', '-d', $router->connstr('postgres'), '-c',
+	q{CALL snowseq_rebalance('items', drain => '{s4}')} ], '>', \$cout, '2>', \$cerr);
+ok(wait_until(sub { $router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_moves m
+	JOIN snowseq_rebalance_steps s ON s.state = 'running' AND m.first_gene = s.first_gene
+	WHERE m.state = 'copy'}) eq '1' }), 'the first move of the drain copies');
+$router->stop('immediate');
+$call->finish;
+$router->start;
+is($router->safe_psql('postgres', q{SELECT state FROM snowseq_rebalance_runs ORDER BY run_id DESC LIMIT 1}), 'running',
+	'the run cut by the crash is left running');
 ($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items', drain => '{s4}')},
 	timeout => $PostgreSQL::Test::Utils::timeout_default * 3);
-is($rc, 0, 'a rebalance draining s4 succeeds');
-note "draining CALL:\n$err";
+is($rc, 0, 'a second CALL after the crash succeeds');
+note "CALL after the crash:\n$err";
+like($err, qr/resuming the run/, 'it resumes the run the crash cut');
+like($err, qr/rebalance \d+: done/, 'and finishes it');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_runs WHERE state <> 'done'}), '0', 'every run is done');
 my $drained = loads();
 note 'rows per server after draining s4: ' . show($drained);
-like($err, qr/rebalance \d+: done/, 'the run that drained s4 is done');
-is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items')}), '0',
-	'and the plan without s4 is empty');
 is($drained->{s4}, 0, 's4 holds no rows');
 is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_shard_map WHERE shard = 's4'}), '0', 'nor any gene');
-is($router->safe_psql('postgres', 'SELECT count(*) FROM items'), 8000 + scalar(@written), 'every row is still there');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items')}), '0',
+	'the plan without s4 is empty');
+is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT item_id) FROM items'),
+	(8000 + scalar(@written)) . ' ' . (8000 + scalar(@written)), 'every row is still there, once');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
+	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
+	'map and partitions agree after the drain');
+is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_stop()}), '0', 'nothing is left to stop');
 
 done_testing();
