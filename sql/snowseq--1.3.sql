@@ -1396,11 +1396,11 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_plan(parent regclass, strategy tex
 DECLARE
 	pf integer[] := '{}';		-- partitions: first gene
 	pl integer[] := '{}';		-- last gene
-	ps name[] := '{}';			-- server
+	ps pg_catalog.name[] := '{}';			-- server
 	pr double precision[] := '{}';	-- rows
 	pb double precision[] := '{}';	-- bytes
-	pt text[] := '{}';			-- the remote table it reads (NULL: a new one)
-	sv name[] := '{}';			-- servers of the map
+	pt pg_catalog.text[] := '{}';			-- the remote table it reads (NULL: a new one)
+	sv pg_catalog.name[] := '{}';			-- servers of the map
 	sload double precision[] := '{}';
 	total double precision := 0;
 	mean double precision;
@@ -1445,7 +1445,7 @@ BEGIN
 				HINT = 'A rebalance moves genes of a table partitioned by range on its bigint ID, whose partitions are foreign tables on the servers of snowseq_shard_map.';
 	END IF;
 
-	FOR r IN SELECT s.shard::name AS shard FROM @extschema@.snowseq_shard_map s
+	FOR r IN SELECT s.shard::pg_catalog.name AS shard FROM @extschema@.snowseq_shard_map s
 			GROUP BY s.shard ORDER BY s.shard LOOP
 		sv := sv OPERATOR(pg_catalog.||) r.shard;
 		sload := sload OPERATOR(pg_catalog.||) CAST(0 AS double precision);
@@ -1488,11 +1488,11 @@ BEGIN
 		END IF;
 		pf := pf OPERATOR(pg_catalog.||) r.f;
 		pl := pl OPERATOR(pg_catalog.||) r.l;
-		ps := ps OPERATOR(pg_catalog.||) CAST(r.shard AS name);
+		ps := ps OPERATOR(pg_catalog.||) CAST(r.shard AS pg_catalog.name);
 		pr := pr OPERATOR(pg_catalog.||) CAST(r.rows AS double precision);
 		pb := pb OPERATOR(pg_catalog.||) CAST(r.bytes AS double precision);
 		pt := pt OPERATOR(pg_catalog.||) r.remote;
-		i := pg_catalog.array_position(sv, CAST(r.shard AS name));
+		i := pg_catalog.array_position(sv, CAST(r.shard AS pg_catalog.name));
 		sload[i] := sload[i] OPERATOR(pg_catalog.+)
 			CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN r.rows ELSE r.bytes END;
 		total := total OPERATOR(pg_catalog.+)
@@ -1660,7 +1660,7 @@ DECLARE
 	mv record;
 	nsteps integer;
 	on_dest boolean;
-	t0 timestamptz := pg_catalog.clock_timestamp();
+	t0 pg_catalog.timestamptz := pg_catalog.clock_timestamp();
 BEGIN
 	IF parent IS NULL THEN
 		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
