@@ -1751,7 +1751,11 @@ BEGIN
 		-- a move interrupted (a router crash) is finished or undone first;
 		-- the map says whether its genes are on the destination
 		IF s.state OPERATOR(pg_catalog.<>) 'planned' THEN
-			PERFORM FROM @extschema@.snowseq_move_cleanup();
+			FOR mv IN SELECT c.move_id, c.server, c.object, c.action FROM @extschema@.snowseq_move_cleanup() c LOOP
+				RAISE NOTICE 'rebalance %: step % was cut: move %: %', run.run_id, s.step, mv.move_id,
+					pg_catalog.concat_ws(' ', mv.action, mv.object,
+						'on server ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(mv.server));
+			END LOOP;
 		END IF;
 		SELECT pg_catalog.bool_and(m.shard OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
 			FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g,

@@ -115,6 +115,11 @@ note "plan:\n$plan";
 my @plan = split /\n/, $plan;
 cmp_ok(scalar(@plan), '>=', 2, 'the plan has at least two moves');
 ok(!grep({ (split /\|/)[3] ne 's1' } @plan), 'every move of the plan takes genes from s1');
+my @bytes_plan = split /\n/, $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items', 'bytes', 1.1)});
+cmp_ok(scalar(@bytes_plan), '>=', 2, 'the plan by row bytes has at least two moves');
+ok(!grep({ (split /\|/)[3] ne 's1' } @bytes_plan), 'every move of the plan by row bytes takes genes from s1');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items', 'rows', 100)}), '0',
+	'no move under a threshold no server is above');
 
 # ---------------------------------------------------------------------
 # Clients: two writers and a reader, through the router, all along
@@ -230,7 +235,7 @@ $call = IPC::Run::start([ 'psql', '-X', '-Atq', '-d', $router->connstr('postgres
 	q{CALL snowseq_rebalance('items', drain => '{s4}')} ], '>', \$cout, '2>', \$cerr);
 ok(wait_until(sub { $router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_moves m
 	JOIN snowseq_rebalance_steps s ON s.state = 'running' AND m.first_gene = s.first_gene
-	WHERE m.state = 'copy'}) eq '1' }), 'the first move of the drain copies');
+	WHERE m.state IN ('prepare', 'copy', 'block', 'switch')}) eq '1' }), 'the first move of the drain is under way');
 $router->stop('immediate');
 $call->finish;
 $router->start;
@@ -241,6 +246,7 @@ is($router->safe_psql('postgres', q{SELECT state FROM snowseq_rebalance_runs ORD
 is($rc, 0, 'a second CALL after the crash succeeds');
 note "CALL after the crash:\n$err";
 like($err, qr/resuming the run/, 'it resumes the run the crash cut');
+like($err, qr/rebalance \d+: step 1 was cut: move \d+: /, 'the move the crash cut is settled first');
 like($err, qr/rebalance \d+: done/, 'and finishes it');
 is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_runs WHERE state <> 'done'}), '0', 'every run is done');
 my $drained = loads();
