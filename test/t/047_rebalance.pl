@@ -165,6 +165,9 @@ my $call = IPC::Run::start([ 'psql', '-X', '-Atq', '-d', $router->connstr('postg
 	q{CALL snowseq_rebalance('items')} ], '>', \$cout, '2>', \$cerr);
 ok(wait_until(sub { $router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_steps WHERE state = 'running'}) eq '1' }),
 	'the first move of the run starts');
+($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items')});
+like($err, qr/rebalance \d+ of table items is running in the session of process \d+/,
+	'a second CALL while the run goes on is refused');
 is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_stop('items')}), '1', 'snowseq_rebalance_stop marks the run');
 $call->finish;
 note "first CALL:\n$cerr";
