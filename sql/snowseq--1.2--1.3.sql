@@ -343,6 +343,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	strategy text NOT NULL,
 	threshold double precision NOT NULL,
 	drain name[] NOT NULL,
+	fill name[] NOT NULL DEFAULT '{}',
 	state text NOT NULL
 		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped', 'done', 'abandoned']::pg_catalog.text[])),
 	stop text
@@ -356,7 +357,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 CREATE UNIQUE INDEX snowseq_rebalance_runs_open ON @extschema@.snowseq_rebalance_runs (parent)
 	WHERE state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped']::pg_catalog.text[]);
 COMMENT ON TABLE @extschema@.snowseq_rebalance_runs IS
-	'rebalances run on this router: table, strategy, threshold, drained servers, state (running, stopped: resumable; done, abandoned: over), stop requested, rounds of planning';
+	'rebalances run on this router: table, strategy, threshold, drained servers, servers to fill, state (running, stopped: resumable; done, abandoned: over), stop requested, rounds of planning';
 CREATE TABLE @extschema@.snowseq_rebalance_steps (
 	run_id bigint NOT NULL REFERENCES @extschema@.snowseq_rebalance_runs ON DELETE CASCADE,
 	step integer NOT NULL,
@@ -395,7 +396,7 @@ REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_reba
 -- (what a move accepts), sized on the assumption that a partition's load
 -- is spread evenly over its genes (genes are hashes of keys).
 CREATE FUNCTION @extschema@.snowseq_rebalance_plan(parent regclass, strategy text DEFAULT 'rows',
-	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}')
+	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}')
 	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
 		to_server name, rows bigint, bytes bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -443,6 +444,10 @@ BEGIN
 		RAISE EXCEPTION 'the servers to drain must not be NULL'
 			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass ''{}'' to drain none.';
 	END IF;
+	IF fill IS NULL OR pg_catalog.array_position(fill, NULL) IS NOT NULL THEN
+		RAISE EXCEPTION 'the servers to fill must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass ''{}'' to fill none.';
+	END IF;
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_partitioned_table t JOIN pg_catalog.pg_inherits h
 			ON h.inhparent OPERATOR(pg_catalog.=) t.partrelid JOIN pg_catalog.pg_foreign_table ft
 			ON ft.ftrelid OPERATOR(pg_catalog.=) h.inhrelid
@@ -464,12 +469,30 @@ BEGIN
 					HINT = 'Drain servers the map names: SELECT DISTINCT shard FROM snowseq_shard_map.';
 		END IF;
 	END LOOP;
+	-- servers not in the map yet that are to receive genes
+	FOR i IN 1 .. COALESCE(pg_catalog.array_length(fill, 1), 0) LOOP
+		IF fill[i] OPERATOR(pg_catalog.=) ANY (drain) THEN
+			RAISE EXCEPTION 'server "%" is both to drain and to fill', fill[i]
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_foreign_server fs JOIN pg_catalog.pg_foreign_data_wrapper w
+				ON w.oid OPERATOR(pg_catalog.=) fs.srvfdw
+				WHERE fs.srvname OPERATOR(pg_catalog.=) fill[i] AND w.fdwname OPERATOR(pg_catalog.=) 'postgres_fdw') THEN
+			RAISE EXCEPTION 'server "%" to fill is not a postgres_fdw server', fill[i]
+				USING ERRCODE = 'undefined_object',
+					HINT = 'Create it with CREATE SERVER ... FOREIGN DATA WRAPPER postgres_fdw, and a user mapping for it.';
+		END IF;
+		IF pg_catalog.array_position(sv, fill[i]) IS NULL THEN
+			sv := sv OPERATOR(pg_catalog.||) fill[i];
+			sload := sload OPERATOR(pg_catalog.||) CAST(0 AS double precision);
+		END IF;
+	END LOOP;
 	kept := COALESCE(pg_catalog.array_length(sv, 1), 0) OPERATOR(pg_catalog.-)
 		(SELECT pg_catalog.count(DISTINCT d) FROM pg_catalog.unnest(drain) d);
 	IF kept OPERATOR(pg_catalog.<) 1 THEN
 		RAISE EXCEPTION 'a rebalance that drains every server of snowseq_shard_map has nowhere to move genes'
 			USING ERRCODE = 'invalid_parameter_value',
-				HINT = 'Add a server to the map (a partition on it) or drain fewer servers.';
+				HINT = 'Name servers to fill, or drain fewer servers.';
 	END IF;
 
 	-- the partitions that moves can take genes from, and their loads
@@ -640,9 +663,9 @@ BEGIN
 	END LOOP;
 END
 $plan$;
-COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[]) IS
-	'the moves that bring every server of the map to at most threshold x the mean rows (strategy rows) or row bytes (bytes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized on the assumption that its load is spread evenly over its genes; counts from snowseq_shard_stats';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[]) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[]) IS
+	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows) or row bytes (bytes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized on the assumption that its load is spread evenly over its genes; counts from snowseq_shard_stats';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[]) FROM PUBLIC;
 
 -- Whether the session that runs a rebalance is still there.
 CREATE FUNCTION @extschema@.snowseq_rebalance_runner_alive(pid integer, started timestamptz)
@@ -658,7 +681,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, times
 -- The run: not in a transaction block (it commits between moves), so no
 -- SET clause; every name is qualified.
 CREATE PROCEDURE @extschema@.snowseq_rebalance(parent regclass, strategy text DEFAULT 'rows',
-	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}')
+	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}')
 	LANGUAGE plpgsql
 	AS $run$
 DECLARE
@@ -687,11 +710,11 @@ BEGIN
 			run.run_id, parent, run.strategy, run.threshold;
 	ELSE
 		-- the plan checks the arguments: an error takes the run's row back
-		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, state)
-			VALUES (parent, strategy, threshold, drain, 'running') RETURNING * INTO run;
+		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, fill, state)
+			VALUES (parent, strategy, threshold, drain, fill, 'running') RETURNING * INTO run;
 		INSERT INTO @extschema@.snowseq_rebalance_steps (run_id, step, first_gene, last_gene, from_server, to_server, rows, bytes)
 			SELECT run.run_id, p.step, p.first_gene, p.last_gene, p.from_server, p.to_server, p.rows, p.bytes
-			FROM @extschema@.snowseq_rebalance_plan(parent, strategy, threshold, drain) p;
+			FROM @extschema@.snowseq_rebalance_plan(parent, strategy, threshold, drain, fill) p;
 		GET DIAGNOSTICS nsteps = ROW_COUNT;
 		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
 			run.run_id, nsteps, parent, strategy, threshold;
@@ -735,7 +758,7 @@ BEGIN
 					FROM @extschema@.snowseq_rebalance_plan(run.parent, run.strategy, run.threshold,
 						-- drained servers have left the map
 						ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d WHERE EXISTS (SELECT
-							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d))) p;
+							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill) p;
 				IF FOUND THEN
 					UPDATE @extschema@.snowseq_rebalance_runs r SET rounds = r.rounds OPERATOR(pg_catalog.+) 1
 						WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
@@ -823,9 +846,9 @@ BEGIN
 	END LOOP;
 END
 $run$;
-COMMENT ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[]) IS
+COMMENT ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[]) IS
 	'plan the moves of snowseq_rebalance_plan into snowseq_rebalance_steps and run them one by one with snowseq_move_genes, committing between moves; a CALL with a run of the table not finished (stopped, or cut by a crash) continues it from its first step not done';
-REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[]) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[]) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.snowseq_rebalance_stop(parent regclass DEFAULT NULL, abandon boolean DEFAULT false)
 	RETURNS integer

@@ -15,7 +15,8 @@
 # map names.  A first CALL is stopped between moves (the run is left
 # stopped, with steps not done); a second CALL resumes and finishes it.
 # Then a rebalance that drains s4, cut by a crash of the router during its
-# first move, is resumed by a second CALL.
+# first move, is resumed by a second CALL; and s4, no longer in the map, is
+# filled again by a rebalance that names it.
 # Afterwards no server holds more than 1.25 x the mean rows, every row
 # written is there exactly once, the reader saw no disagreement, no
 # replication object is left, and the plan is empty.  Bad input is refused
@@ -86,6 +87,10 @@ my @bad = (
 	[ q{'items', 'rows', 0.9}, qr/rebalance threshold '0.9' is below 1/, 'a threshold below 1' ],
 	[ q{'items', 'rows', 1.25, '{nope}'}, qr/server "nope" to drain is not in snowseq_shard_map/, 'a drain server not in the map' ],
 	[ q{'items', 'rows', 1.25, '{s1,s2,s3,s4}'}, qr/drains every server of snowseq_shard_map/, 'draining every server' ],
+	[ q{'items', 'rows', 1.25, '{}', '{nope}'}, qr/server "nope" to fill is not a postgres_fdw server/,
+		'a server to fill that does not exist' ],
+	[ q{'items', 'rows', 1.25, '{s2}', '{s2}'}, qr/server "s2" is both to drain and to fill/,
+		'a server both to drain and to fill' ],
 	[ q{'plain'}, qr/table plain is not gene-sharded/, 'a table that is not gene-sharded' ]);
 for my $b (@bad)
 {
@@ -263,6 +268,28 @@ is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT it
 is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
 	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
 	'map and partitions agree after the drain');
+is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+
+# ---------------------------------------------------------------------
+# A server not in the map is filled
+# ---------------------------------------------------------------------
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items', fill => '{s4}')
+	WHERE to_server = 's4'}) > 0 ? 'yes' : 'no', 'yes', 'the plan with s4 to fill gives it genes');
+($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items', fill => '{s4}')},
+	timeout => $PostgreSQL::Test::Utils::timeout_default * 3);
+is($rc, 0, 'a rebalance filling s4 succeeds');
+note "filling CALL:\n$err";
+my $filled = loads();
+my $ftotal = 0;
+$ftotal += $filled->{$_} for @servers;
+note 'rows per server after filling s4: ' . show($filled);
+ok(!grep({ $filled->{$_} > 1.25 * $ftotal / 4 } @servers), 'no server holds more than 1.25 x the mean rows');
+cmp_ok($filled->{s4}, '>', 0, 's4 holds rows again');
+is($ftotal, 8000 + scalar(@written), 'the servers hold every row, once');
+is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT item_id) FROM items'),
+	(8000 + scalar(@written)) . ' ' . (8000 + scalar(@written)), 'the router reads every row, once');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items')}), '0',
+	'the plan is empty afterwards');
 is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
 is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_stop()}), '0', 'nothing is left to stop');
 
