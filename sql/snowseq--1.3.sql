@@ -1323,3 +1323,553 @@ GRANT SELECT ON @extschema@.snowseq_move_progress TO pg_monitor;
 GRANT SELECT (move_id, state, started_at, copy_started_at, blocked_at, switched_at)
 	ON @extschema@.snowseq_moves TO pg_monitor;
 -- ---- end of monitoring (1.3) ----
+
+-- ---- rebalance: plans and runs of moves that even out the servers (1.3) ----
+-- A rebalance plans moves from the servers of the map above threshold x the
+-- mean load to the least loaded ones (and everything off drained servers),
+-- writes the plan, and runs it move by move with snowseq_move_genes,
+-- committing between moves: resumable after a crash, stoppable between
+-- moves.  Its runs and steps are written by the procedure alone (the guard).
+CREATE TABLE @extschema@.snowseq_rebalance_runs (
+	run_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	parent regclass NOT NULL,
+	strategy text NOT NULL,
+	threshold double precision NOT NULL,
+	drain name[] NOT NULL,
+	fill name[] NOT NULL DEFAULT '{}',
+	state text NOT NULL
+		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped', 'done', 'abandoned']::pg_catalog.text[])),
+	stop text
+		CHECK (stop OPERATOR(pg_catalog.=) ANY (ARRAY['stop', 'abandon']::pg_catalog.text[])),
+	rounds integer NOT NULL DEFAULT 1,
+	runner_pid integer,
+	runner_start timestamptz,
+	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	finished_at timestamptz
+);
+CREATE UNIQUE INDEX snowseq_rebalance_runs_open ON @extschema@.snowseq_rebalance_runs (parent)
+	WHERE state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped']::pg_catalog.text[]);
+COMMENT ON TABLE @extschema@.snowseq_rebalance_runs IS
+	'rebalances run on this router: table, strategy, threshold, drained servers, servers to fill, state (running, stopped: resumable; done, abandoned: over), stop requested, rounds of planning';
+CREATE TABLE @extschema@.snowseq_rebalance_steps (
+	run_id bigint NOT NULL REFERENCES @extschema@.snowseq_rebalance_runs ON DELETE CASCADE,
+	step integer NOT NULL,
+	first_gene integer NOT NULL,
+	last_gene integer NOT NULL,
+	from_server name NOT NULL,
+	to_server name NOT NULL,
+	rows bigint,
+	bytes bigint,
+	state text NOT NULL DEFAULT 'planned'
+		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['planned', 'running', 'failed', 'done']::pg_catalog.text[])),
+	move_id bigint,
+	rows_copied bigint,
+	error text,
+	started_at timestamptz,
+	finished_at timestamptz,
+	PRIMARY KEY (run_id, step)
+);
+COMMENT ON TABLE @extschema@.snowseq_rebalance_steps IS
+	'the moves of each rebalance: genes, servers, planned rows and bytes, state (planned, running, failed, done), the move that ran it, rows it copied, timings';
+CREATE TRIGGER snowseq_guard
+	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_rebalance_runs
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
+ALTER TABLE @extschema@.snowseq_rebalance_runs ENABLE ALWAYS TRIGGER snowseq_guard;
+CREATE TRIGGER snowseq_guard
+	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_rebalance_steps
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
+ALTER TABLE @extschema@.snowseq_rebalance_steps ENABLE ALWAYS TRIGGER snowseq_guard;
+REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_rebalance_steps FROM PUBLIC;
+
+-- The plan: the load of each partition (rows or row bytes, counted where
+-- they live, by snowseq_shard_stats), summed per server of the map.  While
+-- a server is above threshold x the mean of the servers not drained (or
+-- any partition is on a drained server), the most loaded one gives the
+-- least loaded one a whole partition, or the first or last genes of one
+-- (what a move accepts), sized on the assumption that a partition's load
+-- is spread evenly over its genes (genes are hashes of keys).
+CREATE FUNCTION @extschema@.snowseq_rebalance_plan(parent regclass, strategy text DEFAULT 'rows',
+	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}')
+	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
+		to_server name, rows bigint, bytes bigint)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $plan$
+DECLARE
+	pf integer[] := '{}';		-- partitions: first gene
+	pl integer[] := '{}';		-- last gene
+	ps pg_catalog.name[] := '{}';			-- server
+	pr double precision[] := '{}';	-- rows
+	pb double precision[] := '{}';	-- bytes
+	pt pg_catalog.text[] := '{}';			-- the remote table it reads (NULL: a new one)
+	sv pg_catalog.name[] := '{}';			-- servers of the map
+	sload double precision[] := '{}';
+	total double precision := 0;
+	mean double precision;
+	kept integer;
+	r record;
+	i integer;
+	k integer;
+	hi integer;
+	lo integer;
+	best integer;
+	share double precision;
+	amount double precision;
+	genes integer;
+	moved double precision;
+	n integer := 0;
+	found_one boolean;
+	c record;
+BEGIN
+	IF parent IS NULL THEN
+		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
+	END IF;
+	IF strategy IS NULL OR strategy OPERATOR(pg_catalog.<>) ALL (ARRAY['rows', 'bytes']) THEN
+		RAISE EXCEPTION 'unknown rebalance strategy %', pg_catalog.quote_nullable(strategy)
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Use ''rows'' (rows per server) or ''bytes'' (row bytes per server); ''writes'' is not available.';
+	END IF;
+	IF threshold IS NULL OR threshold OPERATOR(pg_catalog.<) 1 OR threshold OPERATOR(pg_catalog.=) 'NaN' THEN
+		RAISE EXCEPTION 'rebalance threshold % is below 1', pg_catalog.quote_nullable(threshold)
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'The threshold is the most load a server may hold, as a multiple of the mean: 1 or more, such as 1.25.';
+	END IF;
+	IF drain IS NULL OR pg_catalog.array_position(drain, NULL) IS NOT NULL THEN
+		RAISE EXCEPTION 'the servers to drain must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass ''{}'' to drain none.';
+	END IF;
+	IF fill IS NULL OR pg_catalog.array_position(fill, NULL) IS NOT NULL THEN
+		RAISE EXCEPTION 'the servers to fill must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass ''{}'' to fill none.';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_partitioned_table t JOIN pg_catalog.pg_inherits h
+			ON h.inhparent OPERATOR(pg_catalog.=) t.partrelid JOIN pg_catalog.pg_foreign_table ft
+			ON ft.ftrelid OPERATOR(pg_catalog.=) h.inhrelid
+			WHERE t.partrelid OPERATOR(pg_catalog.=) parent) THEN
+		RAISE EXCEPTION 'table % is not gene-sharded', parent
+			USING ERRCODE = 'wrong_object_type',
+				HINT = 'A rebalance moves genes of a table partitioned by range on its bigint ID, whose partitions are foreign tables on the servers of snowseq_shard_map.';
+	END IF;
+
+	FOR r IN SELECT s.shard::pg_catalog.name AS shard FROM @extschema@.snowseq_shard_map s
+			GROUP BY s.shard ORDER BY s.shard LOOP
+		sv := sv OPERATOR(pg_catalog.||) r.shard;
+		sload := sload OPERATOR(pg_catalog.||) CAST(0 AS double precision);
+	END LOOP;
+	FOR i IN 1 .. COALESCE(pg_catalog.array_length(drain, 1), 0) LOOP
+		IF pg_catalog.array_position(sv, drain[i]) IS NULL THEN
+			RAISE EXCEPTION 'server "%" to drain is not in snowseq_shard_map', drain[i]
+				USING ERRCODE = 'invalid_parameter_value',
+					HINT = 'Drain servers the map names: SELECT DISTINCT shard FROM snowseq_shard_map.';
+		END IF;
+	END LOOP;
+	-- servers not in the map yet that are to receive genes
+	FOR i IN 1 .. COALESCE(pg_catalog.array_length(fill, 1), 0) LOOP
+		IF fill[i] OPERATOR(pg_catalog.=) ANY (drain) THEN
+			RAISE EXCEPTION 'server "%" is both to drain and to fill', fill[i]
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_foreign_server fs JOIN pg_catalog.pg_foreign_data_wrapper w
+				ON w.oid OPERATOR(pg_catalog.=) fs.srvfdw
+				WHERE fs.srvname OPERATOR(pg_catalog.=) fill[i] AND w.fdwname OPERATOR(pg_catalog.=) 'postgres_fdw') THEN
+			RAISE EXCEPTION 'server "%" to fill is not a postgres_fdw server', fill[i]
+				USING ERRCODE = 'undefined_object',
+					HINT = 'Create it with CREATE SERVER ... FOREIGN DATA WRAPPER postgres_fdw, and a user mapping for it.';
+		END IF;
+		IF pg_catalog.array_position(sv, fill[i]) IS NULL THEN
+			sv := sv OPERATOR(pg_catalog.||) fill[i];
+			sload := sload OPERATOR(pg_catalog.||) CAST(0 AS double precision);
+		END IF;
+	END LOOP;
+	kept := COALESCE(pg_catalog.array_length(sv, 1), 0) OPERATOR(pg_catalog.-)
+		(SELECT pg_catalog.count(DISTINCT d) FROM pg_catalog.unnest(drain) d);
+	IF kept OPERATOR(pg_catalog.<) 1 THEN
+		RAISE EXCEPTION 'a rebalance that drains every server of snowseq_shard_map has nowhere to move genes'
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Name servers to fill, or drain fewer servers.';
+	END IF;
+
+	-- the partitions that moves can take genes from, and their loads
+	FOR r IN SELECT s.partition, pg_catalog.min(s.first_gene) AS f, pg_catalog.max(s.last_gene) AS l,
+			pg_catalog.min(s.shard) AS shard, pg_catalog.count(DISTINCT s.shard) AS shards,
+			pg_catalog.sum(s.rows) AS rows, pg_catalog.sum(s.bytes) AS bytes,
+			(SELECT pg_catalog.quote_ident(COALESCE((SELECT o.option_value FROM pg_catalog.pg_options_to_table(x.ftoptions) o
+					WHERE o.option_name OPERATOR(pg_catalog.=) 'schema_name'), n.nspname::pg_catalog.text))
+				OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||)
+				pg_catalog.quote_ident(COALESCE((SELECT o.option_value FROM pg_catalog.pg_options_to_table(x.ftoptions) o
+					WHERE o.option_name OPERATOR(pg_catalog.=) 'table_name'), pc.relname::pg_catalog.text))
+				FROM pg_catalog.pg_foreign_table x JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) x.ftrelid
+				JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) pc.relnamespace
+				WHERE x.ftrelid OPERATOR(pg_catalog.=) s.partition) AS remote
+			FROM @extschema@.snowseq_shard_stats(parent) s
+			JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) s.partition
+			GROUP BY s.partition ORDER BY 2 LOOP
+		IF r.shards OPERATOR(pg_catalog.>) 1 THEN
+			RAISE EXCEPTION 'snowseq_shard_map names more than one server for genes % to % of partition %',
+				r.f, r.l, r.partition
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'Make the map name the foreign server of each partition before rebalancing.';
+		END IF;
+		pf := pf OPERATOR(pg_catalog.||) r.f;
+		pl := pl OPERATOR(pg_catalog.||) r.l;
+		ps := ps OPERATOR(pg_catalog.||) CAST(r.shard AS pg_catalog.name);
+		pr := pr OPERATOR(pg_catalog.||) CAST(r.rows AS double precision);
+		pb := pb OPERATOR(pg_catalog.||) CAST(r.bytes AS double precision);
+		pt := pt OPERATOR(pg_catalog.||) r.remote;
+		i := pg_catalog.array_position(sv, CAST(r.shard AS pg_catalog.name));
+		sload[i] := sload[i] OPERATOR(pg_catalog.+)
+			CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN r.rows ELSE r.bytes END;
+		total := total OPERATOR(pg_catalog.+)
+			CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN r.rows ELSE r.bytes END;
+	END LOOP;
+	mean := total OPERATOR(pg_catalog./) kept;
+
+	-- drained servers give every partition, the biggest first, to the
+	-- least loaded server kept
+	FOR r IN SELECT o.i FROM pg_catalog.generate_subscripts(pf, 1) AS o(i)
+			WHERE ps[o.i] OPERATOR(pg_catalog.=) ANY (drain)
+			ORDER BY CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[o.i] ELSE pb[o.i] END DESC, o.i LOOP
+		lo := NULL;
+		FOR k IN 1 .. pg_catalog.array_length(sv, 1) LOOP
+			IF sv[k] OPERATOR(pg_catalog.<>) ALL (drain)
+				AND (lo IS NULL OR sload[k] OPERATOR(pg_catalog.<) sload[lo])
+				AND NOT EXISTS (SELECT FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
+					WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[k] AND pt[j.j] OPERATOR(pg_catalog.=) pt[r.i]) THEN
+				lo := k;
+			END IF;
+		END LOOP;
+		IF lo IS NULL THEN
+			RAISE EXCEPTION 'no server can take genes % to % of server "%": each reads a table named %',
+				pf[r.i], pl[r.i], ps[r.i], pt[r.i]
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'A move copies a table into the table of the same name on the destination: give the shard tables of different servers different names, or add a server.';
+		END IF;
+		moved := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[r.i] ELSE pb[r.i] END;
+		hi := pg_catalog.array_position(sv, ps[r.i]);
+		sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
+		sload[lo] := sload[lo] OPERATOR(pg_catalog.+) moved;
+		n := n OPERATOR(pg_catalog.+) 1;
+		step := n; first_gene := pf[r.i]; last_gene := pl[r.i];
+		from_server := ps[r.i]; to_server := sv[lo];
+		rows := CAST(pr[r.i] AS bigint); bytes := CAST(pb[r.i] AS bigint);
+		ps[r.i] := sv[lo];
+		pt[r.i] := NULL;
+		RETURN NEXT;
+	END LOOP;
+
+	-- then the most loaded server gives to the least loaded one that can
+	-- take a partition of it (a move copies a table into the table of the
+	-- same name on the destination) until no server is above threshold x
+	-- the mean
+	LOOP
+		hi := NULL;
+		FOR k IN 1 .. pg_catalog.array_length(sv, 1) LOOP
+			CONTINUE WHEN sv[k] OPERATOR(pg_catalog.=) ANY (drain);
+			IF hi IS NULL OR sload[k] OPERATOR(pg_catalog.>) sload[hi] THEN
+				hi := k;
+			END IF;
+		END LOOP;
+		EXIT WHEN sload[hi] OPERATOR(pg_catalog.<=) (threshold OPERATOR(pg_catalog.*) mean)
+			OR n OPERATOR(pg_catalog.>=) 1000;
+		found_one := false;
+		FOR c IN SELECT o.k FROM pg_catalog.generate_subscripts(sv, 1) AS o(k)
+				WHERE sv[o.k] OPERATOR(pg_catalog.<>) ALL (drain) AND o.k OPERATOR(pg_catalog.<>) hi
+				ORDER BY sload[o.k], o.k LOOP
+			lo := c.k;
+			-- what to move: down to the mean, without taking the receiver above it
+			amount := LEAST(sload[hi] OPERATOR(pg_catalog.-) mean, mean OPERATOR(pg_catalog.-) sload[lo]);
+			CONTINUE WHEN amount OPERATOR(pg_catalog.<=) 0;
+			-- the partition that comes closest: a whole one up to amount,
+			-- else the biggest, cut
+			best := NULL;
+			FOR k IN 1 .. COALESCE(pg_catalog.array_length(pf, 1), 0) LOOP
+				CONTINUE WHEN ps[k] OPERATOR(pg_catalog.<>) sv[hi];
+				CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
+					WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo] AND pt[j.j] OPERATOR(pg_catalog.=) pt[k]);
+				share := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[k] ELSE pb[k] END;
+				CONTINUE WHEN share OPERATOR(pg_catalog.<=) 0;
+				IF best IS NULL THEN
+					best := k;
+				ELSIF share OPERATOR(pg_catalog.<=) amount THEN
+					IF (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) OPERATOR(pg_catalog.>) amount
+						OR share OPERATOR(pg_catalog.>) (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) THEN
+						best := k;
+					END IF;
+				ELSIF (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) OPERATOR(pg_catalog.>) amount
+					AND share OPERATOR(pg_catalog.>) (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) THEN
+					best := k;
+				END IF;
+			END LOOP;
+			CONTINUE WHEN best IS NULL;
+			share := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END;
+			genes := pl[best] OPERATOR(pg_catalog.-) pf[best] OPERATOR(pg_catalog.+) 1;
+			IF share OPERATOR(pg_catalog.<=) amount THEN
+				k := genes;
+			ELSE
+				k := CAST(pg_catalog.round(genes OPERATOR(pg_catalog.*) amount OPERATOR(pg_catalog./) share) AS integer);
+				IF k OPERATOR(pg_catalog.<) 1 THEN
+					k := 1;
+				END IF;
+				IF k OPERATOR(pg_catalog.>=) genes THEN
+					k := genes;
+				END IF;
+			END IF;
+			-- a whole partition that would only swap the two servers'
+			-- places gains nothing
+			CONTINUE WHEN k OPERATOR(pg_catalog.=) genes
+				AND share OPERATOR(pg_catalog.>=) (sload[hi] OPERATOR(pg_catalog.-) sload[lo]);
+			found_one := true;
+			EXIT;
+		END LOOP;
+		EXIT WHEN NOT found_one;
+		n := n OPERATOR(pg_catalog.+) 1;
+		step := n;
+		from_server := sv[hi];
+		to_server := sv[lo];
+		IF k OPERATOR(pg_catalog.=) genes THEN
+			first_gene := pf[best];
+			last_gene := pl[best];
+			rows := CAST(pr[best] AS bigint);
+			bytes := CAST(pb[best] AS bigint);
+			ps[best] := sv[lo];
+			pt[best] := NULL;
+			moved := share;
+		ELSE
+			-- the last k genes: the partition keeps its first ones
+			first_gene := pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1;
+			last_gene := pl[best];
+			rows := CAST(pr[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes AS bigint);
+			bytes := CAST(pb[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes AS bigint);
+			pf := pf OPERATOR(pg_catalog.||) first_gene;
+			pl := pl OPERATOR(pg_catalog.||) last_gene;
+			ps := ps OPERATOR(pg_catalog.||) sv[lo];
+			pt := pt OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.text);
+			pr := pr OPERATOR(pg_catalog.||) CAST(rows AS double precision);
+			pb := pb OPERATOR(pg_catalog.||) CAST(bytes AS double precision);
+			pl[best] := first_gene OPERATOR(pg_catalog.-) 1;
+			pr[best] := pr[best] OPERATOR(pg_catalog.-) rows;
+			pb[best] := pb[best] OPERATOR(pg_catalog.-) bytes;
+			moved := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN rows ELSE bytes END;
+		END IF;
+		sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
+		sload[lo] := sload[lo] OPERATOR(pg_catalog.+) moved;
+		RETURN NEXT;
+	END LOOP;
+END
+$plan$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[]) IS
+	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows) or row bytes (bytes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized on the assumption that its load is spread evenly over its genes; counts from snowseq_shard_stats';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[]) FROM PUBLIC;
+
+-- Whether the session that runs a rebalance is still there.
+CREATE FUNCTION @extschema@.snowseq_rebalance_runner_alive(pid integer, started timestamptz)
+	RETURNS boolean
+	LANGUAGE sql STABLE PARALLEL SAFE
+	RETURN EXISTS (SELECT FROM pg_catalog.pg_stat_activity a
+		WHERE a.pid OPERATOR(pg_catalog.=) $1
+			AND (a.backend_start IS NULL OR a.backend_start OPERATOR(pg_catalog.=) $2));
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, timestamptz) IS
+	'whether the session that started at started with process id pid is there (it runs a rebalance)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, timestamptz) FROM PUBLIC;
+
+-- The run: not in a transaction block (it commits between moves), so no
+-- SET clause; every name is qualified.
+CREATE PROCEDURE @extschema@.snowseq_rebalance(parent regclass, strategy text DEFAULT 'rows',
+	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}')
+	LANGUAGE plpgsql
+	AS $run$
+DECLARE
+	run @extschema@.snowseq_rebalance_runs;
+	s @extschema@.snowseq_rebalance_steps;
+	mv record;
+	nsteps integer;
+	on_dest boolean;
+	t0 pg_catalog.timestamptz := pg_catalog.clock_timestamp();
+BEGIN
+	IF parent IS NULL THEN
+		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
+	END IF;
+	SELECT * INTO run FROM @extschema@.snowseq_rebalance_runs r
+		WHERE r.parent OPERATOR(pg_catalog.=) snowseq_rebalance.parent
+			AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
+		FOR UPDATE;
+	IF FOUND THEN
+		IF run.state OPERATOR(pg_catalog.=) 'running' AND run.runner_pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
+			AND @extschema@.snowseq_rebalance_runner_alive(run.runner_pid, run.runner_start) THEN
+			RAISE EXCEPTION 'rebalance % of table % is running in the session of process %', run.run_id, parent, run.runner_pid
+				USING ERRCODE = 'object_in_use',
+					HINT = 'Wait for it, or stop it between moves with snowseq_rebalance_stop().';
+		END IF;
+		RAISE NOTICE 'rebalance %: resuming the run of table % (strategy %, threshold %) from its first step not done',
+			run.run_id, parent, run.strategy, run.threshold;
+	ELSE
+		-- the plan checks the arguments: an error takes the run's row back
+		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, fill, state)
+			VALUES (parent, strategy, threshold, drain, fill, 'running') RETURNING * INTO run;
+		INSERT INTO @extschema@.snowseq_rebalance_steps (run_id, step, first_gene, last_gene, from_server, to_server, rows, bytes)
+			SELECT run.run_id, p.step, p.first_gene, p.last_gene, p.from_server, p.to_server, p.rows, p.bytes
+			FROM @extschema@.snowseq_rebalance_plan(parent, strategy, threshold, drain, fill) p;
+		GET DIAGNOSTICS nsteps = ROW_COUNT;
+		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
+			run.run_id, nsteps, parent, strategy, threshold;
+	END IF;
+	UPDATE @extschema@.snowseq_rebalance_runs r
+		SET state = 'running', stop = NULL, runner_pid = pg_catalog.pg_backend_pid(),
+			runner_start = (SELECT a.backend_start FROM pg_catalog.pg_stat_activity a
+				WHERE a.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid())
+		WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+	COMMIT;
+
+	LOOP
+		-- stopped between moves?
+		SELECT * INTO run FROM @extschema@.snowseq_rebalance_runs r
+			WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+		IF run.stop IS NOT NULL THEN
+			UPDATE @extschema@.snowseq_rebalance_runs r
+				SET state = CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned' ELSE 'stopped' END,
+					finished_at = CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN pg_catalog.clock_timestamp() END,
+					runner_pid = NULL, runner_start = NULL
+				WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+			COMMIT;
+			RAISE NOTICE 'rebalance %: %', run.run_id,
+				CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned between moves'
+				ELSE 'stopped between moves; CALL snowseq_rebalance again to resume it' END;
+			RETURN;
+		END IF;
+
+		SELECT * INTO s FROM @extschema@.snowseq_rebalance_steps st
+			WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id AND st.state OPERATOR(pg_catalog.<>) 'done'
+			ORDER BY st.step LIMIT 1;
+		IF NOT FOUND THEN
+			-- the plan assumed loads spread evenly over genes: plan again
+			-- from what is there now, at most three rounds in all
+			IF run.rounds OPERATOR(pg_catalog.<) 3 THEN
+				SELECT COALESCE(pg_catalog.max(st.step), 0) INTO nsteps
+					FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
+				INSERT INTO @extschema@.snowseq_rebalance_steps (run_id, step, first_gene, last_gene, from_server, to_server, rows, bytes)
+					SELECT run.run_id, nsteps OPERATOR(pg_catalog.+) p.step, p.first_gene, p.last_gene,
+						p.from_server, p.to_server, p.rows, p.bytes
+					FROM @extschema@.snowseq_rebalance_plan(run.parent, run.strategy, run.threshold,
+						-- drained servers have left the map
+						ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d WHERE EXISTS (SELECT
+							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill) p;
+				IF FOUND THEN
+					UPDATE @extschema@.snowseq_rebalance_runs r SET rounds = r.rounds OPERATOR(pg_catalog.+) 1
+						WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+					COMMIT;
+					RAISE NOTICE 'rebalance %: planned again from the loads now: more moves', run.run_id;
+					CONTINUE;
+				END IF;
+			END IF;
+			UPDATE @extschema@.snowseq_rebalance_runs r
+				SET state = 'done', finished_at = pg_catalog.clock_timestamp(), runner_pid = NULL, runner_start = NULL
+				WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+			COMMIT;
+			SELECT pg_catalog.count(*) AS moves, pg_catalog.sum(st.rows_copied) AS copied INTO mv
+				FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
+			RAISE NOTICE 'rebalance %: done, % moves, % rows copied, this call took %', run.run_id,
+				mv.moves, COALESCE(mv.copied, 0), pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t0;
+			RETURN;
+		END IF;
+
+		-- a move interrupted (a router crash) is finished or undone first;
+		-- the map says whether its genes are on the destination
+		IF s.state OPERATOR(pg_catalog.<>) 'planned' THEN
+			FOR mv IN SELECT c.move_id, c.server, c.object, c.action FROM @extschema@.snowseq_move_cleanup() c LOOP
+				RAISE NOTICE 'rebalance %: step % was cut: move %: %', run.run_id, s.step, mv.move_id,
+					pg_catalog.concat_ws(' ', mv.action, mv.object,
+						'on server ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(mv.server));
+			END LOOP;
+		END IF;
+		SELECT pg_catalog.bool_and(m.shard OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
+			FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g,
+			LATERAL (SELECT sm.shard FROM @extschema@.snowseq_shard_map sm
+				WHERE sm.upper_gene OPERATOR(pg_catalog.>=) g ORDER BY sm.upper_gene LIMIT 1) m;
+		IF on_dest AND s.state OPERATOR(pg_catalog.<>) 'planned' THEN
+			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.rows_copied INTO mv
+				FROM @extschema@.snowseq_moves m
+				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
+					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
+				ORDER BY m.move_id DESC LIMIT 1;
+			UPDATE @extschema@.snowseq_rebalance_steps st
+				SET state = 'done', move_id = mv.move_id, rows_copied = mv.rows_copied, error = NULL,
+					finished_at = pg_catalog.clock_timestamp()
+				WHERE st.run_id OPERATOR(pg_catalog.=) s.run_id AND st.step OPERATOR(pg_catalog.=) s.step;
+			COMMIT;
+			RAISE NOTICE 'rebalance %: step % (genes % to %) was done by move %', run.run_id, s.step,
+				s.first_gene, s.last_gene, mv.move_id;
+			CONTINUE;
+		END IF;
+
+		SELECT pg_catalog.max(st.step) INTO nsteps FROM @extschema@.snowseq_rebalance_steps st
+			WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
+		UPDATE @extschema@.snowseq_rebalance_steps st
+			SET state = 'running', started_at = pg_catalog.clock_timestamp(), finished_at = NULL
+			WHERE st.run_id OPERATOR(pg_catalog.=) s.run_id AND st.step OPERATOR(pg_catalog.=) s.step
+			RETURNING * INTO s;
+		COMMIT;
+		RAISE NOTICE 'rebalance %: step % of %: genes % to % of table % from server "%" to server "%" (about % rows)',
+			run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.to_server, s.rows;
+		CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
+
+		SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state, m.error, m.rows_copied INTO mv
+			FROM @extschema@.snowseq_moves m
+			WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
+				AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
+				AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
+			ORDER BY m.move_id DESC LIMIT 1;
+		IF mv.state IS NOT NULL AND mv.state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'revertable']) THEN
+			UPDATE @extschema@.snowseq_rebalance_steps st
+				SET state = 'done', move_id = mv.move_id, rows_copied = mv.rows_copied, error = NULL,
+					finished_at = pg_catalog.clock_timestamp()
+				WHERE st.run_id OPERATOR(pg_catalog.=) s.run_id AND st.step OPERATOR(pg_catalog.=) s.step;
+			COMMIT;
+		ELSE
+			UPDATE @extschema@.snowseq_rebalance_steps st
+				SET state = 'failed', move_id = mv.move_id, error = COALESCE(mv.error, 'the move did not finish'),
+					finished_at = pg_catalog.clock_timestamp()
+				WHERE st.run_id OPERATOR(pg_catalog.=) s.run_id AND st.step OPERATOR(pg_catalog.=) s.step;
+			UPDATE @extschema@.snowseq_rebalance_runs r SET state = 'stopped', runner_pid = NULL, runner_start = NULL
+				WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+			COMMIT;
+			RAISE EXCEPTION 'rebalance %: step % (move %, genes % to % to server "%") failed: %', run.run_id, s.step,
+				mv.move_id, s.first_gene, s.last_gene, s.to_server, COALESCE(mv.error, 'the move did not finish')
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'Fix the cause and CALL snowseq_rebalance again to retry the step, or give the run up with snowseq_rebalance_stop(abandon => true).';
+		END IF;
+	END LOOP;
+END
+$run$;
+COMMENT ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[]) IS
+	'plan the moves of snowseq_rebalance_plan into snowseq_rebalance_steps and run them one by one with snowseq_move_genes, committing between moves; a CALL with a run of the table not finished (stopped, or cut by a crash) continues it from its first step not done';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[]) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.snowseq_rebalance_stop(parent regclass DEFAULT NULL, abandon boolean DEFAULT false)
+	RETURNS integer
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $stop$
+DECLARE
+	n integer;
+BEGIN
+	IF abandon IS NULL THEN
+		RAISE EXCEPTION 'abandon must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	-- a run its session is running stops before its next move; one no
+	-- session runs stops (or is given up) now
+	UPDATE @extschema@.snowseq_rebalance_runs r
+		SET stop = CASE WHEN abandon THEN 'abandon' ELSE 'stop' END,
+			state = CASE WHEN r.state OPERATOR(pg_catalog.=) 'running'
+					AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start) THEN r.state
+				WHEN abandon THEN 'abandoned' ELSE 'stopped' END,
+			finished_at = CASE WHEN abandon AND NOT (r.state OPERATOR(pg_catalog.=) 'running'
+					AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start))
+				THEN pg_catalog.clock_timestamp() END
+		WHERE r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
+			AND (snowseq_rebalance_stop.parent IS NULL OR r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_stop.parent);
+	GET DIAGNOSTICS n = ROW_COUNT;
+	RETURN n;
+END
+$stop$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) IS
+	'stop the rebalances of a table (NULL: of every table) before their next move, resumable by CALL snowseq_rebalance; abandon => true gives them up (the next CALL plans anew); returns how many runs it marked';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FROM PUBLIC;
+-- ---- end of rebalance (1.3) ----

@@ -1,0 +1,296 @@
+# The rebalancer: snowseq_rebalance_plan plans moves that bring every server
+# of the map to at most threshold x the mean load, and CALL
+# snowseq_rebalance runs them one by one with snowseq_move_genes, stoppable
+# between moves and resumable.
+#
+#   router  (node 1): items PARTITION BY RANGE (item_id), postgres_fdw
+#                       items_0 -> s1.items_1: genes     0..24575  (three quarters)
+#                       items_1 -> s2.items_2: genes 24576..27306
+#                       items_2 -> s3.items_3: genes 27307..30037
+#                       items_3 -> s4.items_4: genes 30038..32767
+#   s1..s4 (nodes 2..5): wal_level = logical
+#
+# Two writers insert through the router the whole time and a reader samples,
+# in one statement, duplicates and rows read from another server than the
+# map names.  A first CALL is stopped between moves (the run is left
+# stopped, with steps not done); a second CALL resumes and finishes it.
+# Then a rebalance that drains s4, cut by a crash of the router during its
+# first move, is resumed by a second CALL; and s4, no longer in the map, is
+# filled again by a rebalance that names it.
+# Afterwards no server holds more than 1.25 x the mean rows, every row
+# written is there exactly once, the reader saw no disagreement, no
+# replication object is left, and the plan is empty.  Bad input is refused
+# with clear errors and nothing written.
+use strict;
+use warnings;
+use lib 'test';
+use IPC::Run ();
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SnowseqTest;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $tmp = $PostgreSQL::Test::Utils::tmp_check;
+
+# ---------------------------------------------------------------------
+# Topology
+# ---------------------------------------------------------------------
+my @shard_conf = ('wal_level = logical', 'max_replication_slots = 10', 'max_wal_senders = 10',
+	'max_prepared_transactions = 10', 'wal_sender_timeout = 5s');
+my $router = snowseq_node('router', node_id => 1);
+my %node = map { ("s$_" => snowseq_node("s$_", node_id => $_ + 1, conf => \@shard_conf)) } 1 .. 4;
+my @servers = sort keys %node;
+my @bounds = ([ 0, 24575 ], [ 24576, 27306 ], [ 27307, 30037 ], [ 30038, 32767 ]);
+
+# a table of its own name on each server: a move copies into the table of
+# the source's name on the destination
+$node{"s$_"}->safe_psql('postgres', "CREATE TABLE items_$_ (item_id bigint PRIMARY KEY, k text NOT NULL)") for 1 .. 4;
+my $sql = "CREATE EXTENSION postgres_fdw;\n" . fdw_servers_sql('postgres', map { [ $_, $node{$_} ] } @servers)
+  . "CREATE TABLE items (item_id bigint NOT NULL, k text NOT NULL) PARTITION BY RANGE (item_id);\n"
+  . "CREATE TABLE plain (id bigint);\n";
+for my $i (0 .. 3)
+{
+	my ($f, $l) = @{ $bounds[$i] };
+	my $to = $l == 32767 ? 'MAXVALUE' : ($l + 1) . '::bigint << 48';
+	$sql .= "CREATE FOREIGN TABLE items_$i PARTITION OF items FOR VALUES FROM (${f}::bigint << 48) TO ($to) "
+	  . "SERVER s" . ($i + 1) . " OPTIONS (table_name 'items_" . ($i + 1) . "');\n"
+	  . "INSERT INTO snowseq_shard_map VALUES ($l, 's" . ($i + 1) . "');\n";
+}
+$router->safe_psql('postgres', $sql);
+is($router->safe_psql('postgres', q{
+	WITH i AS (INSERT INTO items (item_id, k) SELECT snowseq_gene_next('k' || g), 'k' || g
+		FROM generate_series(1, 8000) g RETURNING 1) SELECT count(*) FROM i}), '8000', 'router: 8000 rows to begin with');
+
+# rows per server, counted where they live
+sub loads
+{
+	my %l = map { $_ => 0 } @servers;
+	for (split /\n/, $router->safe_psql('postgres',
+			'SELECT shard, sum(rows) FROM snowseq_shard_stats(\'items\') GROUP BY shard'))
+	{
+		my ($s, $n) = split /\|/;
+		$l{$s} = $n;
+	}
+	return \%l;
+}
+sub show { my ($l) = @_; return join ', ', map { "$_ $l->{$_}" } @servers; }
+my $before = loads();
+note 'rows per server before: ' . show($before);
+cmp_ok($before->{s1}, '>', 0.7 * 8000, 's1 holds about three quarters of the rows');
+
+# ---------------------------------------------------------------------
+# Bad input: clear errors, nothing written
+# ---------------------------------------------------------------------
+my @bad = (
+	[ q{'items', 'writes'}, qr/unknown rebalance strategy 'writes'.*HINT:  Use 'rows'/s, 'an unknown strategy' ],
+	[ q{'items', 'rows', 0.9}, qr/rebalance threshold '0.9' is below 1/, 'a threshold below 1' ],
+	[ q{'items', 'rows', 1.25, '{nope}'}, qr/server "nope" to drain is not in snowseq_shard_map/, 'a drain server not in the map' ],
+	[ q{'items', 'rows', 1.25, '{s1,s2,s3,s4}'}, qr/drains every server of snowseq_shard_map/, 'draining every server' ],
+	[ q{'items', 'rows', 1.25, '{}', '{nope}'}, qr/server "nope" to fill is not a postgres_fdw server/,
+		'a server to fill that does not exist' ],
+	[ q{'items', 'rows', 1.25, '{s2}', '{s2}'}, qr/server "s2" is both to drain and to fill/,
+		'a server both to drain and to fill' ],
+	[ q{'plain'}, qr/table plain is not gene-sharded/, 'a table that is not gene-sharded' ]);
+for my $b (@bad)
+{
+	my ($args, $re, $what) = @$b;
+	my ($rc, $out, $err) = $router->psql('postgres', "SELECT * FROM snowseq_rebalance_plan($args)");
+	like($err, $re, "plan: $what is refused");
+	($rc, $out, $err) = $router->psql('postgres', "CALL snowseq_rebalance($args)");
+	like($err, $re, "CALL: $what is refused");
+}
+is($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_rebalance_runs'), '0', 'refused calls wrote no run');
+my ($rc, $out, $err) = $router->psql('postgres', q{BEGIN; CALL snowseq_rebalance('items'); COMMIT;});
+like($err, qr/a move of genes must run as a CALL of its own|invalid transaction termination/,
+	'a rebalance inside a transaction block is refused');
+$router->safe_psql('postgres', q{CREATE ROLE nobody LOGIN; DELETE FROM snowseq_rebalance_runs;});
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE nobody; SELECT * FROM snowseq_rebalance_plan('items')});
+like($err, qr/permission denied for function snowseq_rebalance_plan/, 'PUBLIC may not plan');
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE nobody; SELECT snowseq_rebalance_stop()});
+like($err, qr/permission denied for function snowseq_rebalance_stop/, 'PUBLIC may not stop');
+($rc, $out, $err) = $router->psql('postgres', q{DELETE FROM snowseq_rebalance_runs});
+is($rc, 0, 'the owner may change the runs') ;
+$router->safe_psql('postgres', q{CREATE ROLE grantee; GRANT ALL ON snowseq_rebalance_steps TO grantee});
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE grantee; DELETE FROM snowseq_rebalance_steps});
+like($err, qr/table snowseq_rebalance_steps is written by snowseq's functions alone/, 'the guard refuses a grantee');
+
+my $plan = $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items')});
+note "plan:\n$plan";
+my @plan = split /\n/, $plan;
+cmp_ok(scalar(@plan), '>=', 2, 'the plan has at least two moves');
+ok(!grep({ (split /\|/)[3] ne 's1' } @plan), 'every move of the plan takes genes from s1');
+my @bytes_plan = split /\n/, $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items', 'bytes', 1.1)});
+cmp_ok(scalar(@bytes_plan), '>=', 2, 'the plan by row bytes has at least two moves');
+ok(!grep({ (split /\|/)[3] ne 's1' } @bytes_plan), 'every move of the plan by row bytes takes genes from s1');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items', 'rows', 100)}), '0',
+	'no move under a threshold no server is above');
+
+# ---------------------------------------------------------------------
+# Clients: two writers and a reader, through the router, all along
+# ---------------------------------------------------------------------
+my $stop = "$tmp/rebal_stop";
+unlink $stop;
+END
+{
+	my $fh;
+	close $fh if open $fh, '>', $stop;
+}
+open my $wfh, '>', "$tmp/rebal_writer.sql" or die;
+print $wfh "INSERT INTO items (item_id, k) SELECT snowseq_gene_next(x), x FROM (SELECT md5(random()::text) x) s RETURNING item_id;\n"
+  for 1 .. 20;
+close $wfh;
+open my $rfh, '>', "$tmp/rebal_reader.sql" or die;
+print $rfh "SELECT 'r', count(*) FILTER (WHERE snowseq_route(t.item_id) <> s.srvname), count(*) - count(DISTINCT t.item_id), count(*) "
+  . "FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid JOIN pg_foreign_server s ON s.oid = ft.ftserver;\n"
+  for 1 .. 5;
+close $rfh;
+sub nlines { my @l = read_lines(@_); return scalar @l; }
+sub client
+{
+	my ($tag, $batch) = @_;
+	my ($o, $e) = ("$tmp/rebal_$tag.out", "$tmp/rebal_$tag.err");
+	unlink $o, $e;
+	my $h = IPC::Run::start([ 'bash', '-c', q{
+		while [ ! -e "$3" ] && [ -d "${3%/*}" ]; do
+			psql -X -Atq -d "$1" -f "$2" >> "$4" 2>> "$5" || sleep 0.2
+		done }, 'client', $router->connstr('postgres'), $batch, $stop, $o, $e ]);
+	return { h => $h, out => $o, err => $e, tag => $tag };
+}
+my @writers = map { client("w$_", "$tmp/rebal_writer.sql") } 1 .. 2;
+my $reader = client('r', "$tmp/rebal_reader.sql");
+ok(wait_until(sub { !grep { nlines($_->{out}) < 20 } @writers, $reader }), 'the clients write and read');
+
+# ---------------------------------------------------------------------
+# A first CALL, stopped between moves
+# ---------------------------------------------------------------------
+my $t0 = time;
+my ($cout, $cerr) = ('', '');
+my $call = IPC::Run::start([ 'psql', '-X', '-Atq', '-d', $router->connstr('postgres'), '-c',
+	q{CALL snowseq_rebalance('items')} ], '>', \$cout, '2>', \$cerr);
+ok(wait_until(sub { $router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_steps WHERE state = 'running'}) eq '1' }),
+	'the first move of the run starts');
+($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items')});
+like($err, qr/rebalance \d+ of table items is running in the session of process \d+/,
+	'a second CALL while the run goes on is refused');
+is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_stop('items')}), '1', 'snowseq_rebalance_stop marks the run');
+$call->finish;
+note "first CALL:\n$cerr";
+like($cerr, qr/rebalance \d+: step 1 of \d+: genes \d+ to \d+ of table items from server "s1"/, 'a NOTICE per step');
+like($cerr, qr/stopped between moves/, 'the run stops between moves');
+is($router->safe_psql('postgres', q{SELECT state FROM snowseq_rebalance_runs}), 'stopped', 'the run is left stopped');
+my $left = $router->safe_psql('postgres', q{SELECT count(*) FILTER (WHERE state = 'done') || '/' || count(*) FROM snowseq_rebalance_steps});
+like($left, qr{^1/[2-9]}, "one step done, more left ($left)");
+my $mid = loads();
+note 'rows per server after the stop: ' . show($mid);
+
+# ---------------------------------------------------------------------
+# A second CALL resumes and finishes it
+# ---------------------------------------------------------------------
+($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items')}, timeout => $PostgreSQL::Test::Utils::timeout_default * 3);
+is($rc, 0, 'the second CALL succeeds');
+note "second CALL:\n$err";
+like($err, qr/resuming the run/, 'the second CALL resumes the stopped run');
+like($err, qr/rebalance \d+: done, \d+ moves, \d+ rows copied/, 'and finishes it');
+my $took = time - $t0;
+is($router->safe_psql('postgres', q{SELECT r.state || ' ' || count(*) FILTER (WHERE s.state <> 'done') FROM snowseq_rebalance_runs r
+	JOIN snowseq_rebalance_steps s USING (run_id) GROUP BY r.state}), 'done 0', 'the run is done, every step done');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_steps s
+	JOIN snowseq_moves m ON m.move_id = s.move_id WHERE m.state = 'done'}),
+	$router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_rebalance_steps'), 'each step names the move that did it');
+
+ok(wait_until(sub { !grep { nlines($_->{out}) < 60 } @writers }), 'the writers wrote after the run');
+{ my $fh; close $fh if open $fh, '>', $stop; }
+$_->{h}->finish for @writers, $reader;
+
+# ---------------------------------------------------------------------
+# Afterwards
+# ---------------------------------------------------------------------
+my $after = loads();
+my $total = 0;
+$total += $after->{$_} for @servers;
+my $mean = $total / 4;
+note 'rows per server after: ' . show($after) . sprintf(' (mean %.0f, %.1f s)', $mean, $took);
+ok(!grep({ $after->{$_} > 1.25 * $mean } @servers), 'no server holds more than 1.25 x the mean rows');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items')}), '0', 'the plan is empty afterwards');
+
+my @written = map { read_lines($_->{out}) } @writers;
+my %seen;
+$seen{$_}++ for split /\n/, $router->safe_psql('postgres', 'SELECT item_id FROM items');
+my @lost = grep { !$seen{$_} } @written;
+my @doubled = grep { $seen{$_} > 1 } keys %seen;
+note scalar(@written) . ' rows written during the run, ' . scalar(@lost) . ' lost, ' . scalar(@doubled) . ' doubled';
+cmp_ok(scalar(@written), '>', 40, 'the writers wrote during the run');
+is(scalar(@lost), 0, 'no row written is lost');
+is(scalar(@doubled), 0, 'no row is there twice');
+is(scalar(keys %seen), 8000 + scalar(@written), 'the router holds the rows written and nothing else');
+is($total, 8000 + scalar(@written), 'the servers hold them, once each');
+my @samples = map { [ split /\|/ ] } grep { /^r\|/ } read_lines($reader->{out});
+cmp_ok(scalar(@samples), '>=', 5, 'the reader sampled during the run (' . scalar(@samples) . ')');
+is(scalar(grep { $_->[1] != 0 || $_->[2] != 0 } @samples), 0,
+	'every sample: each row read from the server the map names, none twice');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
+	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
+	'map and partitions agree afterwards');
+is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+
+# ---------------------------------------------------------------------
+# A drained server gives up all its genes; the router crashes during the
+# run's first move, and a second CALL resumes the run
+# ---------------------------------------------------------------------
+($cout, $cerr) = ('', '');
+$call = IPC::Run::start([ 'psql', '-X', '-Atq', '-d', $router->connstr('postgres'), '-c',
+	q{CALL snowseq_rebalance('items', drain => '{s4}')} ], '>', \$cout, '2>', \$cerr);
+ok(wait_until(sub { $router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_moves m
+	JOIN snowseq_rebalance_steps s ON s.state = 'running' AND m.first_gene = s.first_gene
+	WHERE m.state IN ('prepare', 'copy', 'block', 'switch')}) eq '1' }), 'the first move of the drain is under way');
+$router->stop('immediate');
+$call->finish;
+$router->start;
+is($router->safe_psql('postgres', q{SELECT state FROM snowseq_rebalance_runs ORDER BY run_id DESC LIMIT 1}), 'running',
+	'the run cut by the crash is left running');
+($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items', drain => '{s4}')},
+	timeout => $PostgreSQL::Test::Utils::timeout_default * 3);
+is($rc, 0, 'a second CALL after the crash succeeds');
+note "CALL after the crash:\n$err";
+like($err, qr/resuming the run/, 'it resumes the run the crash cut');
+like($err, qr/rebalance \d+: step 1 was cut: move \d+: /, 'the move the crash cut is settled first');
+like($err, qr/rebalance \d+: done/, 'and finishes it');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_runs WHERE state <> 'done'}), '0', 'every run is done');
+my $drained = loads();
+note 'rows per server after draining s4: ' . show($drained);
+is($drained->{s4}, 0, 's4 holds no rows');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_shard_map WHERE shard = 's4'}), '0', 'nor any gene');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items')}), '0',
+	'the plan without s4 is empty');
+is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT item_id) FROM items'),
+	(8000 + scalar(@written)) . ' ' . (8000 + scalar(@written)), 'every row is still there, once');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
+	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
+	'map and partitions agree after the drain');
+is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+
+# ---------------------------------------------------------------------
+# A server not in the map is filled
+# ---------------------------------------------------------------------
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items', fill => '{s4}')
+	WHERE to_server = 's4'}) > 0 ? 'yes' : 'no', 'yes', 'the plan with s4 to fill gives it genes');
+($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items', fill => '{s4}')},
+	timeout => $PostgreSQL::Test::Utils::timeout_default * 3);
+is($rc, 0, 'a rebalance filling s4 succeeds');
+note "filling CALL:\n$err";
+my $filled = loads();
+my $ftotal = 0;
+$ftotal += $filled->{$_} for @servers;
+note 'rows per server after filling s4: ' . show($filled);
+ok(!grep({ $filled->{$_} > 1.25 * $ftotal / 4 } @servers), 'no server holds more than 1.25 x the mean rows');
+cmp_ok($filled->{s4}, '>', 0, 's4 holds rows again');
+is($ftotal, 8000 + scalar(@written), 'the servers hold every row, once');
+is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT item_id) FROM items'),
+	(8000 + scalar(@written)) . ' ' . (8000 + scalar(@written)), 'the router reads every row, once');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items')}), '0',
+	'the plan is empty afterwards');
+is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_stop()}), '0', 'nothing is left to stop');
+
+done_testing();
