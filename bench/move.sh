@@ -5,8 +5,11 @@
 #                                 1M rows, once as a whole partition, once
 #                                 as a split, and once as a split kept
 #                                 revertable and then reverted (the
-#                                 revert's pause), and writes the figures into
-#                                 docs/benchmarks.md (a section of its own)
+#                                 revert's pause), then rebalances 2M rows
+#                                 of A onto C (CALL snowseq_rebalance: its
+#                                 moves, rows copied and time), and writes
+#                                 the figures into docs/benchmarks.md (a
+#                                 section of its own)
 #   bash bench/move.sh --smoke    the same with 20,000 rows and short phases,
 #                                 report in a temporary directory; exits
 #                                 non-zero if the harness breaks
@@ -21,7 +24,7 @@
 #
 # Sizes: BENCH_MOVE_ROWS (rows in the moved range, default 1000000),
 # BENCH_MOVE_RATE (inserts per second per writer, default 200),
-# BENCH_MOVE_KINDS ("whole split revert"), BENCH_MOVE_SETTLE (seconds of load
+# BENCH_MOVE_KINDS ("whole split revert rebalance"), BENCH_MOVE_SETTLE (seconds of load
 # before and after the move, default 3); BENCH_OUT (report directory,
 # default docs/).  SKIP_BUILD=1 uses the installed snowseq.
 set -euo pipefail
