@@ -20,6 +20,7 @@
 #include "move_repl.h"
 #include "snowseq.h"
 
+#define MOVE_DETACH_ATTEMPTS	20	/* tries when a deadlock aborts the detach of the way back */
 #define MOVE_STALL_MS			(300 * 1000)	/* no progress for so long: fail */
 #define MOVE_SUB_FAILURES		5	/* the same error so often in a row, no progress: it persists */
 
@@ -575,8 +576,34 @@ MoveBackDropTable(RemoteConn *dst, const char *table, const char *mark)
 
 	if (v == NULL)
 		return;
-	if (v[0] != '\0')
-		RemoteCommand(dst, v, "detach the destination table from the table of the way back");
+	/*
+	 * The detach locks the table of the way back, then its partitions; a
+	 * writer of the group's tables (a foreign key's check) may lock them in
+	 * the other order, and the deadlock detector then aborts one of the
+	 * two.  Outside a transaction block the detach alone is rolled back, so
+	 * it runs again; inside one (or on another error) it fails as before.
+	 */
+	for (int attempt = 1; v[0] != '\0'; attempt++)
+	{
+		char		state[6];
+		char	   *err;
+
+		if (PQtransactionStatus(dst->conn) != PQTRANS_IDLE || attempt == MOVE_DETACH_ATTEMPTS)
+		{
+			RemoteCommand(dst, v, "detach the destination table from the table of the way back");
+			break;
+		}
+		err = RemoteTryMessage(dst, v, "detach the destination table from the table of the way back", state);
+		if (err == NULL)
+			break;
+		if (strcmp(state, "40P01") != 0)
+			ereport(ERROR,
+					(errcode(strlen(state) == 5 ? MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]) :
+							 ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not detach the destination table from the table of the way back on server \"%s\": %s",
+							dst->server, err)));
+		MoveSleep(Min(20 * attempt, 200));
+	}
 	RemoteCommand(dst, psprintf("DROP TABLE %s", table), "drop the table of the way back");
 }
 
