@@ -138,6 +138,13 @@ chroot_begin() {
 		echo "waiting for another run using the chroots in $CACHE"
 		flock 9
 	fi
+	# holding the lock, nothing below the cache is in use: a mount or a
+	# process found there was left by a run that was killed (its exit trap
+	# never ran), and a chroot it was making is made again below
+	if [ -n "$(mounts_below "$CACHE")" ]; then
+		echo "chroot: undoing the mounts an interrupted run left below $CACHE"
+		unmount_all
+	fi
 	trap chroot_cleanup EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
@@ -201,7 +208,7 @@ in_chroot() {
 copy_tree() {
 	local dest="$1/snowseq"
 
-	[ -d "$dest" ] && remove_tree "$dest"
+	if [ -d "$dest" ]; then remove_tree "$dest" || return 1; fi
 	mkdir -p "$dest"
 	rsync -a --exclude=.git --filter=':- .gitignore' ./ "$dest/"
 }
@@ -224,7 +231,7 @@ prepare_base() {
 
 	new="$root.new"
 	log="$CACHE/$suite-base.setup.log"
-	[ -e "$new" ] && remove_tree "$new"
+	if [ -e "$new" ]; then remove_tree "$new" || return 1; fi
 	echo "making a $suite system from $MIRROR (log: $log)"
 	if ! debootstrap --variant=minbase "$suite" "$new" "$MIRROR" >"$log" 2>&1; then
 		tail -n 30 "$log" >&2
@@ -240,7 +247,7 @@ prepare_base() {
 	# update from it
 	echo 'Acquire::Check-Valid-Until "false";' >"$new/etc/apt/apt.conf.d/80snowseq-snapshot"
 	echo "$stamp" >"$new/.snowseq-matrix"
-	[ -e "$root" ] && remove_tree "$root"
+	if [ -e "$root" ]; then remove_tree "$root" || return 1; fi
 	mv "$new" "$root"
 }
 
@@ -270,7 +277,7 @@ prepare_chroot() {
 	prepare_base "$suite" || return 1
 	new="$root.new"
 	log="$CACHE/$suite-pg$v.setup.log"
-	[ -e "$new" ] && remove_tree "$new"
+	if [ -e "$new" ]; then remove_tree "$new" || return 1; fi
 	echo "PostgreSQL $v: making a $suite chroot (log: $log)"
 	copy_base "$suite" "$new"
 	if [ -n "$old" ]; then
@@ -296,7 +303,7 @@ prepare_chroot() {
 	in_chroot "$new" apt-get clean
 	unmount_all
 	echo "$stamp" >"$new/.snowseq-matrix"
-	[ -e "$root" ] && remove_tree "$root"
+	if [ -e "$root" ]; then remove_tree "$root" || return 1; fi
 	mv "$new" "$root"
 }
 
@@ -309,7 +316,10 @@ clean_chroot() {
 	suite=$(suite_of "$v")
 	prepare_base "$suite" || return 1
 	root="$CACHE/$suite-$name"
-	[ -e "$root" ] && remove_tree "$root"
+	if [ -e "$root" ]; then
+		# (not into it: cp would copy the bare system below the old one)
+		remove_tree "$root" || return 1
+	fi
 	copy_base "$suite" "$root"
 	site_certificates "$root"
 	mkdir -p "$CACHE/$suite-apt-archives/partial"

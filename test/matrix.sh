@@ -54,7 +54,7 @@ run_version() {
 	prepare_chroot "$v" || return 1
 	root=$ROOT
 	mount_chroot "$root"
-	copy_tree "$root"
+	copy_tree "$root" || return 1
 	# what earlier failed runs left for inspection
 	for d in "$root"/tmp/snowseq*; do
 		[ -e "$d" ] && remove_tree "$d"

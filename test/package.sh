@@ -36,7 +36,7 @@ build() {
 	suite=$(suite_of "$v")
 	prepare_chroot "$v" || return 1
 	mount_chroot "$ROOT"
-	copy_tree "$ROOT"
+	copy_tree "$ROOT" || { unmount_all; return 1; }
 	# the upstream tarball is the tree without debian/, as a release's is
 	in_chroot "$ROOT" bash -ec "
 		rm -rf /tmp/pkg && mkdir -p /tmp/pkg
@@ -67,7 +67,7 @@ install_and_test() {
 	clean_chroot "$v" pkgtest || return 1
 	mkdir -p "$ROOT/tmp/debs"
 	cp "$deb" "$ROOT/tmp/debs/"
-	copy_tree "$ROOT"
+	copy_tree "$ROOT" || { unmount_all; return 1; }
 	in_chroot "$ROOT" bash -ec "
 		apt-get update -qq
 		apt-get install -y -qq --no-install-recommends /tmp/debs/$(basename "$deb") >/tmp/apt.log 2>&1 ||
