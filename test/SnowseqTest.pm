@@ -20,7 +20,8 @@ our @EXPORT = qw(snowseq_node start_faketime set_fake_offset seconds_to_next_uni
   wait_clients check_ids read_ids all_unique strictly_increasing max_of
   min_of segment_of server_log_since read_state_file script_clients
   read_lines extension_fingerprint compare_fingerprints
-  shard_layout move_leftovers fdw_servers_sql);
+  shard_layout move_leftovers fdw_servers_sql batch_client pause_batch_clients
+  resume_batch_clients);
 
 my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -153,6 +154,62 @@ sub script_clients
 	}
 	return \@c;
 }
+
+# A client that has psql run a batch file ($o{batch}) again and again until
+# $o{stop} exists (or its directory is gone), what psql printed appended to
+# $o{out} and its errors to $o{err}; after a failed batch it waits
+# $o{retry_sleep} seconds (default 0.2).  With $o{gen} (a Perl one-liner)
+# each round first writes a fresh batch: perl -e GEN KEY BATCH, KEY being
+# $o{key}.  While $o{pause} exists it runs nothing: see
+# pause_batch_clients.  Returns { h => harness, out, err, answer }.
+sub batch_client
+{
+	my ($node, %o) = @_;
+	my $answer = "$o{out}.paused";
+	unlink $o{out}, $o{err}, $answer, "$answer.new";
+	# A pause is answered only at the top of the loop, between two batches:
+	# the client copies the pause's token into its answer file.  A batch
+	# begins only after the pause file was found absent, so once a client
+	# has answered a pause's token it runs nothing until that pause ends.
+	my $script = q{
+		while [ ! -e "$3" ] && [ -d "${3%/*}" ]; do
+			if [ -e "$4" ]; then
+				cat "$4" > "$7.new" 2>/dev/null && mv -f "$7.new" "$7"
+				sleep 0.05
+				continue
+			fi
+			[ -n "$9" ] && perl -e "$9" "$8" "$2"
+			psql -X -Atq -d "$1" -f "$2" >> "$5" 2>> "$6" || sleep "${10}"
+		done
+	};
+	my $h = IPC::Run::start([ 'bash', '-c', $script, 'client', $node->connstr('postgres'), $o{batch},
+		$o{stop}, $o{pause}, $o{out}, $o{err}, $answer, $o{key} // '', $o{gen} // '', $o{retry_sleep} // 0.2 ]);
+	return { h => $h, out => $o{out}, err => $o{err}, answer => $answer };
+}
+
+# Pause the clients of batch_client that share the pause file $pause, each
+# between two batches; returns once every one has answered this pause (a
+# token of its own: an answer left from an earlier pause does not count),
+# or dies.
+my $pause_count = 0;
+sub pause_batch_clients
+{
+	my ($pause, @clients) = @_;
+	my $token = sprintf('%d.%d', $$, ++$pause_count);
+	open my $fh, '>', "$pause.new" or die "cannot write $pause.new: $!";
+	print $fh $token;
+	close $fh;
+	rename "$pause.new", $pause or die "cannot rename $pause.new: $!";
+	my $answered = sub {
+		open my $a, '<', $_[0] or return 0;
+		my $got = <$a>;
+		return defined $got && $got eq $token;
+	};
+	wait_until(sub { !grep { !$answered->($_->{answer}) } @clients }) or die 'clients did not pause';
+}
+
+# Let them run again.
+sub resume_batch_clients { unlink $_[0]; }
 
 # The complete lines of a file that match $re (every non-empty line without
 # one): a client killed while printing leaves a torn last line, which it

@@ -110,33 +110,22 @@ open my $rfh, '>', "$tmp/move_reader.sql" or die;
 print $rfh "SELECT 'r', count(*) - count(DISTINCT order_id), count(*) FROM orders;\n" for 1 .. 20;
 close $rfh;
 
+# the batch writer for writers, as a one-liner (a fresh random batch each round)
+my $gen = q{
+	my ($k, $f) = @ARGV; open my $fh, '>', $f or die;
+	for my $i (1 .. 60) {
+		my $b = "c${k}_" . int(rand(400));
+		if ($i % 4) { print $fh "INSERT INTO orders (order_id, buyer_id) VALUES (snowseq_gene_next('$b'), '$b') RETURNING 'i', order_id;\n"; }
+		else { print $fh "UPDATE orders SET amount = amount + 1 WHERE order_id <\@ snowseq_key_range('$b') AND buyer_id = '$b' RETURNING 'u', order_id, amount;\n"; }
+	}
+};
 # a client: psql runs its batch again and again (a new batch each time for
 # writers) until the stop file appears, and idles while the pause file exists
 sub client
 {
 	my ($tag, $batch, $k) = @_;
-	my ($out, $err) = ("$tmp/move_$tag.out", "$tmp/move_$tag.err");
-	unlink $out, $err, "$tmp/move_$tag.paused";
-	my $script = q{
-		while [ ! -e "$3" ] && [ -d "${3%/*}" ]; do
-			if [ -e "$4" ]; then touch "$7"; sleep 0.05; continue; fi
-			rm -f "$7"
-			[ -n "$8" ] && perl -e "$9" "$8" "$2"
-			psql -X -Atq -d "$1" -f "$2" >> "$5" 2>> "$6" || sleep 0.2
-		done
-	};
-	# the batch writer for writers, as a one-liner (a fresh random batch each round)
-	my $gen = q{
-		my ($k, $f) = @ARGV; open my $fh, '>', $f or die;
-		for my $i (1 .. 60) {
-			my $b = "c${k}_" . int(rand(400));
-			if ($i % 4) { print $fh "INSERT INTO orders (order_id, buyer_id) VALUES (snowseq_gene_next('$b'), '$b') RETURNING 'i', order_id;\n"; }
-			else { print $fh "UPDATE orders SET amount = amount + 1 WHERE order_id <\@ snowseq_key_range('$b') AND buyer_id = '$b' RETURNING 'u', order_id, amount;\n"; }
-		}
-	};
-	my $h = IPC::Run::start([ 'bash', '-c', $script, 'client', $router->connstr('postgres'), $batch,
-		$stop, $pause, $out, $err, "$tmp/move_$tag.paused", $k // '', $gen ]);
-	return { h => $h, out => $out, err => $err, tag => $tag };
+	return batch_client($router, batch => $batch, out => "$tmp/move_$tag.out", err => "$tmp/move_$tag.err",
+		stop => $stop, pause => $pause, defined $k ? (key => $k, gen => $gen) : ());
 }
 
 writer_batch($_, "$tmp/move_w$_.sql") for 1 .. 2;
@@ -145,13 +134,8 @@ my $reader = client('r', "$tmp/move_reader.sql");
 my @clients = (@writers, $reader);
 
 # stop the clients between two batches, so that the servers hold still
-sub pause_clients
-{
-	open my $fh, '>', $pause or die;
-	close $fh;
-	wait_until(sub { !grep { !-e "$tmp/move_$_->{tag}.paused" } @clients }) or die 'clients did not pause';
-}
-sub resume_clients { unlink $pause; }
+sub pause_clients { pause_batch_clients($pause, @clients); }
+sub resume_clients { resume_batch_clients($pause); }
 
 # How many complete lines a file holds.
 sub count_lines { return scalar(read_lines($_[0])); }

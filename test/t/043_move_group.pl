@@ -131,34 +131,24 @@ open my $rfh, '>', "$tmp/group_reader.sql" or die;
 print $rfh $sample for 1 .. 10;
 close $rfh;
 
+# the batch writer for writers, as a one-liner (a fresh random batch each round)
+my $gen = q{
+	my ($k, $f) = @ARGV; open my $fh, '>', $f or die;
+	for my $i (1 .. 30) {
+		my $b = "c${k}_" . int(rand(400));
+		print $fh "WITH o AS (INSERT INTO orders (order_id, buyer_id) VALUES (snowseq_gene_next('$b'), '$b') RETURNING order_id), "
+		  . "i AS (INSERT INTO order_items (item_id, order_id, buyer_id) SELECT snowseq_gene_next('$b'), order_id, '$b' FROM o RETURNING item_id), "
+		  . "p AS (INSERT INTO payments (payment_id, order_id, buyer_id) SELECT snowseq_gene_next('$b'), order_id, '$b' FROM o RETURNING payment_id) "
+		  . "SELECT 'n', (SELECT order_id FROM o), (SELECT item_id FROM i), (SELECT payment_id FROM p);\n";
+	}
+};
 # a client: psql runs its batch again and again (a fresh batch each round for
 # writers) until the stop file appears; idles while the pause file exists
 sub client
 {
 	my ($tag, $batch, $k) = @_;
-	my ($out, $err) = ("$tmp/group_$tag.out", "$tmp/group_$tag.err");
-	unlink $out, $err, "$tmp/group_$tag.paused";
-	my $script = q{
-		while [ ! -e "$3" ] && [ -d "${3%/*}" ]; do
-			if [ -e "$4" ]; then touch "$7"; sleep 0.05; continue; fi
-			rm -f "$7"
-			[ -n "$8" ] && perl -e "$9" "$8" "$2"
-			psql -X -Atq -d "$1" -f "$2" >> "$5" 2>> "$6" || sleep 0.2
-		done
-	};
-	my $gen = q{
-		my ($k, $f) = @ARGV; open my $fh, '>', $f or die;
-		for my $i (1 .. 30) {
-			my $b = "c${k}_" . int(rand(400));
-			print $fh "WITH o AS (INSERT INTO orders (order_id, buyer_id) VALUES (snowseq_gene_next('$b'), '$b') RETURNING order_id), "
-			  . "i AS (INSERT INTO order_items (item_id, order_id, buyer_id) SELECT snowseq_gene_next('$b'), order_id, '$b' FROM o RETURNING item_id), "
-			  . "p AS (INSERT INTO payments (payment_id, order_id, buyer_id) SELECT snowseq_gene_next('$b'), order_id, '$b' FROM o RETURNING payment_id) "
-			  . "SELECT 'n', (SELECT order_id FROM o), (SELECT item_id FROM i), (SELECT payment_id FROM p);\n";
-		}
-	};
-	my $h = IPC::Run::start([ 'bash', '-c', $script, 'client', $router->connstr('postgres'), $batch,
-		$stop, $pause, $out, $err, "$tmp/group_$tag.paused", $k // '', $gen ]);
-	return { h => $h, out => $out, err => $err, tag => $tag };
+	return batch_client($router, batch => $batch, out => "$tmp/group_$tag.out", err => "$tmp/group_$tag.err",
+		stop => $stop, pause => $pause, defined $k ? (key => $k, gen => $gen) : ());
 }
 
 my @writers = map { client("w$_", "$tmp/group_w$_.sql", $_) } 1 .. 2;
@@ -169,11 +159,9 @@ my $clients_stopped = 0;
 sub pause_clients
 {
 	return if $clients_stopped;
-	open my $fh, '>', $pause or die;
-	close $fh;
-	wait_until(sub { !grep { !-e "$tmp/group_$_->{tag}.paused" } @clients }) or die 'clients did not pause';
+	pause_batch_clients($pause, @clients);
 }
-sub resume_clients { unlink $pause; }
+sub resume_clients { resume_batch_clients($pause); }
 
 # until each writer has another 30 orders and the reader 2 more samples
 sub let_clients_write
