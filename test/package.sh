@@ -53,8 +53,16 @@ build() {
 	mkdir -p "$OUT"
 	cp "$ROOT"/tmp/pkg/*.deb "$ROOT"/tmp/pkg/*.dsc "$ROOT"/tmp/pkg/*.tar.* "$OUT/"
 	dpkg-deb --contents "$OUT"/postgresql-"$v"-snowseq_"$debversion"_*.deb |
-		awk '{ print "  " $NF }' | grep -E 'snowseq(\.so|\.control|--)' || true
+		awk '{ print "  " $NF }' | grep -E 'snowseq(\.so|\.control|--)|examples/' || true
 	unmount_all
+	# what docs/monitoring.md says the package ships
+	for f in queries.yaml alerts.yml alerts_test.yml; do
+		if ! dpkg-deb --contents "$OUT"/postgresql-"$v"-snowseq_"$debversion"_*.deb |
+			grep -q "/usr/share/doc/postgresql-$v-snowseq/examples/$f\$"; then
+			echo "test/package.sh: the package has no examples/$f" >&2
+			return 1
+		fi
+	done
 }
 
 # Install the package of PostgreSQL $1 into a clean chroot and run the
