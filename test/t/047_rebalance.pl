@@ -83,7 +83,7 @@ cmp_ok($before->{s1}, '>', 0.7 * 8000, 's1 holds about three quarters of the row
 # Bad input: clear errors, nothing written
 # ---------------------------------------------------------------------
 my @bad = (
-	[ q{'items', 'writes'}, qr/unknown rebalance strategy 'writes'.*HINT:  Use 'rows'/s, 'an unknown strategy' ],
+	[ q{'items', 'nope'}, qr/unknown rebalance strategy 'nope'.*HINT:  Use 'rows'/s, 'an unknown strategy' ],
 	[ q{'items', 'rows', 0.9}, qr/rebalance threshold '0.9' is below 1/, 'a threshold below 1' ],
 	[ q{'items', 'rows', 1.25, '{nope}'}, qr/server "nope" to drain is not in snowseq_shard_map/, 'a drain server not in the map' ],
 	[ q{'items', 'rows', 1.25, '{s1,s2,s3,s4}'}, qr/drains every server of snowseq_shard_map/, 'draining every server' ],
