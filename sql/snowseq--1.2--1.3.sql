@@ -460,8 +460,8 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				HINT = 'Use ''rows'' (rows per server), ''bytes'' (row bytes per server) or ''writes'' (rows written per second per server, sampled).';
 	END IF;
-	-- servers flush their statistics about once a second: a shorter sample
-	-- measures nothing; a longer one than an hour is a mistake
+	-- a busy session reports its counts to the statistics at most once a
+	-- second: a shorter sample measures little; one over an hour is a slip
 	IF sample IS NULL OR sample OPERATOR(pg_catalog.<) CAST('1 s' AS pg_catalog.interval)
 		OR sample OPERATOR(pg_catalog.>) CAST('1 h' AS pg_catalog.interval) THEN
 		RAISE EXCEPTION 'rebalance sample % is not between 1 second and 1 hour', pg_catalog.quote_nullable(sample)

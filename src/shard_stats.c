@@ -111,13 +111,13 @@ ShardStatsShare(ShardStatsPiece *pieces, int from, int to, Datum *writes, Datum 
 }
 
 /*
- * The rows of snowseq_shard_stats(parent), with its result's ncols columns:
- * for each map entry and each partition it
- * overlaps, the rows and row bytes there, counted where they live, and the
- * partition's writes and reads since its table there was created or its
- * statistics reset, shared out over its pieces by ShardStatsShare.  The
- * counters are read before the rows are counted, so this call's own count
- * is not in its reads (it is in the next call's).
+ * The rows of snowseq_shard_stats(parent), ncols columns of them: for each
+ * map entry and each partition it overlaps, the rows and row bytes there,
+ * counted where they live, and (8 columns) the partition's writes and reads
+ * since its table there was created or its statistics reset, shared out
+ * over its pieces by ShardStatsShare.  The counters are read before the
+ * rows are counted, so this call's own count is not in its reads (it is in
+ * the next call's).
  */
 static void
 ShardStatsRun(FunctionCallInfo fcinfo, int ncols)

@@ -107,7 +107,7 @@ sub write_shares
 }
 sub show { my ($l, $k) = @_; return join ', ', map { "$_ " . (ref $l->{$_} ? $l->{$_}{$k} : sprintf('%.3f', $l->{$_})) } @servers; }
 
-# the servers' statistics are flushed about once a second: wait for them
+# a session's counts reach its server's statistics up to seconds later: wait for them
 ok($router->poll_query_until('postgres', q{SELECT bool_and(w >= r) FROM (SELECT sum(writes) w, sum(rows) r
 	FROM snowseq_shard_stats('items') GROUP BY shard) s}), 'the writes of each server count the rows inserted');
 my $before = stats();
