@@ -197,8 +197,9 @@ cmp_ok($hot->{s1}, '>', 0.99, 's1 takes every write');
 # ---------------------------------------------------------------------
 is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items', 'rows')}), '0',
 	'the plan by rows moves nothing: the rows are even');
-ok($router->poll_query_until('postgres', q{SELECT count(*) > 0 AND bool_and(from_server = 's1')
-	FROM snowseq_rebalance_plan('items', 'writes', sample => '1 s')}),
+# (wait_until, not poll_query_until: each try samples for a second)
+ok(wait_until(sub { $router->safe_psql('postgres', q{SELECT count(*) > 0 AND bool_and(from_server = 's1')
+	FROM snowseq_rebalance_plan('items', 'writes', sample => '1 s')}) eq 't' }),
 	'the plan by writes moves genes off s1, and only off s1');
 my $plan = $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items', 'writes', sample => '1 s')});
 note "plan by writes:\n$plan";
