@@ -697,12 +697,13 @@ REVOKE ALL ON FUNCTION snowseq_move_cleanup() FROM PUBLIC;
 
 CREATE FUNCTION snowseq_shard_stats(parent regclass,
 	OUT first_gene integer, OUT last_gene integer, OUT shard text,
-	OUT partition regclass, OUT rows bigint, OUT bytes bigint)
+	OUT partition regclass, OUT rows bigint, OUT bytes bigint,
+	OUT writes bigint, OUT reads bigint)
 	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'snowseq_shard_stats'
+	AS 'MODULE_PATHNAME', 'snowseq_shard_stats_1_3'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION snowseq_shard_stats(regclass) IS
-	'one row per routing-map entry and partition of a sharded table: genes, server, rows and row bytes, counted where they live';
+	'one row per routing-map entry and partition of a sharded table: genes, server, rows and row bytes, counted where they live; rows written (inserted, updated, deleted) and read (by sequential scans, fetched by index scans) in the partition''s table there since it was created or its statistics reset, shared out over its pieces by rows';
 REVOKE ALL ON FUNCTION snowseq_shard_stats(regclass) FROM PUBLIC;
 
 ------------------------------------------------------------------------
@@ -1337,6 +1338,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	threshold double precision NOT NULL,
 	drain name[] NOT NULL,
 	fill name[] NOT NULL DEFAULT '{}',
+	sample interval NOT NULL DEFAULT '10 s',
 	state text NOT NULL
 		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped', 'done', 'abandoned']::pg_catalog.text[])),
 	stop text
@@ -1350,7 +1352,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 CREATE UNIQUE INDEX snowseq_rebalance_runs_open ON @extschema@.snowseq_rebalance_runs (parent)
 	WHERE state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped']::pg_catalog.text[]);
 COMMENT ON TABLE @extschema@.snowseq_rebalance_runs IS
-	'rebalances run on this router: table, strategy, threshold, drained servers, servers to fill, state (running, stopped: resumable; done, abandoned: over), stop requested, rounds of planning';
+	'rebalances run on this router: table, strategy, threshold, drained servers, servers to fill, the sample of strategy writes, state (running, stopped: resumable; done, abandoned: over), stop requested, rounds of planning';
 CREATE TABLE @extschema@.snowseq_rebalance_steps (
 	run_id bigint NOT NULL REFERENCES @extschema@.snowseq_rebalance_runs ON DELETE CASCADE,
 	step integer NOT NULL,
@@ -1382,14 +1384,17 @@ ALTER TABLE @extschema@.snowseq_rebalance_steps ENABLE ALWAYS TRIGGER snowseq_gu
 REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_rebalance_steps FROM PUBLIC;
 
 -- The plan: the load of each partition (rows or row bytes, counted where
--- they live, by snowseq_shard_stats), summed per server of the map.  While
+-- they live, by snowseq_shard_stats; or writes per second: the writes
+-- snowseq_shard_stats reads from the servers' cumulative statistics,
+-- sampled twice, sample apart), summed per server of the map.  While
 -- a server is above threshold x the mean of the servers not drained (or
 -- any partition is on a drained server), the most loaded one gives the
 -- least loaded one a whole partition, or the first or last genes of one
 -- (what a move accepts), sized on the assumption that a partition's load
 -- is spread evenly over its genes (genes are hashes of keys).
 CREATE FUNCTION @extschema@.snowseq_rebalance_plan(parent regclass, strategy text DEFAULT 'rows',
-	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}')
+	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}',
+	sample interval DEFAULT '10 s')
 	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
 		to_server name, rows bigint, bytes bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -1400,6 +1405,12 @@ DECLARE
 	ps pg_catalog.name[] := '{}';			-- server
 	pr double precision[] := '{}';	-- rows
 	pb double precision[] := '{}';	-- bytes
+	pv double precision[] := '{}';	-- the load planned on: rows, bytes or writes per second
+	w0p oid[];						-- strategy writes: the partitions of the first sample
+	w0 bigint[];					-- and their writes then
+	t0 pg_catalog.timestamptz;
+	secs double precision;
+	pload double precision;
 	pt pg_catalog.text[] := '{}';			-- the remote table it reads (NULL: a new one)
 	sv pg_catalog.name[] := '{}';			-- servers of the map
 	sload double precision[] := '{}';
@@ -1423,10 +1434,18 @@ BEGIN
 	IF parent IS NULL THEN
 		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
 	END IF;
-	IF strategy IS NULL OR strategy OPERATOR(pg_catalog.<>) ALL (ARRAY['rows', 'bytes']) THEN
+	IF strategy IS NULL OR strategy OPERATOR(pg_catalog.<>) ALL (ARRAY['rows', 'bytes', 'writes']) THEN
 		RAISE EXCEPTION 'unknown rebalance strategy %', pg_catalog.quote_nullable(strategy)
 			USING ERRCODE = 'invalid_parameter_value',
-				HINT = 'Use ''rows'' (rows per server) or ''bytes'' (row bytes per server); ''writes'' is not available.';
+				HINT = 'Use ''rows'' (rows per server), ''bytes'' (row bytes per server) or ''writes'' (rows written per second per server, sampled).';
+	END IF;
+	-- a busy session reports its counts to the statistics at most once a
+	-- second: a shorter sample measures little; one over an hour is a slip
+	IF sample IS NULL OR sample OPERATOR(pg_catalog.<) CAST('1 s' AS pg_catalog.interval)
+		OR sample OPERATOR(pg_catalog.>) CAST('1 h' AS pg_catalog.interval) THEN
+		RAISE EXCEPTION 'rebalance sample % is not between 1 second and 1 hour', pg_catalog.quote_nullable(sample)
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'The sample is how long strategy ''writes'' waits between its two readings of the servers'' write counters: such as ''10 s'' (the longer, the steadier the rates).';
 	END IF;
 	IF threshold IS NULL OR threshold OPERATOR(pg_catalog.<) 1 OR threshold OPERATOR(pg_catalog.=) 'NaN' THEN
 		RAISE EXCEPTION 'rebalance threshold % is below 1', pg_catalog.quote_nullable(threshold)
@@ -1488,10 +1507,21 @@ BEGIN
 				HINT = 'Name servers to fill, or drain fewer servers.';
 	END IF;
 
+	-- strategy writes: the write counters now, and again sample later;
+	-- counters start at 0 with a table (a moved partition) and at a reset
+	IF strategy OPERATOR(pg_catalog.=) 'writes' THEN
+		t0 := pg_catalog.clock_timestamp();
+		SELECT pg_catalog.array_agg(CAST(x.partition AS pg_catalog.oid)), pg_catalog.array_agg(x.w) INTO w0p, w0
+			FROM (SELECT s.partition, pg_catalog.sum(s.writes) AS w FROM @extschema@.snowseq_shard_stats(parent) s
+				WHERE s.partition IS NOT NULL GROUP BY s.partition) x;
+		PERFORM pg_catalog.pg_sleep_for(sample);
+		secs := pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t0);
+	END IF;
+
 	-- the partitions that moves can take genes from, and their loads
 	FOR r IN SELECT s.partition, pg_catalog.min(s.first_gene) AS f, pg_catalog.max(s.last_gene) AS l,
 			pg_catalog.min(s.shard) AS shard, pg_catalog.count(DISTINCT s.shard) AS shards,
-			pg_catalog.sum(s.rows) AS rows, pg_catalog.sum(s.bytes) AS bytes,
+			pg_catalog.sum(s.rows) AS rows, pg_catalog.sum(s.bytes) AS bytes, pg_catalog.sum(s.writes) AS writes,
 			(SELECT pg_catalog.quote_ident(COALESCE((SELECT o.option_value FROM pg_catalog.pg_options_to_table(x.ftoptions) o
 					WHERE o.option_name OPERATOR(pg_catalog.=) 'schema_name'), n.nspname::pg_catalog.text))
 				OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||)
@@ -1515,19 +1545,35 @@ BEGIN
 		pr := pr OPERATOR(pg_catalog.||) CAST(r.rows AS double precision);
 		pb := pb OPERATOR(pg_catalog.||) CAST(r.bytes AS double precision);
 		pt := pt OPERATOR(pg_catalog.||) r.remote;
+		IF strategy OPERATOR(pg_catalog.=) 'rows' THEN
+			pload := r.rows;
+		ELSIF strategy OPERATOR(pg_catalog.=) 'bytes' THEN
+			pload := r.bytes;
+		ELSE
+			-- writes in the sample: a partition new since the first reading,
+			-- or whose counters went back (a table created again, a reset),
+			-- counts from 0
+			i := pg_catalog.array_position(w0p, CAST(r.partition AS pg_catalog.oid));
+			pload := CASE WHEN i IS NULL OR w0[i] OPERATOR(pg_catalog.>) r.writes THEN r.writes
+				ELSE r.writes OPERATOR(pg_catalog.-) w0[i] END;
+			pload := pload OPERATOR(pg_catalog./) secs;
+		END IF;
+		pv := pv OPERATOR(pg_catalog.||) pload;
 		i := pg_catalog.array_position(sv, CAST(r.shard AS pg_catalog.name));
-		sload[i] := sload[i] OPERATOR(pg_catalog.+)
-			CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN r.rows ELSE r.bytes END;
-		total := total OPERATOR(pg_catalog.+)
-			CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN r.rows ELSE r.bytes END;
+		sload[i] := sload[i] OPERATOR(pg_catalog.+) pload;
+		total := total OPERATOR(pg_catalog.+) pload;
 	END LOOP;
 	mean := total OPERATOR(pg_catalog./) kept;
+	IF strategy OPERATOR(pg_catalog.=) 'writes' AND total OPERATOR(pg_catalog.=) 0 THEN
+		RAISE NOTICE 'no server counted a write of table % in the % sample: nothing to even out', parent, sample
+			USING HINT = 'Plan by writes while the table is written to, or over a longer sample.';
+	END IF;
 
 	-- drained servers give every partition, the biggest first, to the
 	-- least loaded server kept
 	FOR r IN SELECT o.i FROM pg_catalog.generate_subscripts(pf, 1) AS o(i)
 			WHERE ps[o.i] OPERATOR(pg_catalog.=) ANY (drain)
-			ORDER BY CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[o.i] ELSE pb[o.i] END DESC, o.i LOOP
+			ORDER BY pv[o.i] DESC, o.i LOOP
 		lo := NULL;
 		FOR k IN 1 .. pg_catalog.array_length(sv, 1) LOOP
 			IF sv[k] OPERATOR(pg_catalog.<>) ALL (drain)
@@ -1543,7 +1589,7 @@ BEGIN
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					HINT = 'A move copies a table into the table of the same name on the destination: give the shard tables of different servers different names, or add a server.';
 		END IF;
-		moved := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[r.i] ELSE pb[r.i] END;
+		moved := pv[r.i];
 		hi := pg_catalog.array_position(sv, ps[r.i]);
 		sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
 		sload[lo] := sload[lo] OPERATOR(pg_catalog.+) moved;
@@ -1585,22 +1631,20 @@ BEGIN
 				CONTINUE WHEN ps[k] OPERATOR(pg_catalog.<>) sv[hi];
 				CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
 					WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo] AND pt[j.j] OPERATOR(pg_catalog.=) pt[k]);
-				share := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[k] ELSE pb[k] END;
+				share := pv[k];
 				CONTINUE WHEN share OPERATOR(pg_catalog.<=) 0;
 				IF best IS NULL THEN
 					best := k;
 				ELSIF share OPERATOR(pg_catalog.<=) amount THEN
-					IF (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) OPERATOR(pg_catalog.>) amount
-						OR share OPERATOR(pg_catalog.>) (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) THEN
+					IF pv[best] OPERATOR(pg_catalog.>) amount OR share OPERATOR(pg_catalog.>) pv[best] THEN
 						best := k;
 					END IF;
-				ELSIF (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) OPERATOR(pg_catalog.>) amount
-					AND share OPERATOR(pg_catalog.>) (CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END) THEN
+				ELSIF pv[best] OPERATOR(pg_catalog.>) amount AND share OPERATOR(pg_catalog.>) pv[best] THEN
 					best := k;
 				END IF;
 			END LOOP;
 			CONTINUE WHEN best IS NULL;
-			share := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN pr[best] ELSE pb[best] END;
+			share := pv[best];
 			genes := pl[best] OPERATOR(pg_catalog.-) pf[best] OPERATOR(pg_catalog.+) 1;
 			IF share OPERATOR(pg_catalog.<=) amount THEN
 				k := genes;
@@ -1645,10 +1689,14 @@ BEGIN
 			pt := pt OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.text);
 			pr := pr OPERATOR(pg_catalog.||) CAST(rows AS double precision);
 			pb := pb OPERATOR(pg_catalog.||) CAST(bytes AS double precision);
+			moved := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN rows
+				WHEN strategy OPERATOR(pg_catalog.=) 'bytes' THEN bytes
+				ELSE pv[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes END;
+			pv := pv OPERATOR(pg_catalog.||) moved;
 			pl[best] := first_gene OPERATOR(pg_catalog.-) 1;
 			pr[best] := pr[best] OPERATOR(pg_catalog.-) rows;
 			pb[best] := pb[best] OPERATOR(pg_catalog.-) bytes;
-			moved := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN rows ELSE bytes END;
+			pv[best] := pv[best] OPERATOR(pg_catalog.-) moved;
 		END IF;
 		sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
 		sload[lo] := sload[lo] OPERATOR(pg_catalog.+) moved;
@@ -1656,9 +1704,9 @@ BEGIN
 	END LOOP;
 END
 $plan$;
-COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[]) IS
-	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows) or row bytes (bytes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized on the assumption that its load is spread evenly over its genes; counts from snowseq_shard_stats';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[]) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval) IS
+	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows), row bytes (bytes) or rows written per second over sample (writes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized on the assumption that its load is spread evenly over its genes; counts from snowseq_shard_stats';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval) FROM PUBLIC;
 
 -- Whether the session that runs a rebalance is still there.
 CREATE FUNCTION @extschema@.snowseq_rebalance_runner_alive(pid integer, started timestamptz)
@@ -1674,7 +1722,8 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, times
 -- The run: not in a transaction block (it commits between moves), so no
 -- SET clause; every name is qualified.
 CREATE PROCEDURE @extschema@.snowseq_rebalance(parent regclass, strategy text DEFAULT 'rows',
-	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}')
+	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}',
+	sample interval DEFAULT '10 s')
 	LANGUAGE plpgsql
 	AS $run$
 DECLARE
@@ -1703,11 +1752,12 @@ BEGIN
 			run.run_id, parent, run.strategy, run.threshold;
 	ELSE
 		-- the plan checks the arguments: an error takes the run's row back
-		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, fill, state)
-			VALUES (parent, strategy, threshold, drain, fill, 'running') RETURNING * INTO run;
+		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, fill, sample, state)
+			VALUES (parent, strategy, threshold, drain, fill, COALESCE(sample, CAST('10 s' AS pg_catalog.interval)), 'running')
+			RETURNING * INTO run;
 		INSERT INTO @extschema@.snowseq_rebalance_steps (run_id, step, first_gene, last_gene, from_server, to_server, rows, bytes)
 			SELECT run.run_id, p.step, p.first_gene, p.last_gene, p.from_server, p.to_server, p.rows, p.bytes
-			FROM @extschema@.snowseq_rebalance_plan(parent, strategy, threshold, drain, fill) p;
+			FROM @extschema@.snowseq_rebalance_plan(parent, strategy, threshold, drain, fill, sample) p;
 		GET DIAGNOSTICS nsteps = ROW_COUNT;
 		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
 			run.run_id, nsteps, parent, strategy, threshold;
@@ -1751,7 +1801,7 @@ BEGIN
 					FROM @extschema@.snowseq_rebalance_plan(run.parent, run.strategy, run.threshold,
 						-- drained servers have left the map
 						ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d WHERE EXISTS (SELECT
-							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill) p;
+							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill, run.sample) p;
 				IF FOUND THEN
 					UPDATE @extschema@.snowseq_rebalance_runs r SET rounds = r.rounds OPERATOR(pg_catalog.+) 1
 						WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
@@ -1839,9 +1889,9 @@ BEGIN
 	END LOOP;
 END
 $run$;
-COMMENT ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[]) IS
-	'plan the moves of snowseq_rebalance_plan into snowseq_rebalance_steps and run them one by one with snowseq_move_genes, committing between moves; a CALL with a run of the table not finished (stopped, or cut by a crash) continues it from its first step not done';
-REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[]) FROM PUBLIC;
+COMMENT ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[], interval) IS
+	'plan the moves of snowseq_rebalance_plan (strategy writes: sampled again for each round) into snowseq_rebalance_steps and run them one by one with snowseq_move_genes, committing between moves; a CALL with a run of the table not finished (stopped, or cut by a crash) continues it from its first step not done';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[], interval) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.snowseq_rebalance_stop(parent regclass DEFAULT NULL, abandon boolean DEFAULT false)
 	RETURNS integer

@@ -2,9 +2,12 @@
  * shard_stats.c
  *		snowseq_shard_stats(parent): the rows and bytes of each piece of
  *		the routing map a partition holds, counted on the server where they
- *		live.
+ *		live, and the writes and reads of the partition's table there, from
+ *		that server's cumulative statistics.
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "foreign/foreign.h"
 #include "funcapi.h"
@@ -43,14 +46,81 @@ ListArray(List *l, bool oids)
 		construct_array(d, n, INT4OID, sizeof(int32), true, TYPALIGN_INT);
 }
 
-PG_FUNCTION_INFO_V1(snowseq_shard_stats);
+/* The columns of snowseq_shard_stats: up to 1.2, and from 1.3 on (writes, reads). */
+#define SHARD_STATS_COLS_1_1 6
+#define SHARD_STATS_COLS 8
 
 /*
- * snowseq_shard_stats(parent): for each map entry and each partition it
- * overlaps, the rows and row bytes there, counted where they live.
+ * The writes and reads of a table from the cumulative statistics of its
+ * server: rows inserted, updated and deleted; rows read by sequential scans
+ * and fetched by index scans.
  */
-Datum
-snowseq_shard_stats(PG_FUNCTION_ARGS)
+#define SHARD_STATS_ACCESS_SQL \
+	"SELECT s.n_tup_ins OPERATOR(pg_catalog.+) s.n_tup_upd OPERATOR(pg_catalog.+) s.n_tup_del, " \
+	"s.seq_tup_read OPERATOR(pg_catalog.+) coalesce(s.idx_tup_fetch, 0) " \
+	"FROM pg_catalog.pg_stat_all_tables s WHERE s.relid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass"
+
+/* One row of the result before a partition's writes and reads are shared out. */
+typedef struct ShardStatsPiece
+{
+	int			first;
+	int			last;
+	char	   *shard;
+	Oid			part;			/* InvalidOid: no partition holds the genes */
+	int64		rows;
+	int64		bytes;
+	int64		part_writes;	/* of the whole partition */
+	int64		part_reads;
+} ShardStatsPiece;
+
+/*
+ * A piece's share of what its partition counts: in proportion to the rows
+ * of the partition it holds, or to its genes where the partition holds no
+ * rows.  Shares are rounded by their running sums, so the pieces of a
+ * partition add up to its count exactly.
+ */
+static void
+ShardStatsShare(ShardStatsPiece *pieces, int from, int to, Datum *writes, Datum *reads)
+{
+	double		total_rows = 0;
+	double		total_genes = 0;
+	double		run = 0;
+	int64		w_done = 0;
+	int64		r_done = 0;
+
+	for (int i = from; i < to; i++)
+	{
+		total_rows += pieces[i].rows;
+		total_genes += pieces[i].last - pieces[i].first + 1;
+	}
+	for (int i = from; i < to; i++)
+	{
+		double		upto;
+		int64		w,
+					r;
+
+		run += total_rows > 0 ? pieces[i].rows : pieces[i].last - pieces[i].first + 1;
+		upto = i == to - 1 ? 1.0 : run / (total_rows > 0 ? total_rows : total_genes);
+		w = (int64) floor(pieces[i].part_writes * upto);
+		r = (int64) floor(pieces[i].part_reads * upto);
+		writes[i] = Int64GetDatum(w - w_done);
+		reads[i] = Int64GetDatum(r - r_done);
+		w_done = w;
+		r_done = r;
+	}
+}
+
+/*
+ * The rows of snowseq_shard_stats(parent), ncols columns of them: for each
+ * map entry and each partition it overlaps, the rows and row bytes there,
+ * counted where they live, and (8 columns) the partition's writes and reads
+ * since its table there was created or its statistics reset, shared out
+ * over its pieces by ShardStatsShare.  The counters are read before the
+ * rows are counted, so this call's own count is not in its reads (it is in
+ * the next call's).
+ */
+static void
+ShardStatsRun(FunctionCallInfo fcinfo, int ncols)
 {
 	Oid			parent = PG_GETARG_OID(0);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -65,8 +135,18 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 	Oid			arg_types[3] = {OIDARRAYOID, INT4ARRAYOID, INT4ARRAYOID};
 	Datum		args[3];
+	ShardStatsPiece *out;
+	Datum	   *writes;
+	Datum	   *reads;
+	int			start;
 
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != ncols)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowseq_shard_stats returns %d columns, its SQL definition %d",
+						ncols, rsinfo->setDesc->natts),
+				 errhint("Update the extension: ALTER EXTENSION snowseq UPDATE.")));
 	m = MoveNew(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
 	m->parent = parent;
 	SPI_connect();
@@ -112,28 +192,28 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 			   3, arg_types, args, NULL, SPI_OK_SELECT);
 	pieces = SPI_tuptable;
 	n = SPI_processed;
+	out = palloc0(sizeof(ShardStatsPiece) * (n + 1));
 	for (uint64 i = 0; i < n; i++)
 	{
 		HeapTuple	t = pieces->vals[i];
 		TupleDesc	d = pieces->tupdesc;
 		bool		isnull;
-		Datum		v[6];
-		bool		nulls[6] = {false, false, false, false, false, false};
+		bool		no_part;
 		int			f = DatumGetInt32(SPI_getbinval(t, d, 1, &isnull));
 		int			l = DatumGetInt32(SPI_getbinval(t, d, 2, &isnull));
-		Oid			part = DatumGetObjectId(SPI_getbinval(t, d, 4, &nulls[3]));
+		Oid			part = DatumGetObjectId(SPI_getbinval(t, d, 4, &no_part));
 		char	   *cond;
 		char	   *col = SPI_getvalue(t, d, 9);
 		char	   *count_sql;
 
-		v[0] = Int32GetDatum(f);
-		v[1] = Int32GetDatum(l);
-		v[2] = CStringGetTextDatum(SPI_getvalue(t, d, 3));
-		v[3] = ObjectIdGetDatum(part);
-		nulls[4] = nulls[5] = true;
-		if (!nulls[3])
+		out[i].first = f;
+		out[i].last = l;
+		out[i].shard = SPI_getvalue(t, d, 3);
+		out[i].part = no_part ? InvalidOid : part;
+		if (!no_part)
 		{
 			int64		end;
+			bool		same_part = i > 0 && out[i - 1].part == part;
 
 			cond = psprintf("%s >= " INT64_FORMAT "%s", quote_identifier(col), GeneFirstId(f),
 							!GeneEndId(l, &end) ? "" :
@@ -143,6 +223,7 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 				Oid			server = DatumGetObjectId(SPI_getbinval(t, d, 6, &isnull));
 				RemoteConn *rc = NULL;
 				PGresult   *res;
+				char	   *remote = quote_qualified_identifier(SPI_getvalue(t, d, 7), SPI_getvalue(t, d, 8));
 
 				foreach(lc, conns)
 					if (((RemoteConn *) lfirst(lc))->serverid == server)
@@ -152,32 +233,109 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 					rc = RemoteConnect(server);
 					conns = lappend(conns, rc);
 				}
+
+				/* the partition's counters once, before any of its rows are counted */
+				if (same_part)
+				{
+					out[i].part_writes = out[i - 1].part_writes;
+					out[i].part_reads = out[i - 1].part_reads;
+				}
+				else if (ncols == SHARD_STATS_COLS)
+				{
+					res = RemoteExec(rc, psprintf(SHARD_STATS_ACCESS_SQL, quote_literal_cstr(remote)),
+									 "read table statistics");
+					if (PQntuples(res) == 1)
+					{
+						out[i].part_writes = pg_strtoint64(PQgetvalue(res, 0, 0));
+						out[i].part_reads = pg_strtoint64(PQgetvalue(res, 0, 1));
+					}
+					PQclear(res);
+				}
 				count_sql = psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0) "
-									 "FROM %s t WHERE %s",
-									 quote_qualified_identifier(SPI_getvalue(t, d, 7), SPI_getvalue(t, d, 8)), cond);
+									 "FROM %s t WHERE %s", remote, cond);
 				res = RemoteExec(rc, count_sql, "count rows");
-				v[4] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, 0, 0)));
-				v[5] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, 0, 1)));
-				nulls[4] = nulls[5] = false;
+				out[i].rows = pg_strtoint64(PQgetvalue(res, 0, 0));
+				out[i].bytes = pg_strtoint64(PQgetvalue(res, 0, 1));
 				PQclear(res);
 			}
 			else
 			{
 				SPITupleTable *saved = SPI_tuptable;
 
+				if (same_part)
+				{
+					out[i].part_writes = out[i - 1].part_writes;
+					out[i].part_reads = out[i - 1].part_reads;
+				}
+				else if (ncols == SHARD_STATS_COLS)
+				{
+					/* a fresh snapshot of the statistics, not this transaction's */
+					SpiRun("SELECT pg_catalog.pg_stat_clear_snapshot()", SPI_OK_SELECT);
+					SpiRun(psprintf(SHARD_STATS_ACCESS_SQL, quote_literal_cstr(SPI_getvalue(t, d, 10))), SPI_OK_SELECT);
+					if (SPI_processed == 1)
+					{
+						out[i].part_writes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+						out[i].part_reads = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+					}
+				}
 				SpiRun(psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0)::pg_catalog.int8 "
 								"FROM %s t WHERE %s", SPI_getvalue(t, d, 10), cond), SPI_OK_SELECT);
-				v[4] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-				v[5] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-				nulls[4] = nulls[5] = false;
+				out[i].rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+				out[i].bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 				SPI_tuptable = saved;
 			}
 		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
 	foreach(lc, conns)
 		RemoteClose(lfirst(lc));
+
+	/* share each partition's writes and reads out over its pieces */
+	writes = palloc0(sizeof(Datum) * (n + 1));
+	reads = palloc0(sizeof(Datum) * (n + 1));
+	start = 0;
+	for (int i = 1; i <= (int) n; i++)
+		if (i == (int) n || out[i].part != out[start].part || out[start].part == InvalidOid)
+		{
+			if (out[start].part != InvalidOid)
+				ShardStatsShare(out, start, i, writes, reads);
+			start = i;
+		}
+	for (uint64 i = 0; i < n; i++)
+	{
+		Datum		v[SHARD_STATS_COLS];
+		bool		nulls[SHARD_STATS_COLS] = {false};
+
+		v[0] = Int32GetDatum(out[i].first);
+		v[1] = Int32GetDatum(out[i].last);
+		v[2] = CStringGetTextDatum(out[i].shard);
+		v[3] = ObjectIdGetDatum(out[i].part);
+		v[4] = Int64GetDatum(out[i].rows);
+		v[5] = Int64GetDatum(out[i].bytes);
+		v[6] = writes[i];
+		v[7] = reads[i];
+		if (out[i].part == InvalidOid)
+			nulls[3] = nulls[4] = nulls[5] = nulls[6] = nulls[7] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
 	SPI_finish();
 	MemoryContextDelete(m->cxt);
+}
+
+PG_FUNCTION_INFO_V1(snowseq_shard_stats);
+PG_FUNCTION_INFO_V1(snowseq_shard_stats_1_3);
+
+/* snowseq_shard_stats(parent) of 1.1 and 1.2: rows and bytes. */
+Datum
+snowseq_shard_stats(PG_FUNCTION_ARGS)
+{
+	ShardStatsRun(fcinfo, SHARD_STATS_COLS_1_1);
+	return (Datum) 0;
+}
+
+/* snowseq_shard_stats(parent) of 1.3: rows, bytes, writes and reads. */
+Datum
+snowseq_shard_stats_1_3(PG_FUNCTION_ARGS)
+{
+	ShardStatsRun(fcinfo, SHARD_STATS_COLS);
 	return (Datum) 0;
 }

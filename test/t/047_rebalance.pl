@@ -83,7 +83,7 @@ cmp_ok($before->{s1}, '>', 0.7 * 8000, 's1 holds about three quarters of the row
 # Bad input: clear errors, nothing written
 # ---------------------------------------------------------------------
 my @bad = (
-	[ q{'items', 'writes'}, qr/unknown rebalance strategy 'writes'.*HINT:  Use 'rows'/s, 'an unknown strategy' ],
+	[ q{'items', 'nope'}, qr/unknown rebalance strategy 'nope'.*HINT:  Use 'rows'/s, 'an unknown strategy' ],
 	[ q{'items', 'rows', 0.9}, qr/rebalance threshold '0.9' is below 1/, 'a threshold below 1' ],
 	[ q{'items', 'rows', 1.25, '{nope}'}, qr/server "nope" to drain is not in snowseq_shard_map/, 'a drain server not in the map' ],
 	[ q{'items', 'rows', 1.25, '{s1,s2,s3,s4}'}, qr/drains every server of snowseq_shard_map/, 'draining every server' ],
@@ -164,16 +164,25 @@ ok(wait_until(sub { !grep { nlines($_->{out}) < 20 } @writers, $reader }), 'the 
 # ---------------------------------------------------------------------
 # A first CALL, stopped between moves
 # ---------------------------------------------------------------------
+# The first move stops at the pause point after its copy (the test lock
+# held) until the stop is marked: a fast move would otherwise end, and the
+# next begin, before the stop.
 my $t0 = time;
 my ($cout, $cerr) = ('', '');
-my $call = IPC::Run::start([ 'psql', '-X', '-Atq', '-d', $router->connstr('postgres'), '-c',
-	q{CALL snowseq_rebalance('items')} ], '>', \$cout, '2>', \$cerr);
-ok(wait_until(sub { $router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_steps WHERE state = 'running'}) eq '1' }),
-	'the first move of the run starts');
+my $locker = $router->background_psql('postgres');
+$locker->query_safe('SELECT pg_advisory_lock(7236949375)');
+my $call = IPC::Run::start([ 'psql', '-X', '-Atq', '-d', $router->connstr('postgres'),
+	'-c', "SET snowseq.test_pause_at = 'move_after_copy'", '-c', q{CALL snowseq_rebalance('items')} ],
+	'>', \$cout, '2>', \$cerr);
+ok($router->poll_query_until('postgres', q{SELECT (SELECT count(*) FROM snowseq_rebalance_steps WHERE state = 'running') = 1
+	AND EXISTS (SELECT FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'CALL%')}),
+	'the first move of the run starts, and pauses after its copy');
 ($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items')});
 like($err, qr/rebalance \d+ of table items is running in the session of process \d+/,
 	'a second CALL while the run goes on is refused');
 is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_stop('items')}), '1', 'snowseq_rebalance_stop marks the run');
+$locker->query_safe('SELECT pg_advisory_unlock(7236949375)');
+$locker->quit;
 $call->finish;
 note "first CALL:\n$cerr";
 like($cerr, qr/rebalance \d+: step 1 of \d+: genes \d+ to \d+ of table items from server "s1"/, 'a NOTICE per step');
