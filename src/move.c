@@ -199,8 +199,8 @@ MovePrepareForeignTable(Move *m)
 
 /*
  * Step: for every table of the group the destination table and the fence,
- * then one publication of them all and one subscription, then the router's
- * foreign tables.  Local writes come last, so that no transaction stays
+ * then one publication of them all and one subscription (disabled: its
+ * table-sync slots are recorded first), then the router's foreign tables.  Local writes come last, so that no transaction stays
  * open here while the servers work.
  */
 static void
@@ -212,8 +212,13 @@ MovePrepareObjects(Move *m)
 		MovePrepareTable(lfirst(lc));
 	MoveCreatePublication(m);
 	MoveCreateSubscription(m);
+	/* committed with this step, before the next one enables the subscription and the switch makes the views */
+	MoveRecordSyncSlots(m);
 	foreach(lc, MoveGroup(m))
+	{
 		MovePrepareForeignTable(lfirst(lc));
+		MoveRecordKeepView(lfirst(lc));
+	}
 	MoveRecordState(m, MOVE_STATE_COPY, psprintf("fence_id = %d, sub_oid = %u", m->fence_id, m->sub_oid));
 }
 
@@ -239,12 +244,14 @@ MoveGroupRows(Move *m, RemoteConn *rc, bool on_dest)
 	return RemoteValue(rc, sql.data, on_dest ? "count the copied rows" : "count the rows to copy");
 }
 
-/* Step: the copy begins: the rows it has to copy, for its progress. */
+/* Step: the copy begins (the subscription is enabled): the rows it has to copy, for its progress. */
 static void
 MoveCopyStart(Move *m)
 {
-	char	   *rows = MoveGroupRows(m, MoveSrc(m), false);
+	char	   *rows;
 
+	MoveEnableSubscription(m);
+	rows = MoveGroupRows(m, MoveSrc(m), false);
 	m->copy_start = m->copy_noticed = m->copy_probed = GetCurrentTimestamp();
 	m->copied = false;
 	MoveRecordSet(m, psprintf("rows_total = %s, rows_copied = 0, copy_started_at = pg_catalog.clock_timestamp(), "
@@ -871,7 +878,6 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	SPI_connect();
 	CleanupMoves(collect->ext, InvalidOid, collect, false, NOTICE);
 	CleanupRecorded(collect);
-	CleanupOrphans(collect);
 	SPI_finish();
 	foreach(lc, collect->report)
 	{
