@@ -26,7 +26,8 @@
 #     source that is down when the router starts again.
 # (4) Progress: while a slow copy runs, snowseq_move_progress shows its
 #     phase, rows copied of the total, percent, bytes, lag and time left;
-#     afterwards snowseq_moves keeps the totals.
+#     afterwards snowseq_moves keeps the totals.  The table-sync slot the
+#     copy makes on the source is recorded under its exact name.
 # (5) snowseq_move_cleanup() reads records, never names: prepared
 #     transactions that no record names are neither listed nor resolved.
 use strict;
@@ -370,8 +371,10 @@ my $sampler = IPC::Run::start([ 'bash', '-c', q{
 	while [ ! -e "$2" ]; do
 		psql -X -Atq -d "$1" -c "SELECT phase, rows_copied, rows_total, percent, bytes_copied, lag_bytes IS NOT NULL,
 			extract(epoch FROM time_left) > 0 FROM snowseq_move_progress" >> "$3" 2>&1
+		psql -X -Atq -d "$1" -c "SELECT 'recorded', name FROM snowseq_move_objects WHERE kind = 'replication slot'" >> "$3" 2>&1
+		psql -X -Atq -d "$4" -c "SELECT 'live', slot_name FROM pg_replication_slots WHERE slot_name LIKE 'pg\_%\_sync\_%'" >> "$3" 2>&1
 		sleep 0.05
-	done }, 'sampler', $router->connstr('postgres'), $stop, $progress ]);
+	done }, 'sampler', $router->connstr('postgres'), $stop, $progress, $sa->connstr('postgres') ]);
 $ok = $router->psql('postgres', q{CALL snowseq_split_shard('orders', 4096, 'shard_b')},
 	stdout => \$out, stderr => \$err) == 0;
 note "split with a slow copy:\n$err";
@@ -389,6 +392,12 @@ my @midway = grep {
 } @samples;
 ok(scalar(@midway) >= 2, '(4) snowseq_move_progress showed the copy midway: rows copied of the total, percent, bytes, lag, time left ('
 	  . scalar(@midway) . ' samples)');
+# the table-sync slot of the copy was recorded, by its exact name, before it existed
+my %recorded = map { (split /\|/)[1] => 1 } grep { /^recorded\|/ } split /\n/, slurp_file($progress);
+my %live = map { (split /\|/)[1] => 1 } grep { /^live\|/ } split /\n/, slurp_file($progress);
+note 'table-sync slots seen on shard_a: ' . join(', ', sort keys %live) . '; recorded: ' . join(', ', sort keys %recorded);
+ok(%live && !grep({ !$recorded{$_} } keys %live),
+	'(4) the table-sync slot the copy made on the source is recorded under its exact name');
 my @copied = map { (split /\|/)[1] } @samples;
 ok((grep { $copied[$_] < $copied[ $_ - 1 ] } 1 .. $#copied) == 0, '(4) rows copied never went back');
 is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_move_progress}), '0', '(4) the view is empty once the move is over');
