@@ -200,8 +200,9 @@ MovePrepareForeignTable(Move *m)
 /*
  * Step: for every table of the group the destination table and the fence,
  * then one publication of them all and one subscription (disabled: its
- * table-sync slots are recorded first), then the router's foreign tables.  Local writes come last, so that no transaction stays
- * open here while the servers work.
+ * table-sync slots are recorded first), then the router's foreign tables.
+ * Local writes come last, so that no transaction stays open here while the
+ * servers work.
  */
 static void
 MovePrepareObjects(Move *m)
@@ -212,7 +213,10 @@ MovePrepareObjects(Move *m)
 		MovePrepareTable(lfirst(lc));
 	MoveCreatePublication(m);
 	MoveCreateSubscription(m);
-	/* committed with this step, before the next one enables the subscription and the switch makes the views */
+	/*
+	 * Recorded in this step's transaction, committed before the next step
+	 * enables the subscription and before the switch makes the keep views.
+	 */
 	MoveRecordSyncSlots(m);
 	foreach(lc, MoveGroup(m))
 	{

@@ -505,7 +505,8 @@ MoveRecordNew(Move *m)
 	 * source; each table's fence on the source.  The copy is recorded once
 	 * the checks know the move creates it (MovePrepareChecks), the
 	 * table-sync slots and keep views once their names are known
-	 * (MoveRecordLater), each in a step that commits before they are made.
+	 * (MoveRecordSyncSlots, MoveRecordKeepView), each in a step that commits
+	 * before they are made.
 	 */
 	if (m->lead == NULL)
 	{
