@@ -517,6 +517,8 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 		}
 	}
 	SPI_commit();
+	/* the records of what the move will make are committed; none of it exists */
+	SNOWSEQ_TESTPOINT("move_after_record");
 	ereport(NOTICE,
 			(errmsg("move " INT64_FORMAT ": genes %d to %d of %s %s from server \"%s\" to server \"%s\"",
 					m->id, first, last, m->members ? "tables" : "table", MoveGroupNames(m), m->src_name, m->dst_name)));

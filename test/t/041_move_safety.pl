@@ -23,7 +23,9 @@
 #     returns every row once, with no manual step (the move resolver undoes
 #     or finishes the move at start); writes to the moved genes work.  Both
 #     sides of the router's commit are tested, at pause points, and a
-#     source that is down when the router starts again.
+#     source that is down when the router starts again.  A router killed
+#     once a move recorded what it will make, before it made any of it:
+#     the cleanup takes the recorded objects as dropped.
 # (4) Progress: while a slow copy runs, snowseq_move_progress shows its
 #     phase, rows copied of the total, percent, bytes, lag and time left;
 #     afterwards snowseq_moves keeps the totals.  The table-sync slot the
@@ -352,6 +354,27 @@ ok($router->poll_query_until('postgres', q{SELECT state = 'failed' FROM snowseq_
 is($sa->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0', '(3c) no prepared transaction is left on the source');
 is(layout(), $before, '(3c) the old placement serves');
 check_rows('(3c) after the resolution', $total);
+
+# (3d) after the move recorded what it will make, before it made any of it:
+# the records name objects that are absent; the next cleanup undoes the
+# move and takes them as dropped, reporting none of them
+$before = layout();
+($paused, $from) = crash_at('move_after_record', q{CALL snowseq_split_shard('orders', 4096, 'shard_b')});
+ok($paused, '(3d) the split paused once its records were committed, before it made anything');
+my $rec = $router->safe_psql('postgres', q{SELECT string_agg(DISTINCT kind::text, ',' ORDER BY kind::text) FROM snowseq_move_objects
+	WHERE move_id = (SELECT max(move_id) FROM snowseq_moves)});
+is($rec, 'fence,prepared transaction,publication,replication slot,subscription',
+	'(3d) the router recorded the publication, slot, subscription, fence and prepared transaction before making them');
+my $cleanup3d = $router->safe_psql('postgres', q{SELECT coalesce(server, '-') || ' ' || object || ': ' || action FROM snowseq_move_cleanup()});
+note "cleanup:\n$cleanup3d";
+my @cleanup3d = split /\n/, $cleanup3d;
+is($cleanup3d[0], '- move: undone', '(3d) snowseq_move_cleanup() undoes the move');
+# (3b)'s move was finished by the resolver, which leaves the keep view to the next cleanup
+is(join("\n", @cleanup3d[ 1 .. $#cleanup3d ]) =~ s/_\d+_keep_\d+:/_N_keep_N:/r, 'shard_a view public.snowseq_move_1_N_keep_N: dropped',
+	'(3d) ... and reports no object of it, none was made; the one other line is the keep view that (3b)\'s finish by the resolver left, dropped by its record');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_move_objects}), '0', '(3d) ... and forgets the records');
+is(layout(), $before, '(3d) the old placement serves');
+check_rows('(3d) after the cleanup', $total);
 
 # ---------------------------------------------------------------------
 # (4) Progress: snowseq_move_progress while the copy runs, the record after
