@@ -246,11 +246,13 @@ ALTER TABLE @extschema@.snowseq_moves
 COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
 	'prepare, copy, block, switch, switched: in progress (or interrupted); revertable: switched, the source kept current; done, failed, reverted: over; rollback: leftovers remain';
 
--- What moves create on other servers beyond their first objects, recorded
--- before each is made and removed once it is dropped, so that cleanup
--- reads the records rather than names.
+-- What moves create on any server, recorded in a router transaction that
+-- commits before each is made and removed once it is dropped (or stays for
+-- good), so that cleanup reads the records rather than names.  The labels
+-- are MoveObjectNames (src/move_common.c), in its order.
 CREATE TYPE @extschema@.snowseq_move_object_kind AS ENUM
-	('publication', 'replication slot', 'subscription', 'table', 'fence');
+	('publication', 'replication slot', 'subscription', 'table', 'fence',
+	 'prepared transaction', 'view', 'half copy');
 CREATE TABLE @extschema@.snowseq_move_objects (
 	move_id bigint NOT NULL,
 	server name NOT NULL,
@@ -262,6 +264,35 @@ CREATE TABLE @extschema@.snowseq_move_objects (
 CREATE INDEX snowseq_move_objects_move ON @extschema@.snowseq_move_objects (move_id);
 COMMENT ON TABLE @extschema@.snowseq_move_objects IS
 	'objects a move made (or is about to make) on a server, recorded before they are made: cleanup drops those of moves that are over';
+
+-- A move that began under 1.2 recorded nothing: the records it needs are
+-- written now from its record, so that cleanup, which reads records alone,
+-- still finds what it made.  Those of a move not over: the lead's
+-- publication, slot, subscription and prepared transaction, each table's
+-- fence, the copy it created and a split's keep view; of a split that is
+-- done, its keep view (dropped after the move finished, it may be left).
+-- An object never made, or already gone, is taken as dropped.  The
+-- table-sync slots are recorded when the subscription is dropped.
+INSERT INTO @extschema@.snowseq_move_objects (move_id, server, kind, name)
+SELECT m.move_id, x.server, x.kind::@extschema@.snowseq_move_object_kind, x.name
+FROM @extschema@.snowseq_moves m
+JOIN @extschema@.snowseq_moves lead ON lead.move_id OPERATOR(pg_catalog.=) COALESCE(m.group_move, m.move_id)
+CROSS JOIN LATERAL (VALUES
+	(m.group_move IS NULL, m.source_server, 'publication', m.token),
+	(m.group_move IS NULL, m.source_server, 'replication slot', m.token),
+	(m.group_move IS NULL, m.dest_server, 'subscription', m.token),
+	(m.group_move IS NULL, m.source_server, 'prepared transaction', m.token),
+	(true, m.source_server, 'fence', m.token),
+	(COALESCE(m.dest_created, false), m.dest_server, 'half copy', m.source_table),
+	(m.kind OPERATOR(pg_catalog.<>) 'whole' AND m.fence_id IS NOT NULL, m.source_server, 'view',
+	 pg_catalog.quote_ident((pg_catalog.parse_ident(m.dest_table))[1]) OPERATOR(pg_catalog.||) '.'
+	 OPERATOR(pg_catalog.||) pg_catalog.quote_ident(lead.token OPERATOR(pg_catalog.||) '_keep_'
+	 OPERATOR(pg_catalog.||) m.fence_id::pg_catalog.text))
+) x(wanted, server, kind, name)
+WHERE x.wanted
+	AND (lead.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'reverted']::pg_catalog.text[])
+		OR (lead.state OPERATOR(pg_catalog.=) 'done' AND x.kind OPERATOR(pg_catalog.=) 'view'))
+ON CONFLICT DO NOTHING;
 
 CREATE OR REPLACE VIEW @extschema@.snowseq_move_progress AS
 SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_server,

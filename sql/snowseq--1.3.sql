@@ -1240,11 +1240,13 @@ ALTER TABLE @extschema@.snowseq_moves
 COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
 	'prepare, copy, block, switch, switched: in progress (or interrupted); revertable: switched, the source kept current; done, failed, reverted: over; rollback: leftovers remain';
 
--- What moves create on other servers beyond their first objects, recorded
--- before each is made and removed once it is dropped, so that cleanup
--- reads the records rather than names.
+-- What moves create on any server, recorded in a router transaction that
+-- commits before each is made and removed once it is dropped (or stays for
+-- good), so that cleanup reads the records rather than names.  The labels
+-- are MoveObjectNames (src/move_common.c), in its order.
 CREATE TYPE @extschema@.snowseq_move_object_kind AS ENUM
-	('publication', 'replication slot', 'subscription', 'table', 'fence');
+	('publication', 'replication slot', 'subscription', 'table', 'fence',
+	 'prepared transaction', 'view', 'half copy');
 CREATE TABLE @extschema@.snowseq_move_objects (
 	move_id bigint NOT NULL,
 	server name NOT NULL,

@@ -199,9 +199,10 @@ MovePrepareForeignTable(Move *m)
 
 /*
  * Step: for every table of the group the destination table and the fence,
- * then one publication of them all and one subscription, then the router's
- * foreign tables.  Local writes come last, so that no transaction stays
- * open here while the servers work.
+ * then one publication of them all and one subscription (disabled: its
+ * table-sync slots are recorded first), then the router's foreign tables.
+ * Local writes come last, so that no transaction stays open here while the
+ * servers work.
  */
 static void
 MovePrepareObjects(Move *m)
@@ -212,8 +213,16 @@ MovePrepareObjects(Move *m)
 		MovePrepareTable(lfirst(lc));
 	MoveCreatePublication(m);
 	MoveCreateSubscription(m);
+	/*
+	 * Recorded in this step's transaction, committed before the next step
+	 * enables the subscription and before the switch makes the keep views.
+	 */
+	MoveRecordSyncSlots(m);
 	foreach(lc, MoveGroup(m))
+	{
 		MovePrepareForeignTable(lfirst(lc));
+		MoveRecordKeepView(lfirst(lc));
+	}
 	MoveRecordState(m, MOVE_STATE_COPY, psprintf("fence_id = %d, sub_oid = %u", m->fence_id, m->sub_oid));
 }
 
@@ -239,12 +248,14 @@ MoveGroupRows(Move *m, RemoteConn *rc, bool on_dest)
 	return RemoteValue(rc, sql.data, on_dest ? "count the copied rows" : "count the rows to copy");
 }
 
-/* Step: the copy begins: the rows it has to copy, for its progress. */
+/* Step: the copy begins (the subscription is enabled): the rows it has to copy, for its progress. */
 static void
 MoveCopyStart(Move *m)
 {
-	char	   *rows = MoveGroupRows(m, MoveSrc(m), false);
+	char	   *rows;
 
+	MoveEnableSubscription(m);
+	rows = MoveGroupRows(m, MoveSrc(m), false);
 	m->copy_start = m->copy_noticed = m->copy_probed = GetCurrentTimestamp();
 	m->copied = false;
 	MoveRecordSet(m, psprintf("rows_total = %s, rows_copied = 0, copy_started_at = pg_catalog.clock_timestamp(), "
@@ -506,6 +517,8 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 		}
 	}
 	SPI_commit();
+	/* the records of what the move will make are committed; none of it exists */
+	SNOWSEQ_TESTPOINT("move_after_record");
 	ereport(NOTICE,
 			(errmsg("move " INT64_FORMAT ": genes %d to %d of %s %s from server \"%s\" to server \"%s\"",
 					m->id, first, last, m->members ? "tables" : "table", MoveGroupNames(m), m->src_name, m->dst_name)));
@@ -871,7 +884,6 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	SPI_connect();
 	CleanupMoves(collect->ext, InvalidOid, collect, false, NOTICE);
 	CleanupRecorded(collect);
-	CleanupOrphans(collect);
 	SPI_finish();
 	foreach(lc, collect->report)
 	{

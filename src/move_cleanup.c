@@ -123,6 +123,11 @@ MoveFinish(Move *m)
 																	   t->first, t->last, t->parent_q, m->token))),
 					  "mark the destination table");
 	}
+	/*
+	 * Gone: the replication to the destination and the prepared source
+	 * transaction; the copies serve and the fences stay moved, for good.
+	 */
+	MoveForgetObjects(m, MOVE_FORGET_OWN);
 	/* before the router holds any lock: validating scans the destination tables */
 	MoveValidateGroupKeys(m);
 	if (m->revert_window > 0)
@@ -221,7 +226,7 @@ MoveRevertFinish(Move *m)
 		RemoteCommand(MoveSrc(m), psprintf("DROP TABLE %s", dropped.data), "drop the destination tables");
 	if (emptied.len > 0)
 		RemoteCommand(MoveSrc(m), psprintf("TRUNCATE %s", emptied.data), "empty the destination tables");
-	MoveForgetObjects(m);
+	MoveForgetObjects(m, MOVE_FORGET_ALL);
 	MoveRecordState(m, MOVE_STATE_DONE, "finished_at = pg_catalog.clock_timestamp()");
 	MoveRecordState(o, MOVE_STATE_REVERTED, "revertable_until = NULL");
 	MoveNote(m, NULL, "move", MoveStateName(MOVE_STATE_REVERTED));
@@ -483,7 +488,7 @@ MoveRevertResolve(Move *m, const char *error)
 		MoveNote(m, m->dst_name, psprintf("subscription %s", m->token), psprintf("left: %s", err->message));
 	}
 	if (!m->leftovers)
-		MoveForgetObjects(m);
+		MoveForgetObjects(m, MOVE_FORGET_ALL);
 	MoveRecordState(m, m->leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
 					psprintf("finished_at = pg_catalog.clock_timestamp(), error = %s",
 							 error ? quote_literal_cstr(error) : "NULL"));
@@ -534,9 +539,14 @@ MoveResolve(Move *m, const char *error)
 		}
 	}
 	else if (err == NULL)
+	{
+		/* undone: nothing of it is left (with leftovers, cleanup drops them by their records) */
+		if (!m->leftovers)
+			MoveForgetObjects(m, MOVE_FORGET_ALL);
 		MoveRecordState(m, m->leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
 						psprintf("finished_at = pg_catalog.clock_timestamp(), error = %s",
 								 error ? quote_literal_cstr(error) : "NULL"));
+	}
 	MoveCloseSessions(m);
 }
 

@@ -185,7 +185,7 @@ static const char *const MoveStateNames[] = {
 
 /* Names of the kinds of recorded objects, as snowseq_move_object_kind labels them (MoveObjectKind order). */
 static const char *const MoveObjectNames[] = {
-	"publication", "replication slot", "subscription", "table", "fence"
+	"publication", "replication slot", "subscription", "table", "fence", "prepared transaction", "view", "half copy"
 };
 
 /* Names of the kinds, as snowseq_moves stores them (MoveKind order). */
@@ -248,14 +248,32 @@ MoveObjectName(MoveObjectKind kind)
 	return MoveObjectNames[kind];
 }
 
+/* The kind of recorded object of a stored name. */
+MoveObjectKind
+MoveObjectFromName(const char *name)
+{
+	for (int i = 0; i < lengthof(MoveObjectNames); i++)
+		if (strcmp(name, MoveObjectNames[i]) == 0)
+			return (MoveObjectKind) i;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("snowseq_move_objects holds an unknown kind \"%s\"", name),
+			 errhint("Kinds are the labels of type snowseq_move_object_kind; restore the record.")));
+	return MOVE_OBJECT_PUBLICATION; /* keep the compiler quiet */
+}
+
 /*
  * Record an object a move is about to make on a server, in the current
- * transaction, which commits before the object is made (as Citus records
- * its cleanup); recording it again changes nothing.
+ * router transaction, which commits before the object is made (as Citus
+ * records its cleanup): a crash in between leaves a record whose object is
+ * absent, which cleanup takes as dropped.  Recording it again changes
+ * nothing; a catalog older than 1.3 records nothing.
  */
 void
 MoveRecordObject(Move *m, const char *server, MoveObjectKind kind, const char *name)
 {
+	if (!MoveObjectsRecorded(m->ext))
+		return;
 	SpiRun(psprintf("INSERT INTO %s (move_id, server, kind, name) VALUES (" INT64_FORMAT ", %s, %s, %s) "
 					"ON CONFLICT DO NOTHING",
 					MoveExt(m, "snowseq_move_objects"), m->id, quote_literal_cstr(server),
@@ -263,16 +281,81 @@ MoveRecordObject(Move *m, const char *server, MoveObjectKind kind, const char *n
 		   SPI_OK_INSERT);
 }
 
-/* Forget the recorded objects of a move's group: they are gone. */
-void
-MoveForgetObjects(Move *m)
+/* The move ids of a move's group, as an SQL array. */
+static char *
+MoveGroupIds(Move *m)
 {
+	StringInfoData ids;
 	ListCell   *lc;
 
+	initStringInfo(&ids);
 	foreach(lc, MoveGroup(m))
-		SpiRun(psprintf("DELETE FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-						MoveExt(m, "snowseq_move_objects"), ((Move *) lfirst(lc))->id),
-			   SPI_OK_DELETE);
+		appendStringInfo(&ids, "%s" INT64_FORMAT, ids.len ? ", " : "ARRAY[", ((Move *) lfirst(lc))->id);
+	appendStringInfoString(&ids, "]::pg_catalog.int8[]");
+	return ids.data;
+}
+
+/*
+ * Forget records of a move's group whose objects are gone, or stay for
+ * good (a moved fence, a destination table that serves): all of them, its
+ * own (all but the way back and the keep views, which outlive the switch),
+ * or the way back's (its publication, slot, subscription and tables).
+ */
+void
+MoveForgetObjects(Move *m, MoveForget which)
+{
+	const char *back = quote_literal_cstr(MoveBackName(MoveLead(m)));
+	const char *table = quote_literal_cstr(MoveObjectName(MOVE_OBJECT_TABLE));
+	const char *view = quote_literal_cstr(MoveObjectName(MOVE_OBJECT_VIEW));
+	const char *prepared = quote_literal_cstr(MoveObjectName(MOVE_OBJECT_PREPARED));
+	const char *fence = quote_literal_cstr(MoveObjectName(MOVE_OBJECT_FENCE));
+	char	   *which_sql;
+
+	if (!MoveObjectsRecorded(m->ext))
+		return;
+	/* a revert's fence and prepared transactions carry the way back's name */
+	if (which == MOVE_FORGET_ALL)
+		which_sql = "true";
+	else if (which == MOVE_FORGET_OWN)
+		which_sql = psprintf("kind::pg_catalog.text OPERATOR(pg_catalog.<>) ALL (ARRAY[%s, %s]) "
+							 "AND (name OPERATOR(pg_catalog.<>) %s OR kind::pg_catalog.text OPERATOR(pg_catalog.=) ANY (ARRAY[%s, %s]))",
+							 table, view, back, prepared, fence);
+	else
+		which_sql = psprintf("kind::pg_catalog.text OPERATOR(pg_catalog.=) %s OR (name OPERATOR(pg_catalog.=) %s "
+							 "AND kind::pg_catalog.text OPERATOR(pg_catalog.<>) ALL (ARRAY[%s, %s]))",
+							 table, back, prepared, fence);
+	SpiRun(psprintf("DELETE FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s) AND (%s)",
+					MoveExt(m, "snowseq_move_objects"), MoveGroupIds(m), which_sql),
+		   SPI_OK_DELETE);
+}
+
+/* Forget the record of one object (of any move): it is gone. */
+void
+MoveForgetObject(Move *m, const char *server, MoveObjectKind kind, const char *name)
+{
+	if (!MoveObjectsRecorded(m->ext))
+		return;
+	SpiRun(psprintf("DELETE FROM %s WHERE server OPERATOR(pg_catalog.=) %s AND kind::pg_catalog.text OPERATOR(pg_catalog.=) %s "
+					"AND name OPERATOR(pg_catalog.=) %s", MoveExt(m, "snowseq_move_objects"), quote_literal_cstr(server),
+					quote_literal_cstr(MoveObjectName(kind)), quote_literal_cstr(name)),
+		   SPI_OK_DELETE);
+}
+
+/* The names of the objects of a kind that a move's group recorded on a server (char *, in m->cxt). */
+List *
+MoveRecordedNames(Move *m, const char *server, MoveObjectKind kind)
+{
+	List	   *names = NIL;
+
+	if (!MoveObjectsRecorded(m->ext))
+		return NIL;
+	SpiRun(psprintf("SELECT name FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s) AND server OPERATOR(pg_catalog.=) %s "
+					"AND kind::pg_catalog.text OPERATOR(pg_catalog.=) %s ORDER BY name",
+					MoveExt(m, "snowseq_move_objects"), MoveGroupIds(m), quote_literal_cstr(server),
+					quote_literal_cstr(MoveObjectName(kind))), SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		names = lappend(names, MemoryContextStrdup(m->cxt, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)));
+	return names;
 }
 
 /*

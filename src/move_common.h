@@ -35,20 +35,35 @@ typedef enum MoveStateId
 } MoveStateId;
 
 /*
- * What a move makes on another server beyond its first objects, recorded
- * in snowseq_move_objects before it is made (MoveRecordObject), under the
- * names of MoveObjectNames (move_common.c), the labels of the type
- * snowseq_move_object_kind.
+ * What a move makes on a server, recorded in snowseq_move_objects in a
+ * router transaction that commits before it is made (MoveRecordObject),
+ * under the names of MoveObjectNames (move_common.c), the labels of the
+ * type snowseq_move_object_kind.  Cleanup reads the records, never names.
  */
 typedef enum MoveObjectKind
 {
 	MOVE_OBJECT_PUBLICATION = 0,
-	MOVE_OBJECT_SLOT,			/* a logical replication slot */
+	MOVE_OBJECT_SLOT,			/* a logical replication slot (also a
+								 * table-sync slot of the subscription) */
 	MOVE_OBJECT_SUBSCRIPTION,
 	MOVE_OBJECT_TABLE,			/* the partitioned table the replication back
 								 * to the source publishes through */
-	MOVE_OBJECT_FENCE
+	MOVE_OBJECT_FENCE,
+	MOVE_OBJECT_PREPARED,		/* a prepared transaction of the switch */
+	MOVE_OBJECT_VIEW,			/* a split's keep view on the source */
+	MOVE_OBJECT_COPY			/* a destination table the move creates,
+								 * under the source table's name, while it
+								 * carries the move's copy mark */
 } MoveObjectKind;
+
+/* Which records of a move's group MoveForgetObjects forgets. */
+typedef enum MoveForget
+{
+	MOVE_FORGET_ALL = 0,		/* the move is over, nothing of it is left */
+	MOVE_FORGET_OWN,			/* the switch is done: all but the way back
+								 * and the keep views */
+	MOVE_FORGET_BACK			/* the way back is gone */
+} MoveForget;
 
 /* Which part of its partition a move takes, stored in snowseq_moves.kind. */
 typedef enum MoveKind
@@ -146,6 +161,9 @@ typedef struct Move
 	char	   *back_lsn;		/* the destination's WAL position at the block */
 	int64		reverts;		/* a revert: the move it reverts (0: none) */
 	struct Move *revert_of;		/* a revert: the Move of that table it reverts */
+	/* cleanup: the recorded object this Move stands for (CleanupRecorded) */
+	MoveObjectKind obj_kind;
+	char	   *obj_name;
 	/* the placement group: one Move per table, the first one leads */
 	struct Move *lead;			/* NULL: this one leads */
 	List	   *members;		/* the lead's: the other tables' Moves */
@@ -162,8 +180,11 @@ extern MoveStateId MoveStateFromName(const char *name);
 extern const char *MoveKindName(MoveKind kind);
 extern char *MoveStateList(int first,...);
 extern const char *MoveObjectName(MoveObjectKind kind);
+extern MoveObjectKind MoveObjectFromName(const char *name);
 extern void MoveRecordObject(Move *m, const char *server, MoveObjectKind kind, const char *name);
-extern void MoveForgetObjects(Move *m);
+extern void MoveForgetObjects(Move *m, MoveForget which);
+extern void MoveForgetObject(Move *m, const char *server, MoveObjectKind kind, const char *name);
+extern List *MoveRecordedNames(Move *m, const char *server, MoveObjectKind kind);
 extern char *MoveBackName(Move *m);
 extern MoveKind MoveKindFromName(const char *name);
 extern void MoveRecordState(Move *m, MoveStateId state, const char *sets);

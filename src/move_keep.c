@@ -247,12 +247,27 @@ MovePointBack(Move *m)
 	}
 }
 
+/*
+ * Record the keep view of a table of a split, in the router transaction of
+ * the step that learns its name (the fence's id), which commits before the
+ * switch makes it.
+ */
+void
+MoveRecordKeepView(Move *m)
+{
+	if (m->kind != MOVE_KIND_WHOLE && m->reverts == 0)
+		MoveRecordObject(m, m->src_name, MOVE_OBJECT_VIEW, MoveKeepViewQ(m));
+}
+
 /* Undo: drop the keep view of a table of a move that did not switch. */
 void
 MoveDropKeepViewOf(Move *m)
 {
 	if (m->kind != MOVE_KIND_WHOLE && m->fence_id != 0)
+	{
 		RemoteCommand(MoveSrc(m), psprintf("DROP VIEW IF EXISTS %s", MoveKeepViewQ(m)), "drop the view of the rows that stay");
+		MoveForgetObject(m, m->src_name, MOVE_OBJECT_VIEW, MoveKeepViewQ(m));
+	}
 }
 
 /*
@@ -267,6 +282,7 @@ MoveDropKeepView(Move *m)
 	if (MovePartitionReadsView(m))
 		return false;
 	RemoteCommand(MoveSrc(m), psprintf("DROP VIEW IF EXISTS %s", MoveKeepViewQ(m)), "drop the view of the rows that stayed");
+	MoveForgetObject(m, m->src_name, MOVE_OBJECT_VIEW, MoveKeepViewQ(m));
 	return true;
 }
 

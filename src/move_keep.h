@@ -12,6 +12,7 @@ extern char *MoveKeepView(Move *m);
 extern void MovePointBack(Move *m);
 extern bool MoveDropKeepView(Move *m);
 extern void MoveDropKeepViewOf(Move *m);
+extern void MoveRecordKeepView(Move *m);
 extern void MoveCreateKeepView(Move *m, RemoteConn *rc);
 extern void MovePointPartition(Move *m, bool to_view);
 

@@ -1,7 +1,7 @@
 /*
  * move_orphans.h
  *		move_orphans.c: what moves of this router left on the servers after
- *		they ended, found by their records and by their names, and removed.
+ *		they ended, found by their records (snowseq_move_objects), and removed.
  */
 #ifndef SNOWSEQ_MOVE_ORPHANS_H
 #define SNOWSEQ_MOVE_ORPHANS_H
@@ -9,6 +9,5 @@
 #include "move_common.h"
 
 extern void CleanupRecorded(Move *collect);
-extern void CleanupOrphans(Move *collect);
 
 #endif							/* SNOWSEQ_MOVE_ORPHANS_H */

@@ -499,8 +499,25 @@ MoveRecordNew(Move *m)
 	/* the resolver at the router's start acts as this role, with its user mappings */
 	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
 	/*
-	 * Kept revertable after its switch: what the way back will make is
-	 * recorded now, before any of it is made.
+	 * What the move will make is recorded now, committed (MoveGenes) before
+	 * any of it is made: the lead's publication and slot on the source, its
+	 * subscription on the destination, its prepared transaction on the
+	 * source; each table's fence on the source.  The copy is recorded once
+	 * the checks know the move creates it (MovePrepareChecks), the
+	 * table-sync slots and keep views once their names are known
+	 * (MoveRecordSyncSlots, MoveRecordKeepView), each in a step that commits
+	 * before they are made.
+	 */
+	if (m->lead == NULL)
+	{
+		MoveRecordObject(m, m->src_name, MOVE_OBJECT_PUBLICATION, m->token);
+		MoveRecordObject(m, m->src_name, MOVE_OBJECT_SLOT, m->token);
+		MoveRecordObject(m, m->dst_name, MOVE_OBJECT_SUBSCRIPTION, m->token);
+		MoveRecordObject(m, m->src_name, MOVE_OBJECT_PREPARED, m->token);
+	}
+	MoveRecordObject(m, m->src_name, MOVE_OBJECT_FENCE, m->token);
+	/*
+	 * Kept revertable after its switch: what the way back will make, too.
 	 */
 	if (m->revert_window > 0)
 	{
@@ -591,6 +608,9 @@ MoveRevertNew(Move *o)
 		(void) MoveLock(t->id, true);
 		MoveRecordObject(t, t->src_name, MOVE_OBJECT_FENCE, t->token);
 	}
+	/* its transactions of the switch, one on each server, under one name */
+	MoveRecordObject(r, r->src_name, MOVE_OBJECT_PREPARED, r->token);
+	MoveRecordObject(r, r->dst_name, MOVE_OBJECT_PREPARED, r->token);
 	return r;
 }
 
@@ -894,4 +914,7 @@ MovePrepareChecks(Move *m)
 	if (m->dest_created == 1)
 		MoveSchemaCheck(MoveTables(m));
 	MoveRecordSet(m, psprintf("dest_created = %s", m->dest_created ? "true" : "false"));
+	/* the copy, under the source table's name, made in the next step */
+	if (m->dest_created == 1)
+		MoveRecordObject(m, m->dst_name, MOVE_OBJECT_COPY, m->src_table);
 }

@@ -60,7 +60,7 @@ MoveCreateSubscription(Move *m)
 	char		state[6];
 
 	err = RemoteTryMessage(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s "
-													 "WITH (slot_name = %s, create_slot = true, copy_data = true, enabled = true, "
+													 "WITH (slot_name = %s, create_slot = true, copy_data = true, enabled = false, "
 													 "streaming = off, binary = false)",
 													 quote_identifier(m->token),
 													 quote_literal_cstr(RemoteConninfo(GetForeignServerByName(m->src_name, false)->serverid)),
@@ -82,6 +82,38 @@ MoveCreateSubscription(Move *m)
 	v = RemoteValue(dst, psprintf("SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s",
 								  quote_literal_cstr(m->token)), "look up the subscription");
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
+}
+
+/*
+ * Record the table-sync slots the subscription will make on the source,
+ * before it is enabled (MoveEnableSubscription, in the next step): one per
+ * table, named by PostgreSQL after the subscription, the table on the
+ * destination and the destination's system identifier
+ * (ReplicationSlotNameForTablesync, PostgreSQL 14 and later), all known
+ * once the disabled subscription lists its tables.  A table whose copy is
+ * done (ready) has none.
+ */
+void
+MoveRecordSyncSlots(Move *m)
+{
+	PGresult   *res = RemoteExec(MoveDst(m),
+								 psprintf("SELECT pg_catalog.format('pg_%%s_sync_%%s_%%s', r.srsubid, r.srrelid, s.system_identifier) "
+										  "FROM pg_catalog.pg_subscription_rel r, pg_catalog.pg_control_system() s "
+										  "WHERE r.srsubid OPERATOR(pg_catalog.=) %u AND r.srsubstate OPERATOR(pg_catalog.<>) 'r' "
+										  "ORDER BY r.srrelid", m->sub_oid),
+								 "list the tables of the subscription");
+
+	for (int i = 0; i < PQntuples(res); i++)
+		MoveRecordObject(m, m->src_name, MOVE_OBJECT_SLOT, PQgetvalue(res, i, 0));
+	PQclear(res);
+}
+
+/* Enable the subscription: its copy begins. */
+void
+MoveEnableSubscription(Move *m)
+{
+	RemoteCommand(MoveDst(m), psprintf("ALTER SUBSCRIPTION %s ENABLE", quote_identifier(m->token)),
+				  "enable the subscription");
 }
 
 /*
@@ -244,15 +276,24 @@ MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 	}
 }
 
-/* Drop the subscription: its worker stops, its slot on the source goes. */
+/*
+ * Drop the subscription: its worker stops, its slot on the source goes (and
+ * its table-sync slots, when the source can be reached).  Its table-sync
+ * slots are recorded first, for MoveDropSlots: a move that began under 1.2
+ * recorded none before it enabled the subscription.
+ */
 void
 MoveDropSubscription(Move *m)
 {
-	char	   *oid = MoveDropSubscriptionNamed(MoveDst(m), m->token, false);
+	char	   *oid = RemoteValue(MoveDst(m), psprintf("SELECT oid FROM pg_catalog.pg_subscription "
+													   "WHERE subname OPERATOR(pg_catalog.=) %s",
+													   quote_literal_cstr(m->token)), "look up the subscription");
 
-	/* its table-sync slots on the source are named after its oid */
-	if (oid != NULL)
-		m->sub_oid = (Oid) strtoul(oid, NULL, 10);
+	if (oid == NULL)
+		return;
+	m->sub_oid = (Oid) strtoul(oid, NULL, 10);
+	MoveRecordSyncSlots(m);
+	(void) MoveDropSubscriptionNamed(MoveDst(m), m->token, false);
 }
 
 /*
@@ -304,18 +345,27 @@ MoveDropSlotNamed(RemoteConn *rc, const char *name)
 	}
 }
 
-/* Drop the replication slots of the move on the source, if any are left. */
+/*
+ * Drop the replication slots of the move on the source, if any are left:
+ * the subscription's and its table-sync slots, as the records name them.
+ */
 void
 MoveDropSlots(Move *m)
 {
 	RemoteConn *src = MoveSrc(m);
+	List	   *names = MoveRecordedNames(m, m->src_name, MOVE_OBJECT_SLOT);
+	StringInfoData list;
 	PGresult   *res;
+	ListCell   *lc;
 
-	/* the subscription's slot, and its table-sync slots, named after its oid */
+	/* a catalog older than 1.3 records none: the subscription's own slot */
+	initStringInfo(&list);
+	appendStringInfo(&list, "ARRAY[%s", quote_literal_cstr(m->token));
+	foreach(lc, names)
+		appendStringInfo(&list, ", %s", quote_literal_cstr(lfirst(lc)));
+	appendStringInfoString(&list, "]::pg_catalog.name[]");
 	res = RemoteExec(src, psprintf("SELECT slot_name FROM pg_catalog.pg_replication_slots "
-								   "WHERE slot_name OPERATOR(pg_catalog.=) %s OR slot_name::text OPERATOR(pg_catalog.~) %s",
-								   quote_literal_cstr(m->token),
-								   quote_literal_cstr(OidIsValid(m->sub_oid) ? psprintf("^pg_%u_sync_", m->sub_oid) : "^$")),
+								   "WHERE slot_name OPERATOR(pg_catalog.=) ANY (%s)", list.data),
 					 "list the replication slots");
 	for (int i = 0; i < PQntuples(res); i++)
 	{
@@ -631,5 +681,5 @@ MoveBackDrop(Move *m)
 	RemoteCommand(dst, psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(name)), "drop the publication back to the source");
 	foreach(lc, MoveGroup(m))
 		MoveBackDropTable(dst, ((Move *) lfirst(lc))->src_table, MoveBackMark(m));
-	MoveForgetObjects(m);
+	MoveForgetObjects(m, MOVE_FORGET_BACK);
 }

@@ -18,6 +18,8 @@ extern void MoveBackDrop(Move *m);
 extern char *MoveBackMark(Move *m);
 extern void MoveBackDropTable(RemoteConn *dst, const char *table, const char *mark);
 extern void MoveCreateSubscription(Move *m);
+extern void MoveRecordSyncSlots(Move *m);
+extern void MoveEnableSubscription(Move *m);
 extern bool MoveCopyState(Move *m, char **rows);
 extern char *MoveCopySize(Move *m);
 extern char *MoveLagBytes(Move *m);

@@ -23,12 +23,15 @@
 #     returns every row once, with no manual step (the move resolver undoes
 #     or finishes the move at start); writes to the moved genes work.  Both
 #     sides of the router's commit are tested, at pause points, and a
-#     source that is down when the router starts again.
+#     source that is down when the router starts again.  A router killed
+#     once a move recorded what it will make, before it made any of it:
+#     the cleanup takes the recorded objects as dropped.
 # (4) Progress: while a slow copy runs, snowseq_move_progress shows its
 #     phase, rows copied of the total, percent, bytes, lag and time left;
-#     afterwards snowseq_moves keeps the totals.
-# (5) snowseq_move_cleanup() resolves a prepared transaction of this
-#     router that no move owns, and keeps another router's.
+#     afterwards snowseq_moves keeps the totals.  The table-sync slot the
+#     copy makes on the source is recorded under its exact name.
+# (5) snowseq_move_cleanup() reads records, never names: prepared
+#     transactions that no record names are neither listed nor resolved.
 use strict;
 use warnings;
 use lib 'test';
@@ -352,6 +355,27 @@ is($sa->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0', '
 is(layout(), $before, '(3c) the old placement serves');
 check_rows('(3c) after the resolution', $total);
 
+# (3d) after the move recorded what it will make, before it made any of it:
+# the records name objects that are absent; the next cleanup undoes the
+# move and takes them as dropped, reporting none of them
+$before = layout();
+($paused, $from) = crash_at('move_after_record', q{CALL snowseq_split_shard('orders', 4096, 'shard_b')});
+ok($paused, '(3d) the split paused once its records were committed, before it made anything');
+my $rec = $router->safe_psql('postgres', q{SELECT string_agg(DISTINCT kind::text, ',' ORDER BY kind::text) FROM snowseq_move_objects
+	WHERE move_id = (SELECT max(move_id) FROM snowseq_moves)});
+is($rec, 'fence,prepared transaction,publication,replication slot,subscription',
+	'(3d) the router recorded the publication, slot, subscription, fence and prepared transaction before making them');
+my $cleanup3d = $router->safe_psql('postgres', q{SELECT coalesce(server, '-') || ' ' || object || ': ' || action FROM snowseq_move_cleanup()});
+note "cleanup:\n$cleanup3d";
+my @cleanup3d = split /\n/, $cleanup3d;
+is($cleanup3d[0], '- move: undone', '(3d) snowseq_move_cleanup() undoes the move');
+# (3b)'s move was finished by the resolver, which leaves the keep view to the next cleanup
+is(join("\n", @cleanup3d[ 1 .. $#cleanup3d ]) =~ s/_\d+_keep_\d+:/_N_keep_N:/r, 'shard_a view public.snowseq_move_1_N_keep_N: dropped',
+	'(3d) ... and reports no object of it, none was made; the one other line is the keep view that (3b)\'s finish by the resolver left, dropped by its record');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_move_objects}), '0', '(3d) ... and forgets the records');
+is(layout(), $before, '(3d) the old placement serves');
+check_rows('(3d) after the cleanup', $total);
+
 # ---------------------------------------------------------------------
 # (4) Progress: snowseq_move_progress while the copy runs, the record after
 # ---------------------------------------------------------------------
@@ -370,8 +394,10 @@ my $sampler = IPC::Run::start([ 'bash', '-c', q{
 	while [ ! -e "$2" ]; do
 		psql -X -Atq -d "$1" -c "SELECT phase, rows_copied, rows_total, percent, bytes_copied, lag_bytes IS NOT NULL,
 			extract(epoch FROM time_left) > 0 FROM snowseq_move_progress" >> "$3" 2>&1
+		psql -X -Atq -d "$1" -c "SELECT 'recorded', name FROM snowseq_move_objects WHERE kind = 'replication slot'" >> "$3" 2>&1
+		psql -X -Atq -d "$4" -c "SELECT 'live', slot_name FROM pg_replication_slots WHERE slot_name LIKE 'pg\_%\_sync\_%'" >> "$3" 2>&1
 		sleep 0.05
-	done }, 'sampler', $router->connstr('postgres'), $stop, $progress ]);
+	done }, 'sampler', $router->connstr('postgres'), $stop, $progress, $sa->connstr('postgres') ]);
 $ok = $router->psql('postgres', q{CALL snowseq_split_shard('orders', 4096, 'shard_b')},
 	stdout => \$out, stderr => \$err) == 0;
 note "split with a slow copy:\n$err";
@@ -389,6 +415,12 @@ my @midway = grep {
 } @samples;
 ok(scalar(@midway) >= 2, '(4) snowseq_move_progress showed the copy midway: rows copied of the total, percent, bytes, lag, time left ('
 	  . scalar(@midway) . ' samples)');
+# the table-sync slot of the copy was recorded, by its exact name, before it existed
+my %recorded = map { (split /\|/)[1] => 1 } grep { /^recorded\|/ } split /\n/, slurp_file($progress);
+my %live = map { (split /\|/)[1] => 1 } grep { /^live\|/ } split /\n/, slurp_file($progress);
+note 'table-sync slots seen on shard_a: ' . join(', ', sort keys %live) . '; recorded: ' . join(', ', sort keys %recorded);
+ok(%live && !grep({ !$recorded{$_} } keys %live),
+	'(4) the table-sync slot the copy made on the source is recorded under its exact name');
 my @copied = map { (split /\|/)[1] } @samples;
 ok((grep { $copied[$_] < $copied[ $_ - 1 ] } 1 .. $#copied) == 0, '(4) rows copied never went back');
 is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_move_progress}), '0', '(4) the view is empty once the move is over');
@@ -399,20 +431,23 @@ $sb->safe_psql('postgres', 'DROP TRIGGER slow_copy ON orders_g4096_8191');
 check_rows('(4) after the split', $total);
 
 # ---------------------------------------------------------------------
-# (5) A prepared transaction named after a move of this router that no
-# move owns holds its table for ever: snowseq_move_cleanup() resolves it
-# (presumed abort without a record) and keeps one of another router
+# (5) Cleanup reads the records of moves, never names: a prepared
+# transaction named like a move of this router that no record names (and
+# one named like another router's) was not made by a move of this router
+# (each records its prepared transaction, committed, before it prepares
+# it): snowseq_move_cleanup() neither lists nor resolves either
 # ---------------------------------------------------------------------
-$sa->safe_psql('postgres', q{BEGIN; LOCK TABLE orders IN ACCESS EXCLUSIVE MODE; PREPARE TRANSACTION 'snowseq_move_1_999'});
+$sa->safe_psql('postgres', q{BEGIN; SELECT 1; PREPARE TRANSACTION 'snowseq_move_1_999'});
 $sa->safe_psql('postgres', q{BEGIN; SELECT 1; PREPARE TRANSACTION 'snowseq_move_77_1'});
 my $cleanup = $router->safe_psql('postgres', q{SELECT coalesce(move_id::text, '-') || ' ' || server || ' ' || object || ': ' || action FROM snowseq_move_cleanup()});
 note "cleanup:\n$cleanup";
-like($cleanup, qr/^- shard_a prepared transaction snowseq_move_1_999: rolled back$/m,
-	'(5) snowseq_move_cleanup() rolls back a prepared transaction of this router that no move owns');
-like($cleanup, qr/^- shard_a prepared transaction snowseq_move_77_1: kept: made by another router$/m,
-	'(5) ... and keeps one of another router');
-is($sa->safe_psql('postgres', q{SELECT string_agg(gid, ',') FROM pg_prepared_xacts}), 'snowseq_move_77_1',
-	'(5) only the other router\'s prepared transaction is left');
+unlike($cleanup, qr/snowseq_move_1_999|snowseq_move_77_1/,
+	'(5) snowseq_move_cleanup() lists no prepared transaction that no record names');
+is($sa->safe_psql('postgres', q{SELECT string_agg(gid, ',' ORDER BY gid) FROM pg_prepared_xacts}), 'snowseq_move_1_999,snowseq_move_77_1',
+	'(5) ... and resolves neither');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_move_objects}), '0',
+	'(5) the moves that are over left no record');
+$sa->safe_psql('postgres', q{ROLLBACK PREPARED 'snowseq_move_1_999'});
 $sa->safe_psql('postgres', q{ROLLBACK PREPARED 'snowseq_move_77_1'});
 check_rows('(5) after the cleanup', $total);
 

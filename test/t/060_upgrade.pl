@@ -225,6 +225,56 @@ for my $from (sort keys %paths)
 	check_library($db, "$from updated to $default");
 }
 
+# Moves that began under 1.2 recorded nothing of what they made; 1.3's
+# cleanup reads records alone, so the update writes those that moves not
+# yet over need (the lead's publication, slot, subscription and prepared
+# transaction, each table's fence, the copy it created, a split's keep
+# view) and the keep view of a split that is done (dropped after it
+# finished, it may be left); a whole move that is done and a failed one
+# need none.
+if (exists $paths{'1.2'})
+{
+	sql('postgres', 'CREATE DATABASE moves_1_2');
+	sql('moves_1_2', q{CREATE EXTENSION snowseq VERSION '1.2';
+		CREATE TABLE orders (order_id bigint PRIMARY KEY) PARTITION BY RANGE (order_id);
+		CREATE TABLE order_items (item_id bigint PRIMARY KEY) PARTITION BY RANGE (item_id);
+		INSERT INTO snowseq_moves (move_id, parent, first_gene, last_gene, source_server, dest_server, kind,
+			part_name, new_part_name, source_table, dest_table, id_column, dest_created, token, fence_id, state, group_move)
+		OVERRIDING SYSTEM VALUE VALUES
+		(1, 'orders', 0, 99, 'shard_a', 'shard_b', 'prefix', 'orders_a', 'orders_g0_99', 'public.orders', 'public.orders_g0_99',
+		 'order_id', true, 'snowseq_move_1_1', 4, 'copy', NULL),
+		(2, 'order_items', 0, 99, 'shard_a', 'shard_b', 'prefix', 'order_items_a', 'order_items_g0_99', 'public.order_items',
+		 'public.order_items_g0_99', 'item_id', false, 'snowseq_move_1_2', 5, 'copy', 1),
+		(3, 'orders', 200, 299, 'shard_a', 'shard_c', 'whole', 'orders_c', 'orders_g200_299', 'public.orders', 'public.orders_g200_299',
+		 'order_id', true, 'snowseq_move_1_3', 6, 'done', NULL),
+		(4, 'orders', 300, 399, 'shard_a', 'shard_c', 'suffix', 'orders_d', 'orders_g300_399', 'public.orders', 'public."Orders_g300_399"',
+		 'order_id', true, 'snowseq_move_1_4', 7, 'done', NULL),
+		(5, 'orders', 400, 499, 'shard_a', 'shard_c', 'suffix', 'orders_e', 'orders_g400_499', 'public.orders', 'public.orders_g400_499',
+		 'order_id', true, 'snowseq_move_1_5', 8, 'failed', NULL),
+		(6, 'orders', 500, 599, 'shard_a', 'shard_c', 'whole', 'orders_f', 'orders_g500_599', 'public.orders', 'public.orders_g500_599',
+		 'order_id', NULL, 'snowseq_move_1_6', NULL, 'prepare', NULL)});
+	sql('moves_1_2', "ALTER EXTENSION snowseq UPDATE TO '$default'");
+	is(sql('moves_1_2', q{SELECT string_agg(move_id || ' ' || server || ' ' || kind || ' ' || name, E'\n' ORDER BY move_id, kind, name)
+			FROM snowseq_move_objects}),
+		join("\n",
+			'1 shard_a publication snowseq_move_1_1',
+			'1 shard_a replication slot snowseq_move_1_1',
+			'1 shard_b subscription snowseq_move_1_1',
+			'1 shard_a fence snowseq_move_1_1',
+			'1 shard_a prepared transaction snowseq_move_1_1',
+			'1 shard_a view public.snowseq_move_1_1_keep_4',
+			'1 shard_b half copy public.orders',
+			'2 shard_a fence snowseq_move_1_2',
+			'2 shard_a view public.snowseq_move_1_1_keep_5',
+			'4 shard_a view public.snowseq_move_1_4_keep_7',
+			'6 shard_a publication snowseq_move_1_6',
+			'6 shard_a replication slot snowseq_move_1_6',
+			'6 shard_c subscription snowseq_move_1_6',
+			'6 shard_a fence snowseq_move_1_6',
+			'6 shard_a prepared transaction snowseq_move_1_6'),
+		'1.2 -> 1.3: the records that the moves of 1.2 not over (and a split that is done, its keep view) need are written');
+}
+
 # the IDs of every database, and the fresh one again after all updates
 take_ids('fresh', "fresh $default, after the updates");
 is(join("\n", @dups), '', 'no ID was received twice (' . scalar(keys %seen) . ' IDs)');

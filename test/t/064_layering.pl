@@ -102,4 +102,47 @@ for my $array (sort keys %sets)
 	}
 }
 
+# Cleanup finds what moves made by their records (snowseq_move_objects),
+# never by their names (issue 30): no regular expression, LIKE or SIMILAR
+# TO pattern in the SQL text of any C file, and the kinds of recorded
+# objects are one names array whose order the SQL enum type follows.
+sub name_patterns
+{
+	my ($text) = @_;
+	my @hits;
+	for my $line (split /\n/, $text)
+	{
+		push @hits, $line
+		  if $line =~ /OPERATOR\(pg_catalog\.!?~~?\*?\)|[^\w]!?~~?\*?\s*'|\b(?:NOT\s+)?I?LIKE\s+'|\bSIMILAR\s+TO\b|\bregexp_\w+\s*\(|\bsubstring\s*\([^)]*'\^/i;
+	}
+	return @hits;
+}
+for my $f (sort keys %code)
+{
+	my @hits = name_patterns($code{$f});
+	is(scalar(@hits), 0, "$f matches no name against a pattern" . (@hits ? ":\n" . join("\n", @hits) : ''));
+}
+# the check itself: the search for orphans by name that 1.2 had fails it
+ok(scalar(name_patterns(q{"FROM pg_catalog.pg_replication_slots WHERE slot_name::text OPERATOR(pg_catalog.~) '^snowseq_move_' "})) == 1
+	  && scalar(name_patterns(q{"WHERE slot_name OPERATOR(pg_catalog.=) %s OR slot_name::text OPERATOR(pg_catalog.~) %s"})) == 1
+	  && scalar(name_patterns(q{"WHERE gid ~ '^snowseq_move_'"})) == 1
+	  && scalar(name_patterns(q{"WHERE relname LIKE 'snowseq_move_%'"})) == 1
+	  && scalar(name_patterns(q{"SELECT slot_name FROM pg_catalog.pg_replication_slots WHERE slot_name OPERATOR(pg_catalog.=) ANY (%s)"})) == 0,
+	'the pattern check finds a regular expression or LIKE over names, and nothing in an equality');
+{
+	my ($def) = grep { $code{$_} =~ /\bMoveObjectNames\[\]\s*=\s*\{/ } sort keys %code;
+	my ($list) = defined $def ? $code{$def} =~ /\bMoveObjectNames\[\]\s*=\s*\{(.*?)\}/s : ();
+	my @names = defined $list ? $list =~ /"([^"]+)"/g : ();
+	ok(@names >= 8, 'the kinds of recorded objects are named in one array (MoveObjectNames): ' . join(', ', @names));
+	for my $script ('sql/snowseq--1.3.sql', 'sql/snowseq--1.2--1.3.sql')
+	{
+		open(my $fh, '<', $script) or die "$script: $!";
+		my $sql = do { local $/; <$fh> };
+		close($fh);
+		my ($labels) = $sql =~ /CREATE TYPE \@extschema\@\.snowseq_move_object_kind AS ENUM\s*\((.*?)\);/s;
+		my @labels = defined $labels ? $labels =~ /'([^']+)'/g : ();
+		is(join(',', @labels), join(',', @names), "$script: the labels of snowseq_move_object_kind are MoveObjectNames, in order");
+	}
+}
+
 done_testing();
