@@ -21,7 +21,7 @@ our @EXPORT = qw(snowseq_node start_faketime set_fake_offset seconds_to_next_uni
   min_of segment_of server_log_since read_state_file script_clients
   read_lines extension_fingerprint compare_fingerprints
   shard_layout move_leftovers fdw_servers_sql batch_client pause_batch_clients
-  resume_batch_clients);
+  resume_batch_clients shard_conf gene_sharded_items);
 
 my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -153,6 +153,41 @@ sub script_clients
 		push @c, [ $h, $file, \$err ];
 	}
 	return \@c;
+}
+
+# The settings of a server that moves copy from and to: logical decoding,
+# slots and senders for a move and its way back, prepared transactions for
+# the switch, and a walsender that gives up on a silent peer within 5 s.
+sub shard_conf
+{
+	return ('wal_level = logical', 'max_replication_slots = 10', 'max_wal_senders = 10',
+		'max_prepared_transactions = 10', 'wal_sender_timeout = 5s');
+}
+
+# A gene-sharded table "items" on $router: server sN (the postgres_fdw
+# server of $nodes->{sN}) holds the genes $bounds->[N-1] = [first, last] in
+# its table items_N, which the router's partition items_{N-1} reads and the
+# routing map names; then $rows rows inserted through the router.
+sub gene_sharded_items
+{
+	my ($router, $nodes, $bounds, $rows) = @_;
+	my @servers = sort keys %$nodes;
+	$nodes->{"s$_"}->safe_psql('postgres', "CREATE TABLE items_$_ (item_id bigint PRIMARY KEY, k text NOT NULL)")
+	  for 1 .. @$bounds;
+	my $sql = "CREATE EXTENSION postgres_fdw;\n" . fdw_servers_sql('postgres', map { [ $_, $nodes->{$_} ] } @servers)
+	  . "CREATE TABLE items (item_id bigint NOT NULL, k text NOT NULL) PARTITION BY RANGE (item_id);\n";
+	for my $i (0 .. $#$bounds)
+	{
+		my ($f, $l) = @{ $bounds->[$i] };
+		my $to = $l == 32767 ? 'MAXVALUE' : ($l + 1) . '::bigint << 48';
+		$sql .= "CREATE FOREIGN TABLE items_$i PARTITION OF items FOR VALUES FROM (${f}::bigint << 48) TO ($to) "
+		  . "SERVER s" . ($i + 1) . " OPTIONS (table_name 'items_" . ($i + 1) . "');\n"
+		  . "INSERT INTO snowseq_shard_map VALUES ($l, 's" . ($i + 1) . "');\n";
+	}
+	$router->safe_psql('postgres', $sql);
+	is($router->safe_psql('postgres', qq{
+		WITH i AS (INSERT INTO items (item_id, k) SELECT snowseq_gene_next('k' || g), 'k' || g
+			FROM generate_series(1, $rows) g RETURNING 1) SELECT count(*) FROM i}), $rows, "router: $rows rows to begin with");
 }
 
 # A client that has psql run a batch file ($o{batch}) again and again until

@@ -58,8 +58,7 @@ my @loud = (
 	'log_min_messages = debug1', 'log_min_error_statement = debug1',
 	'log_parameter_max_length = -1', 'log_parameter_max_length_on_error = -1',
 	'track_activity_query_size = 16384');
-my @shard_conf = (@loud, 'wal_level = logical', 'max_replication_slots = 10', 'max_wal_senders = 10',
-	'max_prepared_transactions = 10', 'wal_sender_timeout = 5s');
+my @shard_conf = (@loud, shard_conf());
 my $router = snowseq_node('router', node_id => 1, conf => \@loud);
 my $sa = snowseq_node('shard_a', node_id => 2, conf => \@shard_conf);
 my $sb = snowseq_node('shard_b', node_id => 3, conf => \@shard_conf);

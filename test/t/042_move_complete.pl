@@ -51,8 +51,7 @@ use SnowseqTest;
 use Test::More;
 
 my $pause_lock = 7236949375;
-my @shard_conf = ('wal_level = logical', 'max_replication_slots = 10', 'max_wal_senders = 10',
-	'max_prepared_transactions = 10', 'wal_sender_timeout = 5s');
+my @shard_conf = shard_conf();
 my $router = snowseq_node('router', node_id => 1);
 my $sa = snowseq_node('shard_a', node_id => 2, conf => \@shard_conf);
 my $sb = snowseq_node('shard_b', node_id => 3, conf => \@shard_conf);

@@ -34,8 +34,7 @@ my @tables = ([ 'orders', 'order_id' ], [ 'order_items', 'item_id' ], [ 'payment
 # ---------------------------------------------------------------------
 # Topology
 # ---------------------------------------------------------------------
-my @shard_conf = ('wal_level = logical', 'max_replication_slots = 10', 'max_wal_senders = 10',
-	'max_prepared_transactions = 10', 'wal_sender_timeout = 5s');
+my @shard_conf = shard_conf();
 my $router = snowseq_node('router', node_id => 1);
 my $sa = snowseq_node('shard_a', node_id => 2, conf => \@shard_conf);
 my $sb = snowseq_node('shard_b', node_id => 3, conf => \@shard_conf);

@@ -36,8 +36,7 @@ my $tmp = $PostgreSQL::Test::Utils::tmp_check;
 # ---------------------------------------------------------------------
 # Topology
 # ---------------------------------------------------------------------
-my @shard_conf = ('wal_level = logical', 'max_replication_slots = 10', 'max_wal_senders = 10',
-	'max_prepared_transactions = 10', 'wal_sender_timeout = 5s');
+my @shard_conf = shard_conf();
 my $router = snowseq_node('router', node_id => 1);
 my %node = map { ("s$_" => snowseq_node("s$_", node_id => $_ + 1, conf => \@shard_conf)) } 1 .. 4;
 my @servers = sort keys %node;
@@ -45,22 +44,8 @@ my @bounds = ([ 0, 24575 ], [ 24576, 27306 ], [ 27307, 30037 ], [ 30038, 32767 ]
 
 # a table of its own name on each server: a move copies into the table of
 # the source's name on the destination
-$node{"s$_"}->safe_psql('postgres', "CREATE TABLE items_$_ (item_id bigint PRIMARY KEY, k text NOT NULL)") for 1 .. 4;
-my $sql = "CREATE EXTENSION postgres_fdw;\n" . fdw_servers_sql('postgres', map { [ $_, $node{$_} ] } @servers)
-  . "CREATE TABLE items (item_id bigint NOT NULL, k text NOT NULL) PARTITION BY RANGE (item_id);\n"
-  . "CREATE TABLE plain (id bigint);\n";
-for my $i (0 .. 3)
-{
-	my ($f, $l) = @{ $bounds[$i] };
-	my $to = $l == 32767 ? 'MAXVALUE' : ($l + 1) . '::bigint << 48';
-	$sql .= "CREATE FOREIGN TABLE items_$i PARTITION OF items FOR VALUES FROM (${f}::bigint << 48) TO ($to) "
-	  . "SERVER s" . ($i + 1) . " OPTIONS (table_name 'items_" . ($i + 1) . "');\n"
-	  . "INSERT INTO snowseq_shard_map VALUES ($l, 's" . ($i + 1) . "');\n";
-}
-$router->safe_psql('postgres', $sql);
-is($router->safe_psql('postgres', q{
-	WITH i AS (INSERT INTO items (item_id, k) SELECT snowseq_gene_next('k' || g), 'k' || g
-		FROM generate_series(1, 8000) g RETURNING 1) SELECT count(*) FROM i}), '8000', 'router: 8000 rows to begin with');
+gene_sharded_items($router, \%node, \@bounds, 8000);
+$router->safe_psql('postgres', 'CREATE TABLE plain (id bigint)');
 
 # rows per server, counted where they live
 sub loads

@@ -143,8 +143,7 @@ is_deeply([ sort keys %doc ], [ sort keys %file_metric ], 'the guide lists no me
 # ---------------------------------------------------------------------
 # (2) Servers and exporters
 # ---------------------------------------------------------------------
-my @shard_conf = ('wal_level = logical', 'max_replication_slots = 10', 'max_wal_senders = 10',
-	'max_prepared_transactions = 10', 'wal_sender_timeout = 5s');
+my @shard_conf = shard_conf();
 my $router = snowseq_node('router', node_id => 1, conf => [ 'snowseq.backfill_node_id = 1000' ]);
 # the clock server's wall clock starts 60 s past a unit boundary (libfaketime)
 my $fake = "$tmp/clock_offset";
