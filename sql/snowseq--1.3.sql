@@ -1408,7 +1408,7 @@ DECLARE
 	pr double precision[] := '{}';	-- rows
 	pb double precision[] := '{}';	-- bytes
 	pv double precision[] := '{}';	-- the load planned on: rows, bytes or writes per second
-	w0p oid[];						-- strategy writes: the partitions of the first sample
+	w0p pg_catalog.oid[];						-- strategy writes: the partitions of the first sample
 	w0 bigint[];					-- and their writes then
 	t0 pg_catalog.timestamptz;
 	secs double precision;

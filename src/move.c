@@ -478,6 +478,17 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	SPI_connect_ext(SPI_OPT_NONATOMIC);
 	ext = ExtSchemaQuoted(fcinfo->flinfo->fn_oid);
 
+	/*
+	 * A catalog older than 1.3 has no table for the records of what a move
+	 * makes: a move begun there would leave objects nothing finds.
+	 */
+	if (!MoveObjectsRecorded(ext))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("moves need snowseq 1.3 in this database; it is older"),
+				 errdetail("A move records every object it makes before making it, in snowseq_move_objects, which 1.3 creates."),
+				 errhint("Run ALTER EXTENSION snowseq UPDATE, then move.")));
+
 	m = MoveNew(ext);
 	m->parent = parent;
 	m->first = first;

@@ -97,7 +97,11 @@ void
 MoveRecordSyncSlots(Move *m)
 {
 	PGresult   *res = RemoteExec(MoveDst(m),
-								 psprintf("SELECT pg_catalog.format('pg_%%s_sync_%%s_%%s', r.srsubid, r.srrelid, s.system_identifier) "
+								 psprintf("SELECT pg_catalog.format('pg_%%s_sync_%%s_%%s', r.srsubid, r.srrelid, "
+										  /* printed unsigned, as PostgreSQL names the slot */
+										  "CASE WHEN s.system_identifier OPERATOR(pg_catalog.<) 0 "
+										  "THEN s.system_identifier::pg_catalog.numeric OPERATOR(pg_catalog.+) 18446744073709551616 "
+										  "ELSE s.system_identifier::pg_catalog.numeric END) "
 										  "FROM pg_catalog.pg_subscription_rel r, pg_catalog.pg_control_system() s "
 										  "WHERE r.srsubid OPERATOR(pg_catalog.=) %u AND r.srsubstate OPERATOR(pg_catalog.<>) 'r' "
 										  "ORDER BY r.srrelid", m->sub_oid),
@@ -286,7 +290,9 @@ void
 MoveDropSubscription(Move *m)
 {
 	char	   *oid = RemoteValue(MoveDst(m), psprintf("SELECT oid FROM pg_catalog.pg_subscription "
-													   "WHERE subname OPERATOR(pg_catalog.=) %s",
+													   "WHERE subname OPERATOR(pg_catalog.=) %s AND subdbid OPERATOR(pg_catalog.=) "
+													   "(SELECT oid FROM pg_catalog.pg_database "
+													   "WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())",
 													   quote_literal_cstr(m->token)), "look up the subscription");
 
 	if (oid == NULL)
@@ -358,14 +364,32 @@ MoveDropSlots(Move *m)
 	PGresult   *res;
 	ListCell   *lc;
 
-	/* a catalog older than 1.3 records none: the subscription's own slot */
+	bool		synced_recorded = false;
+	char	   *legacy = "false";
+
+	/* the subscription's own slot, whatever was recorded */
 	initStringInfo(&list);
 	appendStringInfo(&list, "ARRAY[%s", quote_literal_cstr(m->token));
 	foreach(lc, names)
+	{
 		appendStringInfo(&list, ", %s", quote_literal_cstr(lfirst(lc)));
+		if (strcmp(lfirst(lc), m->token) != 0)
+			synced_recorded = true;
+	}
 	appendStringInfoString(&list, "]::pg_catalog.name[]");
+
+	/*
+	 * A move that made its subscription records its table-sync slots before
+	 * enabling it, so one with a subscription and none recorded began under
+	 * 1.2: its table-sync slots are those PostgreSQL named after the
+	 * subscription's oid (the one comparison of a name left; it goes with
+	 * the update from 1.2).
+	 */
+	if (OidIsValid(m->sub_oid) && !synced_recorded)
+		legacy = psprintf("pg_catalog.starts_with(slot_name::pg_catalog.text, %s)",
+						  quote_literal_cstr(psprintf("pg_%u_sync_", m->sub_oid)));
 	res = RemoteExec(src, psprintf("SELECT slot_name FROM pg_catalog.pg_replication_slots "
-								   "WHERE slot_name OPERATOR(pg_catalog.=) ANY (%s)", list.data),
+								   "WHERE slot_name OPERATOR(pg_catalog.=) ANY (%s) OR %s", list.data, legacy),
 					 "list the replication slots");
 	for (int i = 0; i < PQntuples(res); i++)
 	{

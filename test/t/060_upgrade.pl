@@ -253,6 +253,11 @@ if (exists $paths{'1.2'})
 		 'order_id', true, 'snowseq_move_1_5', 8, 'failed', NULL),
 		(6, 'orders', 500, 599, 'shard_a', 'shard_c', 'whole', 'orders_f', 'orders_g500_599', 'public.orders', 'public.orders_g500_599',
 		 'order_id', NULL, 'snowseq_move_1_6', NULL, 'prepare', NULL)});
+	# a move on the 1.2 catalog (the library already new) is refused: it
+	# would make objects with nowhere to record them
+	my ($mrc, $mout, $merr) = $node->psql('moves_1_2', "CALL snowseq_move_genes('orders', 0, 99, 'shard_b')");
+	like($merr, qr/ERROR:  moves need snowseq 1\.3 in this database; it is older.*HINT:  Run ALTER EXTENSION snowseq UPDATE, then move\./s,
+		'1.2 catalog, new library: a move is refused until the update');
 	sql('moves_1_2', "ALTER EXTENSION snowseq UPDATE TO '$default'");
 	is(sql('moves_1_2', q{SELECT string_agg(move_id || ' ' || server || ' ' || kind || ' ' || name, E'\n' ORDER BY move_id, kind, name)
 			FROM snowseq_move_objects}),

@@ -113,13 +113,18 @@ sub name_patterns
 	for my $line (split /\n/, $text)
 	{
 		push @hits, $line
-		  if $line =~ /OPERATOR\(pg_catalog\.!?~~?\*?\)|[^\w]!?~~?\*?\s*'|\b(?:NOT\s+)?I?LIKE\s+'|\bSIMILAR\s+TO\b|\bregexp_\w+\s*\(|\bsubstring\s*\([^)]*'\^/i;
+		  if $line =~ /OPERATOR\(pg_catalog\.!?~~?\*?\)|[^\w]!?~~?\*?\s*'|\b(?:NOT\s+)?I?LIKE\s+'|\bSIMILAR\s+TO\b|\bregexp_\w+\s*\(|\bsubstring\s*\([^)]*'\^|\bstarts_with\s*\(\s*(?:\w+\.)?(?:\w*name|gid)\b/i;
 	}
 	return @hits;
 }
+# One comparison is known and bounded: the table-sync slots of a move that
+# began under 1.2, which recorded none, are those whose names begin with
+# pg_<its subscription oid>_sync_ (MoveDropSlots); it goes with the update
+# from 1.2.
+my $legacy_sync = qr/starts_with\(slot_name::pg_catalog\.text, %s\)",$/;
 for my $f (sort keys %code)
 {
-	my @hits = name_patterns($code{$f});
+	my @hits = grep { !/$legacy_sync/ } name_patterns($code{$f});
 	is(scalar(@hits), 0, "$f matches no name against a pattern" . (@hits ? ":\n" . join("\n", @hits) : ''));
 }
 # the check itself: the search for orphans by name that 1.2 had fails it
@@ -127,6 +132,7 @@ ok(scalar(name_patterns(q{"FROM pg_catalog.pg_replication_slots WHERE slot_name:
 	  && scalar(name_patterns(q{"WHERE slot_name OPERATOR(pg_catalog.=) %s OR slot_name::text OPERATOR(pg_catalog.~) %s"})) == 1
 	  && scalar(name_patterns(q{"WHERE gid ~ '^snowseq_move_'"})) == 1
 	  && scalar(name_patterns(q{"WHERE relname LIKE 'snowseq_move_%'"})) == 1
+	  && scalar(name_patterns(q{"WHERE pg_catalog.starts_with(pubname::pg_catalog.text, 'snowseq_move_')"})) == 1
 	  && scalar(name_patterns(q{"SELECT slot_name FROM pg_catalog.pg_replication_slots WHERE slot_name OPERATOR(pg_catalog.=) ANY (%s)"})) == 0,
 	'the pattern check finds a regular expression or LIKE over names, and nothing in an equality');
 {
