@@ -31,7 +31,7 @@ upstream=${upstream#*:}
 
 # Build the source and binary packages for PostgreSQL $1; they go to $OUT.
 build() {
-	local v=$1 suite
+	local v=$1 suite contents
 
 	suite=$(suite_of "$v")
 	prepare_chroot "$v" || return 1
@@ -55,10 +55,11 @@ build() {
 	dpkg-deb --contents "$OUT"/postgresql-"$v"-snowseq_"$debversion"_*.deb |
 		awk '{ print "  " $NF }' | grep -E 'snowseq(\.so|\.control|--)|examples/' || true
 	unmount_all
-	# what docs/monitoring.md says the package ships
+	# what docs/monitoring.md says the package ships (the listing read
+	# whole first: grep -q would end the pipe early, and pipefail fail it)
+	contents=$(dpkg-deb --contents "$OUT"/postgresql-"$v"-snowseq_"$debversion"_*.deb)
 	for f in queries.yaml alerts.yml alerts_test.yml; do
-		if ! dpkg-deb --contents "$OUT"/postgresql-"$v"-snowseq_"$debversion"_*.deb |
-			grep -q "/usr/share/doc/postgresql-$v-snowseq/examples/$f\$"; then
+		if ! grep -q "/usr/share/doc/postgresql-$v-snowseq/examples/$f\$" <<<"$contents"; then
 			echo "test/package.sh: the package has no examples/$f" >&2
 			return 1
 		fi
