@@ -466,6 +466,7 @@ DECLARE
 	pt pg_catalog.text[] := '{}';			-- the remote table it reads (NULL: a new one)
 	sv pg_catalog.name[] := '{}';			-- servers of the map
 	sload double precision[] := '{}';
+	srows double precision[] := '{}';		-- rows per server: what breaks ties of load
 	total double precision := 0;
 	mean double precision;
 	kept integer;
@@ -525,6 +526,7 @@ BEGIN
 			GROUP BY s.shard ORDER BY s.shard LOOP
 		sv := sv OPERATOR(pg_catalog.||) r.shard;
 		sload := sload OPERATOR(pg_catalog.||) CAST(0 AS double precision);
+		srows := srows OPERATOR(pg_catalog.||) CAST(0 AS double precision);
 	END LOOP;
 	FOR i IN 1 .. COALESCE(pg_catalog.array_length(drain, 1), 0) LOOP
 		IF pg_catalog.array_position(sv, drain[i]) IS NULL THEN
@@ -549,6 +551,7 @@ BEGIN
 		IF pg_catalog.array_position(sv, fill[i]) IS NULL THEN
 			sv := sv OPERATOR(pg_catalog.||) fill[i];
 			sload := sload OPERATOR(pg_catalog.||) CAST(0 AS double precision);
+			srows := srows OPERATOR(pg_catalog.||) CAST(0 AS double precision);
 		END IF;
 	END LOOP;
 	kept := COALESCE(pg_catalog.array_length(sv, 1), 0) OPERATOR(pg_catalog.-)
@@ -613,6 +616,7 @@ BEGIN
 		pv := pv OPERATOR(pg_catalog.||) pload;
 		i := pg_catalog.array_position(sv, CAST(r.shard AS pg_catalog.name));
 		sload[i] := sload[i] OPERATOR(pg_catalog.+) pload;
+		srows[i] := srows[i] OPERATOR(pg_catalog.+) r.rows;
 		total := total OPERATOR(pg_catalog.+) pload;
 	END LOOP;
 	mean := total OPERATOR(pg_catalog./) kept;
@@ -622,14 +626,16 @@ BEGIN
 	END IF;
 
 	-- drained servers give every partition, the biggest first, to the
-	-- least loaded server kept
+	-- least loaded server kept; loads that tie (writes when none were
+	-- counted) are told apart by rows, as strategy rows would
 	FOR r IN SELECT o.i FROM pg_catalog.generate_subscripts(pf, 1) AS o(i)
 			WHERE ps[o.i] OPERATOR(pg_catalog.=) ANY (drain)
-			ORDER BY pv[o.i] DESC, o.i LOOP
+			ORDER BY pv[o.i] DESC, pr[o.i] DESC, o.i LOOP
 		lo := NULL;
 		FOR k IN 1 .. pg_catalog.array_length(sv, 1) LOOP
 			IF sv[k] OPERATOR(pg_catalog.<>) ALL (drain)
-				AND (lo IS NULL OR sload[k] OPERATOR(pg_catalog.<) sload[lo])
+				AND (lo IS NULL OR sload[k] OPERATOR(pg_catalog.<) sload[lo]
+					OR (sload[k] OPERATOR(pg_catalog.=) sload[lo] AND srows[k] OPERATOR(pg_catalog.<) srows[lo]))
 				AND NOT EXISTS (SELECT FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
 					WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[k] AND pt[j.j] OPERATOR(pg_catalog.=) pt[r.i]) THEN
 				lo := k;
@@ -645,6 +651,8 @@ BEGIN
 		hi := pg_catalog.array_position(sv, ps[r.i]);
 		sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
 		sload[lo] := sload[lo] OPERATOR(pg_catalog.+) moved;
+		srows[hi] := srows[hi] OPERATOR(pg_catalog.-) pr[r.i];
+		srows[lo] := srows[lo] OPERATOR(pg_catalog.+) pr[r.i];
 		n := n OPERATOR(pg_catalog.+) 1;
 		step := n; first_gene := pf[r.i]; last_gene := pl[r.i];
 		from_server := ps[r.i]; to_server := sv[lo];
@@ -671,7 +679,7 @@ BEGIN
 		found_one := false;
 		FOR c IN SELECT o.k FROM pg_catalog.generate_subscripts(sv, 1) AS o(k)
 				WHERE sv[o.k] OPERATOR(pg_catalog.<>) ALL (drain) AND o.k OPERATOR(pg_catalog.<>) hi
-				ORDER BY sload[o.k], o.k LOOP
+				ORDER BY sload[o.k], srows[o.k], o.k LOOP
 			lo := c.k;
 			-- what to move: down to the mean, without taking the receiver above it
 			amount := LEAST(sload[hi] OPERATOR(pg_catalog.-) mean, mean OPERATOR(pg_catalog.-) sload[lo]);
@@ -752,6 +760,8 @@ BEGIN
 		END IF;
 		sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
 		sload[lo] := sload[lo] OPERATOR(pg_catalog.+) moved;
+		srows[hi] := srows[hi] OPERATOR(pg_catalog.-) rows;
+		srows[lo] := srows[lo] OPERATOR(pg_catalog.+) rows;
 		RETURN NEXT;
 	END LOOP;
 END

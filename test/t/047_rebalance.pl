@@ -287,4 +287,27 @@ is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan(
 is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
 is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_stop()}), '0', 'nothing is left to stop');
 
+# ---------------------------------------------------------------------
+# A drain by writes while nothing is written: every load is 0, so rows
+# decide where each partition goes, as they do for a drain by rows (not
+# every partition onto the first server kept)
+# ---------------------------------------------------------------------
+my $busiest = $router->safe_psql('postgres', q{SELECT shard FROM snowseq_shard_stats('items')
+	WHERE partition IS NOT NULL GROUP BY shard ORDER BY count(DISTINCT partition) DESC, shard LIMIT 1});
+sub drain_plan
+{
+	my ($strategy, $extra) = @_;
+	my ($prc, $pout, $perr) = $router->psql('postgres', qq{SELECT string_agg(first_gene || '-' || last_gene || ' to ' || to_server, ', '
+		ORDER BY step) FROM snowseq_rebalance_plan('items', '$strategy', 1000, '{$busiest}'$extra)});
+	is($prc, 0, "the plan by $strategy that drains $busiest succeeds");
+	return ($pout, $perr);
+}
+my ($by_rows) = drain_plan('rows', '');
+my ($by_writes, $werr) = drain_plan('writes', q{, '{}', '1 s'});
+note "drain $busiest by rows: $by_rows; by writes: $by_writes";
+like($werr, qr/no server counted a write/, 'the sample by writes counted no write');
+cmp_ok(scalar(my %to = map { (/ to (\S+)$/)[0] => 1 } split /, /, $by_rows), '>=', 2,
+	"the drain by rows sends $busiest\'s partitions to more than one server");
+is($by_writes, $by_rows, 'the drain by writes with no write sends them where the drain by rows does');
+
 done_testing();
