@@ -781,6 +781,80 @@ COMMENT ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, timestam
 	'whether the session that started at started with process id pid is there (it runs a rebalance)';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, timestamptz) FROM PUBLIC;
 
+-- The records of a run are written as the tables' owner (the guard refuses
+-- every other role), by these functions for the procedure: a role granted
+-- them (a router administrator, with the procedure) runs rebalances
+-- without any right on the tables but SELECT.  SECURITY DEFINER, so the
+-- search path is pg_catalog and pg_temp only, and every name qualified.
+-- The run of a table not finished, locked until the transaction ends (a
+-- second CALL waits for the first to decide), or no row.
+CREATE FUNCTION @extschema@.snowseq_rebalance_open_run(parent regclass)
+	RETURNS SETOF @extschema@.snowseq_rebalance_runs
+	LANGUAGE sql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	BEGIN ATOMIC
+		SELECT r.* FROM @extschema@.snowseq_rebalance_runs r
+			WHERE r.parent OPERATOR(pg_catalog.=) $1
+				AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
+			FOR UPDATE;
+	END;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_open_run(regclass) IS
+	'the rebalance of a table not finished (running or stopped), locked for the transaction: for snowseq_rebalance';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_open_run(regclass) FROM PUBLIC;
+-- A new run (run_id NULL: its table, strategy, threshold, drain, fill,
+-- sample and state), or the state, rounds, runner and end of one; its stop
+-- (set by snowseq_rebalance_stop at any time) is cleared only when asked,
+-- as a session takes the run on.
+CREATE FUNCTION @extschema@.snowseq_rebalance_save_run(run @extschema@.snowseq_rebalance_runs,
+	clear_stop boolean DEFAULT false)
+	RETURNS @extschema@.snowseq_rebalance_runs
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $save$
+DECLARE
+	saved @extschema@.snowseq_rebalance_runs;
+BEGIN
+	IF run.run_id IS NULL THEN
+		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, fill, sample, state)
+			VALUES (run.parent, run.strategy, run.threshold, run.drain, run.fill, run.sample, run.state)
+			RETURNING * INTO saved;
+	ELSE
+		UPDATE @extschema@.snowseq_rebalance_runs r
+			SET state = run.state, stop = CASE WHEN clear_stop THEN NULL ELSE r.stop END, rounds = run.rounds, runner_pid = run.runner_pid,
+				runner_start = run.runner_start, finished_at = run.finished_at
+			WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id
+			RETURNING * INTO saved;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'rebalance % does not exist', run.run_id
+				USING ERRCODE = 'undefined_object';
+		END IF;
+	END IF;
+	RETURN saved;
+END
+$save$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_save_run(@extschema@.snowseq_rebalance_runs, boolean) IS
+	'record a new rebalance, or the state, rounds, runner and end of one (clear_stop: and clear its stop): for snowseq_rebalance';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_run(@extschema@.snowseq_rebalance_runs, boolean) FROM PUBLIC;
+-- Steps of a run: new ones, or the state, move, rows copied, error and
+-- times of planned ones.
+CREATE FUNCTION @extschema@.snowseq_rebalance_save_steps(steps @extschema@.snowseq_rebalance_steps[])
+	RETURNS void
+	LANGUAGE sql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	BEGIN ATOMIC
+		INSERT INTO @extschema@.snowseq_rebalance_steps AS st (run_id, step, first_gene, last_gene, from_server,
+				to_server, rows, bytes, state, move_id, rows_copied, error, started_at, finished_at)
+			SELECT s.run_id, s.step, s.first_gene, s.last_gene, s.from_server, s.to_server, s.rows, s.bytes,
+				COALESCE(s.state, 'planned'), s.move_id, s.rows_copied, s.error, s.started_at, s.finished_at
+			FROM pg_catalog.unnest($1) s
+			ON CONFLICT (run_id, step) DO UPDATE
+				SET state = excluded.state, move_id = excluded.move_id, rows_copied = excluded.rows_copied,
+					error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at;
+	END;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) IS
+	'record new steps of a rebalance, or the state, move, rows copied, error and times of its steps: for snowseq_rebalance';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) FROM PUBLIC;
+
 -- The run: not in a transaction block (it commits between moves), so no
 -- SET clause; every name is qualified.
 CREATE PROCEDURE @extschema@.snowseq_rebalance(parent regclass, strategy text DEFAULT 'rows',
@@ -791,6 +865,7 @@ CREATE PROCEDURE @extschema@.snowseq_rebalance(parent regclass, strategy text DE
 DECLARE
 	run @extschema@.snowseq_rebalance_runs;
 	s @extschema@.snowseq_rebalance_steps;
+	planned @extschema@.snowseq_rebalance_steps[];
 	mv record;
 	nsteps integer;
 	on_dest boolean;
@@ -799,10 +874,7 @@ BEGIN
 	IF parent IS NULL THEN
 		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
 	END IF;
-	SELECT * INTO run FROM @extschema@.snowseq_rebalance_runs r
-		WHERE r.parent OPERATOR(pg_catalog.=) snowseq_rebalance.parent
-			AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
-		FOR UPDATE;
+	SELECT * INTO run FROM @extschema@.snowseq_rebalance_open_run(parent);
 	IF FOUND THEN
 		IF run.state OPERATOR(pg_catalog.=) 'running' AND run.runner_pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
 			AND @extschema@.snowseq_rebalance_runner_alive(run.runner_pid, run.runner_start) THEN
@@ -814,21 +886,27 @@ BEGIN
 			run.run_id, parent, run.strategy, run.threshold;
 	ELSE
 		-- the plan checks the arguments: an error takes the run's row back
-		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, fill, sample, state)
-			VALUES (parent, strategy, threshold, drain, fill, COALESCE(sample, CAST('10 s' AS pg_catalog.interval)), 'running')
-			RETURNING * INTO run;
-		INSERT INTO @extschema@.snowseq_rebalance_steps (run_id, step, first_gene, last_gene, from_server, to_server, rows, bytes)
-			SELECT run.run_id, p.step, p.first_gene, p.last_gene, p.from_server, p.to_server, p.rows, p.bytes
-			FROM @extschema@.snowseq_rebalance_plan(parent, strategy, threshold, drain, fill, sample) p;
-		GET DIAGNOSTICS nsteps = ROW_COUNT;
+		run.parent := parent;
+		run.strategy := strategy;
+		run.threshold := threshold;
+		run.drain := drain;
+		run.fill := fill;
+		run.sample := COALESCE(sample, CAST('10 s' AS pg_catalog.interval));
+		run.state := 'running';
+		run := @extschema@.snowseq_rebalance_save_run(run);
+		planned := ARRAY(SELECT ROW(run.run_id, p.step, p.first_gene, p.last_gene, p.from_server, p.to_server,
+				p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
+			FROM @extschema@.snowseq_rebalance_plan(parent, strategy, threshold, drain, fill, sample) p);
+		PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
+		nsteps := COALESCE(pg_catalog.cardinality(planned), 0);
 		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
 			run.run_id, nsteps, parent, strategy, threshold;
 	END IF;
-	UPDATE @extschema@.snowseq_rebalance_runs r
-		SET state = 'running', stop = NULL, runner_pid = pg_catalog.pg_backend_pid(),
-			runner_start = (SELECT a.backend_start FROM pg_catalog.pg_stat_activity a
-				WHERE a.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid())
-		WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+	run.state := 'running';
+	run.runner_pid := pg_catalog.pg_backend_pid();
+	run.runner_start := (SELECT a.backend_start FROM pg_catalog.pg_stat_activity a
+		WHERE a.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid());
+	run := @extschema@.snowseq_rebalance_save_run(run, true);
 	COMMIT;
 
 	LOOP
@@ -836,11 +914,11 @@ BEGIN
 		SELECT * INTO run FROM @extschema@.snowseq_rebalance_runs r
 			WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
 		IF run.stop IS NOT NULL THEN
-			UPDATE @extschema@.snowseq_rebalance_runs r
-				SET state = CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned' ELSE 'stopped' END,
-					finished_at = CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN pg_catalog.clock_timestamp() END,
-					runner_pid = NULL, runner_start = NULL
-				WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+			run.state := CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned' ELSE 'stopped' END;
+			run.finished_at := CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN pg_catalog.clock_timestamp() END;
+			run.runner_pid := NULL;
+			run.runner_start := NULL;
+			run := @extschema@.snowseq_rebalance_save_run(run);
 			COMMIT;
 			RAISE NOTICE 'rebalance %: %', run.run_id,
 				CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned between moves'
@@ -857,24 +935,26 @@ BEGIN
 			IF run.rounds OPERATOR(pg_catalog.<) 3 THEN
 				SELECT COALESCE(pg_catalog.max(st.step), 0) INTO nsteps
 					FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
-				INSERT INTO @extschema@.snowseq_rebalance_steps (run_id, step, first_gene, last_gene, from_server, to_server, rows, bytes)
-					SELECT run.run_id, nsteps OPERATOR(pg_catalog.+) p.step, p.first_gene, p.last_gene,
-						p.from_server, p.to_server, p.rows, p.bytes
+				planned := ARRAY(SELECT ROW(run.run_id, nsteps OPERATOR(pg_catalog.+) p.step, p.first_gene, p.last_gene,
+						p.from_server, p.to_server, p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
 					FROM @extschema@.snowseq_rebalance_plan(run.parent, run.strategy, run.threshold,
 						-- drained servers have left the map
 						ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d WHERE EXISTS (SELECT
-							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill, run.sample) p;
-				IF FOUND THEN
-					UPDATE @extschema@.snowseq_rebalance_runs r SET rounds = r.rounds OPERATOR(pg_catalog.+) 1
-						WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill, run.sample) p);
+				IF pg_catalog.cardinality(planned) OPERATOR(pg_catalog.>) 0 THEN
+					PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
+					run.rounds := run.rounds OPERATOR(pg_catalog.+) 1;
+					run := @extschema@.snowseq_rebalance_save_run(run);
 					COMMIT;
 					RAISE NOTICE 'rebalance %: planned again from the loads now: more moves', run.run_id;
 					CONTINUE;
 				END IF;
 			END IF;
-			UPDATE @extschema@.snowseq_rebalance_runs r
-				SET state = 'done', finished_at = pg_catalog.clock_timestamp(), runner_pid = NULL, runner_start = NULL
-				WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+			run.state := 'done';
+			run.finished_at := pg_catalog.clock_timestamp();
+			run.runner_pid := NULL;
+			run.runner_start := NULL;
+			run := @extschema@.snowseq_rebalance_save_run(run);
 			COMMIT;
 			SELECT pg_catalog.count(*) AS moves, pg_catalog.sum(st.rows_copied) AS copied INTO mv
 				FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
@@ -902,10 +982,12 @@ BEGIN
 				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
 					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
 				ORDER BY m.move_id DESC LIMIT 1;
-			UPDATE @extschema@.snowseq_rebalance_steps st
-				SET state = 'done', move_id = mv.move_id, rows_copied = mv.rows_copied, error = NULL,
-					finished_at = pg_catalog.clock_timestamp()
-				WHERE st.run_id OPERATOR(pg_catalog.=) s.run_id AND st.step OPERATOR(pg_catalog.=) s.step;
+			s.state := 'done';
+			s.move_id := mv.move_id;
+			s.rows_copied := mv.rows_copied;
+			s.error := NULL;
+			s.finished_at := pg_catalog.clock_timestamp();
+			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
 			COMMIT;
 			RAISE NOTICE 'rebalance %: step % (genes % to %) was done by move %', run.run_id, s.step,
 				s.first_gene, s.last_gene, mv.move_id;
@@ -914,10 +996,10 @@ BEGIN
 
 		SELECT pg_catalog.max(st.step) INTO nsteps FROM @extschema@.snowseq_rebalance_steps st
 			WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
-		UPDATE @extschema@.snowseq_rebalance_steps st
-			SET state = 'running', started_at = pg_catalog.clock_timestamp(), finished_at = NULL
-			WHERE st.run_id OPERATOR(pg_catalog.=) s.run_id AND st.step OPERATOR(pg_catalog.=) s.step
-			RETURNING * INTO s;
+		s.state := 'running';
+		s.started_at := pg_catalog.clock_timestamp();
+		s.finished_at := NULL;
+		PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
 		COMMIT;
 		RAISE NOTICE 'rebalance %: step % of %: genes % to % of table % from server "%" to server "%" (about % rows)',
 			run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.to_server, s.rows;
@@ -930,18 +1012,23 @@ BEGIN
 				AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
 			ORDER BY m.move_id DESC LIMIT 1;
 		IF mv.state IS NOT NULL AND mv.state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'revertable']) THEN
-			UPDATE @extschema@.snowseq_rebalance_steps st
-				SET state = 'done', move_id = mv.move_id, rows_copied = mv.rows_copied, error = NULL,
-					finished_at = pg_catalog.clock_timestamp()
-				WHERE st.run_id OPERATOR(pg_catalog.=) s.run_id AND st.step OPERATOR(pg_catalog.=) s.step;
+			s.state := 'done';
+			s.move_id := mv.move_id;
+			s.rows_copied := mv.rows_copied;
+			s.error := NULL;
+			s.finished_at := pg_catalog.clock_timestamp();
+			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
 			COMMIT;
 		ELSE
-			UPDATE @extschema@.snowseq_rebalance_steps st
-				SET state = 'failed', move_id = mv.move_id, error = COALESCE(mv.error, 'the move did not finish'),
-					finished_at = pg_catalog.clock_timestamp()
-				WHERE st.run_id OPERATOR(pg_catalog.=) s.run_id AND st.step OPERATOR(pg_catalog.=) s.step;
-			UPDATE @extschema@.snowseq_rebalance_runs r SET state = 'stopped', runner_pid = NULL, runner_start = NULL
-				WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+			s.state := 'failed';
+			s.move_id := mv.move_id;
+			s.error := COALESCE(mv.error, 'the move did not finish');
+			s.finished_at := pg_catalog.clock_timestamp();
+			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
+			run.state := 'stopped';
+			run.runner_pid := NULL;
+			run.runner_start := NULL;
+			run := @extschema@.snowseq_rebalance_save_run(run);
 			COMMIT;
 			RAISE EXCEPTION 'rebalance %: step % (move %, genes % to % to server "%") failed: %', run.run_id, s.step,
 				mv.move_id, s.first_gene, s.last_gene, s.to_server, COALESCE(mv.error, 'the move did not finish')
@@ -955,9 +1042,12 @@ COMMENT ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precis
 	'plan the moves of snowseq_rebalance_plan (strategy writes: sampled again for each round) into snowseq_rebalance_steps and run them one by one with snowseq_move_genes, committing between moves; a CALL with a run of the table not finished (stopped, or cut by a crash) continues it from its first step not done';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[], interval) FROM PUBLIC;
 
+-- Stop: writes the runs as their owner, for the roles granted it
+-- (SECURITY DEFINER: the search path is pg_catalog and pg_temp only).
 CREATE FUNCTION @extschema@.snowseq_rebalance_stop(parent regclass DEFAULT NULL, abandon boolean DEFAULT false)
 	RETURNS integer
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
 	AS $stop$
 DECLARE
 	n integer;

@@ -104,11 +104,14 @@ RemoteNotice(void *arg, const PGresult *res)
 							 PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY))));
 }
 
-/* Refuse a non-superuser connection that used no password, as postgres_fdw does. */
+/*
+ * Refuse a non-superuser connection that used no password, as postgres_fdw
+ * does, unless a superuser set password_required 'false' in the mapping.
+ */
 void
 RemoteCheckUsableAs(RemoteConn *rc)
 {
-	if (!superuser() && !PQconnectionUsedPassword(rc->conn))
+	if (!superuser() && rc->password_required && !PQconnectionUsedPassword(rc->conn))
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required to connect to server \"%s\"", rc->server),
@@ -194,6 +197,7 @@ RemoteConnect(Oid serverid)
 	rc->conn = conn;
 	rc->server = pstrdup(server->servername);
 	rc->serverid = serverid;
+	rc->password_required = password_required;
 	PQsetNoticeReceiver(conn, RemoteNotice, rc->server);
 	PG_TRY();
 	{

@@ -42,6 +42,8 @@ typedef struct RemoteConn
 	Oid			serverid;
 	char	   *extschema;		/* quoted schema of snowseq there, or NULL */
 	char	   *extversion;		/* its version, or NULL */
+	bool		password_required;	/* the mapping's password_required (default
+									 * true; only a superuser sets false) */
 } RemoteConn;
 
 /* remote.c */

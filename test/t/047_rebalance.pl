@@ -100,6 +100,22 @@ $router->safe_psql('postgres', q{CREATE ROLE grantee; GRANT ALL ON snowseq_rebal
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE grantee; DELETE FROM snowseq_rebalance_steps});
 like($err, qr/table snowseq_rebalance_steps is written by snowseq's functions alone/, 'the guard refuses a grantee');
 
+# A router administrator: a role granted what docs/security.md lists for
+# rebalancing, and no right on the runs and steps but SELECT, with user
+# mappings of its own; the records are written for it as their owner
+my $su = $router->safe_psql('postgres', 'SELECT current_user');
+$router->safe_psql('postgres', qq{CREATE ROLE radmin LOGIN;
+	GRANT SELECT ON snowseq_shard_map, snowseq_rebalance_runs, snowseq_rebalance_steps, snowseq_moves TO radmin;
+	GRANT EXECUTE ON FUNCTION snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval),
+		snowseq_rebalance_stop(regclass, boolean), snowseq_shard_stats(regclass),
+		snowseq_rebalance_runner_alive(integer, timestamptz), snowseq_rebalance_open_run(regclass),
+		snowseq_rebalance_save_run(snowseq_rebalance_runs, boolean), snowseq_rebalance_save_steps(snowseq_rebalance_steps[])
+		TO radmin;
+	GRANT EXECUTE ON PROCEDURE snowseq_rebalance(regclass, text, double precision, name[], name[], interval) TO radmin;
+	} . join('', map { qq{CREATE USER MAPPING FOR radmin SERVER $_ OPTIONS (user '$su', password_required 'false');\n} } @servers));
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_rebalance_stop()});
+is("$rc $out", '0 0', 'a router administrator may stop rebalances (there are none)') or diag($err);
+
 my $plan = $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items')});
 note "plan:\n$plan";
 my @plan = split /\n/, $plan;
@@ -286,6 +302,13 @@ is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan(
 	'the plan is empty afterwards');
 is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
 is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_stop()}), '0', 'nothing is left to stop');
+
+# the router administrator runs a rebalance (balanced: no move), recorded
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; CALL snowseq_rebalance('items')});
+is($rc, 0, 'a router administrator may run a rebalance') or diag($err);
+like($err, qr/rebalance \d+: 0 moves planned.*rebalance \d+: done, 0 moves/s, 'which plans no move here and is done');
+is($router->safe_psql('postgres', q{SELECT state FROM snowseq_rebalance_runs ORDER BY run_id DESC LIMIT 1}), 'done',
+	'its run is recorded as done');
 
 # ---------------------------------------------------------------------
 # A drain by writes while nothing is written: every load is 0, so rows
