@@ -488,6 +488,7 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 				 errmsg("moves need snowseq 1.3 in this database; it is older"),
 				 errdetail("A move records every object it makes before making it, in snowseq_move_objects, which 1.3 creates."),
 				 errhint("Run ALTER EXTENSION snowseq UPDATE, then move.")));
+	MoveCheckMover(ext);
 
 	m = MoveNew(ext);
 	m->parent = parent;
@@ -583,11 +584,14 @@ static Move *
 MoveRevertable(FunctionCallInfo fcinfo, int64 id)
 {
 	char	   *ext = ExtSchemaQuoted(fcinfo->flinfo->fn_oid);
-	char	   *lead = SpiValue(CurrentMemoryContext,
-								psprintf("SELECT coalesce(group_move, 0) FROM %s.snowseq_moves WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-										 ext, id));
+	char	   *lead;
 	Move	   *o;
 	ListCell   *lc;
+
+	MoveCheckMover(ext);
+	lead = SpiValue(CurrentMemoryContext,
+					psprintf("SELECT coalesce(group_move, 0) FROM %s.snowseq_moves WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+							 ext, id));
 
 	if (lead == NULL)
 		ereport(ERROR,
@@ -893,6 +897,7 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	collect = MoveNew(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
 	SPI_connect();
+	MoveCheckMover(collect->ext);
 	CleanupMoves(collect->ext, InvalidOid, collect, false, NOTICE);
 	CleanupRecorded(collect);
 	SPI_finish();

@@ -16,6 +16,7 @@
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -594,6 +595,34 @@ MoveObjectsRecorded(const char *ext)
 	return SpiValue(CurrentMemoryContext,
 					psprintf("SELECT pg_catalog.to_regclass(%s)",
 							 quote_literal_cstr(psprintf("%s.snowseq_move_objects", ext)))) != NULL;
+}
+
+/*
+ * Refuse a caller without the privileges of the owner of snowseq_moves: a
+ * move writes its records (snowseq_moves, snowseq_move_objects) as its
+ * caller, and the guard lets no other role write them.  Said first, before
+ * anything is made, rather than as a permission error mid-way.
+ */
+void
+MoveCheckMover(const char *ext)
+{
+	char	   *rel = SpiValue(CurrentMemoryContext,
+							   psprintf("SELECT pg_catalog.to_regclass(%s)::pg_catalog.oid",
+										quote_literal_cstr(psprintf("%s.snowseq_moves", ext))));
+	Oid			owner;
+
+	if (rel == NULL)
+		return;					/* no catalog of moves: said where it matters */
+	owner = ExtRelationOwner((Oid) strtoul(rel, NULL, 10));
+	if (!has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" may not move genes: moves run as the owner of snowseq's tables",
+						GetUserNameFromId(GetUserId(), false)),
+				 errdetail("A move records what it does in snowseq_moves and snowseq_move_objects, which only their owner, role \"%s\", writes.",
+						   GetUserNameFromId(owner, false)),
+				 errhint("Run moves, cleanups and rebalances that move as role \"%s\".",
+						 GetUserNameFromId(owner, false))));
 }
 
 /* Every Move of a move's group, the lead first. */

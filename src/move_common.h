@@ -215,6 +215,7 @@ extern List *MoveGroup(Move *m);
 extern char *MoveGroupRelations(Move *m, bool dst, bool created_only);
 extern bool MoveGroupsRecorded(const char *ext);
 extern bool MoveObjectsRecorded(const char *ext);
+extern void MoveCheckMover(const char *ext);
 extern MoveStateId MoveStateRead(Move *m);
 
 #endif							/* SNOWSEQ_MOVE_COMMON_H */

@@ -115,6 +115,17 @@ $router->safe_psql('postgres', qq{CREATE ROLE radmin LOGIN;
 	} . join('', map { qq{CREATE USER MAPPING FOR radmin SERVER $_ OPTIONS (user '$su', password_required 'false');\n} } @servers));
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_rebalance_stop()});
 is("$rc $out", '0 0', 'a router administrator may stop rebalances (there are none)') or diag($err);
+# moves write their records as their caller: one that lacks the privileges
+# of the records' owner is told so before anything is made
+$router->safe_psql('postgres', q{GRANT EXECUTE ON PROCEDURE snowseq_move_genes(regclass, integer, integer, name) TO radmin;
+	GRANT EXECUTE ON FUNCTION snowseq_move_cleanup() TO radmin});
+my $moves_before = $router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_moves');
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; CALL snowseq_move_genes('items', 24000, 24575, 's2')});
+like($err, qr/role "radmin" may not move genes: moves run as the owner of snowseq's tables/,
+	'a router administrator without the owner\'s privileges is refused a move, clearly');
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT count(*) FROM snowseq_move_cleanup()});
+like($err, qr/role "radmin" may not move genes/, 'and a cleanup of moves');
+is($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_moves'), $moves_before, 'nothing was recorded');
 
 my $plan = $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items')});
 note "plan:\n$plan";
