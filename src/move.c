@@ -488,7 +488,6 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 				 errmsg("moves need snowseq 1.3 in this database; it is older"),
 				 errdetail("A move records every object it makes before making it, in snowseq_move_objects, which 1.3 creates."),
 				 errhint("Run ALTER EXTENSION snowseq UPDATE, then move.")));
-	MoveCheckMover(ext);
 
 	m = MoveNew(ext);
 	m->parent = parent;
@@ -548,8 +547,8 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	/* the router committed its switch: MoveFinish commits the source's */
 	SNOWSEQ_TESTPOINT("move_after_router_commit");
 	{
-		char	   *pause = SpiValue(m->cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-													  MoveExt(m, "snowseq_moves"), m->id));
+		char	   *pause = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+																	  MoveExt(m, "snowseq_moves"), m->id));
 
 		ereport(NOTICE,
 				(errmsg("genes %d to %d of table \"%s\" are on server \"%s\"; their writes were held back for %s ms",
@@ -559,8 +558,8 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	SPI_commit();
 	if (MoveStateRead(m) == MOVE_STATE_REVERTABLE)
 	{
-		char	   *until = SpiValue(m->cxt, psprintf("SELECT revertable_until FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-													  MoveExt(m, "snowseq_moves"), m->id));
+		char	   *until = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT revertable_until FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+																	  MoveExt(m, "snowseq_moves"), m->id));
 
 		ereport(NOTICE,
 				(errmsg("move " INT64_FORMAT " keeps server \"%s\" current until %s: CALL snowseq_move_revert(" INT64_FORMAT
@@ -588,8 +587,7 @@ MoveRevertable(FunctionCallInfo fcinfo, int64 id)
 	Move	   *o;
 	ListCell   *lc;
 
-	MoveCheckMover(ext);
-	lead = SpiValue(CurrentMemoryContext,
+	lead = MoveRecordsValue(ext, CurrentMemoryContext,
 					psprintf("SELECT coalesce(group_move, 0) FROM %s.snowseq_moves WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
 							 ext, id));
 
@@ -719,8 +717,8 @@ snowseq_move_revert(PG_FUNCTION_ARGS)
 			MoveRun(r, MoveBlock, MOVE_STATE_SWITCH) &&
 			MoveRun(r, MoveSwitch, MOVE_STATE_SWITCHED))
 		{
-			char	   *pause = SpiValue(r->cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-														  MoveExt(r, "snowseq_moves"), r->id));
+			char	   *pause = MoveRecordsValue(r->ext, r->cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+																		  MoveExt(r, "snowseq_moves"), r->id));
 
 			ereport(NOTICE,
 					(errmsg("genes %d to %d of table \"%s\" are on server \"%s\" again; their writes were held back for %s ms",
@@ -756,8 +754,8 @@ MoveFinalizeBack(Move *m)
 	foreach(lc, MoveGroup(m))
 		((Move *) lfirst(lc))->revert_window = 0;
 	MoveRecordState(m, MOVE_STATE_SWITCHED, "revertable_until = NULL, revert_window = NULL");
-	SpiRun(psprintf("UPDATE %s SET revert_window = NULL WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
-					MoveExt(m, "snowseq_moves"), m->id), SPI_OK_UPDATE);
+	MoveRecordsRun(m->ext, psprintf("UPDATE %s SET revert_window = NULL WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
+									MoveExt(m, "snowseq_moves"), m->id), SPI_OK_UPDATE);
 }
 
 /*
@@ -897,7 +895,6 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	collect = MoveNew(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
 	SPI_connect();
-	MoveCheckMover(collect->ext);
 	CleanupMoves(collect->ext, InvalidOid, collect, false, NOTICE);
 	CleanupRecorded(collect);
 	SPI_finish();

@@ -627,8 +627,8 @@ MoveLoadMembers(Move *m)
 	SPITupleTable *rows;
 	uint64		n;
 
-	SpiRun(psprintf("SELECT " MOVE_LOAD_COLUMNS " FROM %s WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT
-					" ORDER BY move_id", MoveExt(m, "snowseq_moves"), m->id), SPI_OK_SELECT);
+	MoveRecordsRun(m->ext, psprintf("SELECT " MOVE_LOAD_COLUMNS " FROM %s WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT
+									" ORDER BY move_id", MoveExt(m, "snowseq_moves"), m->id), SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
@@ -674,8 +674,8 @@ MoveLoadById(const char *ext, int64 id)
 {
 	Move	   *m;
 
-	SpiRun(psprintf("SELECT " MOVE_LOAD_COLUMNS " FROM %s.snowseq_moves WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-					ext, id), SPI_OK_SELECT);
+	MoveRecordsRun(ext, psprintf("SELECT " MOVE_LOAD_COLUMNS " FROM %s.snowseq_moves WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+								 ext, id), SPI_OK_SELECT);
 	if (SPI_processed != 1)
 		return NULL;
 	m = MoveLoad(ext, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, NULL);
@@ -692,7 +692,7 @@ MoveLoadById(const char *ext, int64 id)
 static void
 CleanupRevertable(Move *m, bool report)
 {
-	char	   *until = SpiValue(m->cxt, psprintf("SELECT CASE WHEN revertable_until OPERATOR(pg_catalog.<=) "
+	char	   *until = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT CASE WHEN revertable_until OPERATOR(pg_catalog.<=) "
 												  "pg_catalog.clock_timestamp() THEN '' ELSE revertable_until::pg_catalog.text END "
 												  "FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
 												  MoveExt(m, "snowseq_moves"), m->id));
@@ -727,7 +727,7 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 	bool		groups = MoveGroupsRecorded(ext);
 
 	/* the leading records (all, before 1.2), and those of the table's group */
-	SpiRun(psprintf("SELECT " MOVE_LOAD_COLUMNS " "
+	MoveRecordsRun(ext, psprintf("SELECT " MOVE_LOAD_COLUMNS " "
 				 "FROM %s m WHERE %s state OPERATOR(pg_catalog.<>) ALL (%s) %s%s ORDER BY move_id",
 				 psprintf("%s.snowseq_moves", ext), groups ? "group_move IS NULL AND" : "",
 				 MoveStateList(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE),

@@ -275,7 +275,7 @@ MoveRecordObject(Move *m, const char *server, MoveObjectKind kind, const char *n
 {
 	if (!MoveObjectsRecorded(m->ext))
 		return;
-	SpiRun(psprintf("INSERT INTO %s (move_id, server, kind, name) VALUES (" INT64_FORMAT ", %s, %s, %s) "
+	MoveRecordsRun(m->ext, psprintf("INSERT INTO %s (move_id, server, kind, name) VALUES (" INT64_FORMAT ", %s, %s, %s) "
 					"ON CONFLICT DO NOTHING",
 					MoveExt(m, "snowseq_move_objects"), m->id, quote_literal_cstr(server),
 					quote_literal_cstr(MoveObjectName(kind)), quote_literal_cstr(name)),
@@ -325,7 +325,7 @@ MoveForgetObjects(Move *m, MoveForget which)
 		which_sql = psprintf("kind::pg_catalog.text OPERATOR(pg_catalog.=) %s OR (name OPERATOR(pg_catalog.=) %s "
 							 "AND kind::pg_catalog.text OPERATOR(pg_catalog.<>) ALL (ARRAY[%s, %s]))",
 							 table, back, prepared, fence);
-	SpiRun(psprintf("DELETE FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s) AND (%s)",
+	MoveRecordsRun(m->ext, psprintf("DELETE FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s) AND (%s)",
 					MoveExt(m, "snowseq_move_objects"), MoveGroupIds(m), which_sql),
 		   SPI_OK_DELETE);
 }
@@ -336,7 +336,7 @@ MoveForgetObject(Move *m, const char *server, MoveObjectKind kind, const char *n
 {
 	if (!MoveObjectsRecorded(m->ext))
 		return;
-	SpiRun(psprintf("DELETE FROM %s WHERE server OPERATOR(pg_catalog.=) %s AND kind::pg_catalog.text OPERATOR(pg_catalog.=) %s "
+	MoveRecordsRun(m->ext, psprintf("DELETE FROM %s WHERE server OPERATOR(pg_catalog.=) %s AND kind::pg_catalog.text OPERATOR(pg_catalog.=) %s "
 					"AND name OPERATOR(pg_catalog.=) %s", MoveExt(m, "snowseq_move_objects"), quote_literal_cstr(server),
 					quote_literal_cstr(MoveObjectName(kind)), quote_literal_cstr(name)),
 		   SPI_OK_DELETE);
@@ -350,7 +350,7 @@ MoveRecordedNames(Move *m, const char *server, MoveObjectKind kind)
 
 	if (!MoveObjectsRecorded(m->ext))
 		return NIL;
-	SpiRun(psprintf("SELECT name FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s) AND server OPERATOR(pg_catalog.=) %s "
+	MoveRecordsRun(m->ext, psprintf("SELECT name FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s) AND server OPERATOR(pg_catalog.=) %s "
 					"AND kind::pg_catalog.text OPERATOR(pg_catalog.=) %s ORDER BY name",
 					MoveExt(m, "snowseq_move_objects"), MoveGroupIds(m), quote_literal_cstr(server),
 					quote_literal_cstr(MoveObjectName(kind))), SPI_OK_SELECT);
@@ -404,7 +404,7 @@ MoveRecordState(Move *m, MoveStateId state, const char *sets)
 	MoveRecordSet(m, psprintf("state = %s%s%s", quote_literal_cstr(MoveStateName(state)),
 							  sets ? ", " : "", sets ? sets : ""));
 	if (lead->members != NIL)
-		SpiRun(psprintf("UPDATE %s SET state = %s WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
+		MoveRecordsRun(m->ext, psprintf("UPDATE %s SET state = %s WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
 						MoveExt(m, "snowseq_moves"), quote_literal_cstr(MoveStateName(state)), lead->id),
 			   SPI_OK_UPDATE);
 }
@@ -413,8 +413,8 @@ MoveRecordState(Move *m, MoveStateId state, const char *sets)
 void
 MoveRecordSet(Move *m, const char *sets)
 {
-	SpiRun(psprintf("UPDATE %s SET %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-					MoveExt(m, "snowseq_moves"), sets, m->id), SPI_OK_UPDATE);
+	MoveRecordsRun(m->ext, psprintf("UPDATE %s SET %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+									MoveExt(m, "snowseq_moves"), sets, m->id), SPI_OK_UPDATE);
 }
 
 /*
@@ -598,31 +598,54 @@ MoveObjectsRecorded(const char *ext)
 }
 
 /*
- * Refuse a caller without the privileges of the owner of snowseq_moves: a
- * move writes its records (snowseq_moves, snowseq_move_objects) as its
- * caller, and the guard lets no other role write them.  Said first, before
- * anything is made, rather than as a permission error mid-way.
+ * The records of moves (snowseq_moves, snowseq_move_objects, and
+ * snowseq_status for this server's node id) are read and written as their
+ * owner: the guard lets no other role write them, and a router
+ * administrator that moves holds no right on them.  Every statement on
+ * them goes through MoveRecordsRun or MoveRecordsValue, which become the
+ * owner for that statement alone (a security-restricted operation, as
+ * PostgreSQL runs an index build as the table's owner); the move's DDL,
+ * its sessions on other servers (the caller's user mappings) and its
+ * changes of the map stay the caller's.
  */
-void
-MoveCheckMover(const char *ext)
+static Oid
+MoveRecordsOwner(const char *ext)
 {
 	char	   *rel = SpiValue(CurrentMemoryContext,
 							   psprintf("SELECT pg_catalog.to_regclass(%s)::pg_catalog.oid",
 										quote_literal_cstr(psprintf("%s.snowseq_moves", ext))));
-	Oid			owner;
 
-	if (rel == NULL)
-		return;					/* no catalog of moves: said where it matters */
-	owner = ExtRelationOwner((Oid) strtoul(rel, NULL, 10));
-	if (!has_privs_of_role(GetUserId(), owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("role \"%s\" may not move genes: moves run as the owner of snowseq's tables",
-						GetUserNameFromId(GetUserId(), false)),
-				 errdetail("A move records what it does in snowseq_moves and snowseq_move_objects, which only their owner, role \"%s\", writes.",
-						   GetUserNameFromId(owner, false)),
-				 errhint("Run moves, cleanups and rebalances that move as role \"%s\".",
-						 GetUserNameFromId(owner, false))));
+	return rel == NULL ? GetUserId() : ExtRelationOwner((Oid) strtoul(rel, NULL, 10));
+}
+
+/* SpiRun of a statement on the records of moves, as their owner. */
+uint64
+MoveRecordsRun(const char *ext, const char *sql, int expect)
+{
+	Oid			owner = MoveRecordsOwner(ext);
+	Oid			save_user;
+	int			save_sec;
+	uint64		n;
+
+	ExtBecome(owner, &save_user, &save_sec);
+	n = SpiRun(sql, expect);
+	SetUserIdAndSecContext(save_user, save_sec);
+	return n;
+}
+
+/* SpiValue of a query of the records of moves, as their owner. */
+char *
+MoveRecordsValue(const char *ext, MemoryContext cxt, const char *sql)
+{
+	Oid			owner = MoveRecordsOwner(ext);
+	Oid			save_user;
+	int			save_sec;
+	char	   *v;
+
+	ExtBecome(owner, &save_user, &save_sec);
+	v = SpiValue(cxt, sql);
+	SetUserIdAndSecContext(save_user, save_sec);
+	return v;
 }
 
 /* Every Move of a move's group, the lead first. */
@@ -663,6 +686,6 @@ MoveGroupRelations(Move *m, bool dst, bool created_only)
 MoveStateId
 MoveStateRead(Move *m)
 {
-	return MoveStateFromName(SpiValue(m->cxt, psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+	return MoveStateFromName(MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
 													   MoveExt(m, "snowseq_moves"), m->id)));
 }

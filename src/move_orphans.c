@@ -168,7 +168,7 @@ CleanupRecorded(Move *collect)
 	if (!MoveObjectsRecorded(collect->ext))
 		return;
 	/* prepared transactions first: they hold the tables the others depend on */
-	SpiRun(psprintf("SELECT o.move_id, o.server, o.kind::pg_catalog.text, o.name, lead.token, lead.state, "
+	MoveRecordsRun(collect->ext, psprintf("SELECT o.move_id, o.server, o.kind::pg_catalog.text, o.name, lead.token, lead.state, "
 					"coalesce(lead.finished_at OPERATOR(pg_catalog.>=) pg_catalog.transaction_timestamp(), false), m.token, "
 					"m.parent, m.first_gene, m.last_gene "
 					"FROM %s o LEFT JOIN %s m ON m.move_id OPERATOR(pg_catalog.=) o.move_id "

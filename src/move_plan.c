@@ -394,7 +394,7 @@ MoveIsLive(int64 id)
 char *
 MoveLocalNode(Move *m)
 {
-	char	   *node = SpiValue(m->cxt, psprintf("SELECT node_id FROM %s", MoveExt(m, "snowseq_status")));
+	char	   *node = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT node_id FROM %s", MoveExt(m, "snowseq_status")));
 
 	if (node == NULL)
 		ereport(ERROR,
@@ -414,7 +414,7 @@ MoveRecordNew(Move *m)
 
 	m->node = MoveLocalNode(m);
 	MoveLockStart();
-	SpiRun(psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
+	MoveRecordsRun(m->ext, psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
 					"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
 					"AND state OPERATOR(pg_catalog.<>) ALL (%s) ORDER BY move_id",
 					MoveExt(m, "snowseq_moves"), m->parent,
@@ -462,8 +462,8 @@ MoveRecordNew(Move *m)
 					 errhint("Run SELECT * FROM snowseq_move_cleanup(); once its servers are reachable.")));
 	}
 
-	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(%s, 'move_id'))",
-								  quote_literal_cstr(MoveExt(m, "snowseq_moves"))));
+	v = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(%s, 'move_id'))",
+												  quote_literal_cstr(MoveExt(m, "snowseq_moves"))));
 	m->id = pg_strtoint64(v);
 	m->token = psprintf("snowseq_move_%s_" INT64_FORMAT, m->node, m->id);
 	m->token = MemoryContextStrdup(m->cxt, m->token);
@@ -484,7 +484,7 @@ MoveRecordNew(Move *m)
 	m->dst_rel = MemoryContextStrdup(m->cxt, name);
 	m->dst_table = MemoryContextStrdup(m->cxt, quote_qualified_identifier(m->dst_nsp, m->dst_rel));
 
-	SpiRun(psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
+	MoveRecordsRun(m->ext, psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
 					"kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
 					"token, state) OVERRIDING SYSTEM VALUE VALUES (" INT64_FORMAT ", %u, %d, %d, %s, %s, %s, %s, "
 					"%s, %s, %s, %s, %s, %s, %s, %s)",
@@ -586,11 +586,11 @@ MoveRevertNew(Move *o)
 		t->dest_created = 0;
 		t->token = MoveBackName(ot);
 		t->node = r->node;
-		v = SpiValue(r->cxt, psprintf("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(%s, 'move_id'))",
-									  quote_literal_cstr(MoveExt(r, "snowseq_moves"))));
+		v = MoveRecordsValue(r->ext, r->cxt, psprintf("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(%s, 'move_id'))",
+													  quote_literal_cstr(MoveExt(r, "snowseq_moves"))));
 		t->id = pg_strtoint64(v);
 		MemoryContextSwitchTo(old);
-		SpiRun(psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
+		MoveRecordsRun(r->ext, psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
 						"kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
 						"token, state, dest_created, reverts, mover, group_move) OVERRIDING SYSTEM VALUE VALUES ("
 						INT64_FORMAT ", %u, %d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, false, "

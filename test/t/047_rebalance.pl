@@ -115,17 +115,6 @@ $router->safe_psql('postgres', qq{CREATE ROLE radmin LOGIN;
 	} . join('', map { qq{CREATE USER MAPPING FOR radmin SERVER $_ OPTIONS (user '$su', password_required 'false');\n} } @servers));
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_rebalance_stop()});
 is("$rc $out", '0 0', 'a router administrator may stop rebalances (there are none)') or diag($err);
-# moves write their records as their caller: one that lacks the privileges
-# of the records' owner is told so before anything is made
-$router->safe_psql('postgres', q{GRANT EXECUTE ON PROCEDURE snowseq_move_genes(regclass, integer, integer, name) TO radmin;
-	GRANT EXECUTE ON FUNCTION snowseq_move_cleanup() TO radmin});
-my $moves_before = $router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_moves');
-($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; CALL snowseq_move_genes('items', 24000, 24575, 's2')});
-like($err, qr/role "radmin" may not move genes: moves run as the owner of snowseq's tables/,
-	'a router administrator without the owner\'s privileges is refused a move, clearly');
-($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT count(*) FROM snowseq_move_cleanup()});
-like($err, qr/role "radmin" may not move genes/, 'and a cleanup of moves');
-is($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_moves'), $moves_before, 'nothing was recorded');
 
 my $plan = $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items')});
 note "plan:\n$plan";
@@ -343,5 +332,40 @@ like($werr, qr/no server counted a write/, 'the sample by writes counted no writ
 cmp_ok(scalar(my %to = map { (/ to (\S+)$/)[0] => 1 } split /, /, $by_rows), '>=', 2,
 	"the drain by rows sends $busiest\'s partitions to more than one server");
 is($by_writes, $by_rows, 'the drain by writes with no write sends them where the drain by rows does');
+
+# ---------------------------------------------------------------------
+# The router administrator moves: it owns the table and its partitions and
+# may create in their schema, and holds no right on snowseq's records but
+# SELECT; the moves write those as their owner
+# ---------------------------------------------------------------------
+$router->safe_psql('postgres', q{GRANT EXECUTE ON PROCEDURE snowseq_move_genes(regclass, integer, integer, name) TO radmin;
+	GRANT EXECUTE ON FUNCTION snowseq_move_cleanup() TO radmin;
+	GRANT INSERT, UPDATE, DELETE ON snowseq_shard_map TO radmin;
+	GRANT CREATE ON SCHEMA public TO radmin;
+	GRANT USAGE ON FOREIGN SERVER s1, s2, s3, s4 TO radmin;
+	ALTER TABLE items OWNER TO radmin;
+	DO $$DECLARE p regclass; BEGIN
+		FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'items'::regclass LOOP
+			EXECUTE format('ALTER FOREIGN TABLE %s OWNER TO radmin', p);
+		END LOOP;
+	END$$;});
+my $radmin_moves = $router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_moves');
+($rc, $out, $err) = $router->psql('postgres', qq{SET ROLE radmin; CALL snowseq_rebalance('items', drain => '{$busiest}')},
+	timeout => $PostgreSQL::Test::Utils::timeout_default * 3);
+is($rc, 0, "the router administrator drains $busiest") or diag($err);
+like($err, qr/rebalance \d+: done, [1-9]\d* moves/, 'with moves of its own');
+cmp_ok($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_moves'), '>', $radmin_moves, 'recorded in snowseq_moves');
+is($router->safe_psql('postgres', qq{SELECT count(*) FROM snowseq_moves WHERE mover = 'radmin'::regrole
+	AND state <> 'done'}), '0', 'every move it made is done');
+is(loads()->{$busiest}, 0, "$busiest holds no rows");
+is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT item_id) FROM items'),
+	(8000 + scalar(@written)) . ' ' . (8000 + scalar(@written)), 'every row is still there, once');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
+	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
+	'map and partitions agree');
+is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; INSERT INTO snowseq_moves (parent, first_gene, last_gene)
+	VALUES ('items', 0, 1)});
+like($err, qr/permission denied for table snowseq_moves/, 'it still may not write the records itself');
 
 done_testing();

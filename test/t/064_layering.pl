@@ -151,4 +151,48 @@ ok(scalar(name_patterns(q{"FROM pg_catalog.pg_replication_slots WHERE slot_name:
 	}
 }
 
+# The records of moves are read and written as their owner (a router
+# administrator that moves holds no right on them): in the move files, no
+# statement run with SpiRun, SpiRunArgs or SpiValue names snowseq_moves,
+# snowseq_move_objects or snowseq_status; each goes through MoveRecordsRun
+# or MoveRecordsValue.  A look-up of a table in the catalog (to_regclass,
+# ::regclass) reads none.
+sub call_args
+{
+	my ($text, $fn) = @_;
+	my @out;
+	while ($text =~ /\b$fn\s*\(/g)
+	{
+		my ($i, $depth, $in_str) = (pos($text), 1, 0);
+		my $start = $i;
+		while ($i < length($text) && $depth > 0)
+		{
+			my $c = substr($text, $i, 1);
+			if ($in_str) { if ($c eq '\\') { $i++ } elsif ($c eq '"') { $in_str = 0 } }
+			elsif ($c eq '"') { $in_str = 1 }
+			elsif ($c eq '(') { $depth++ }
+			elsif ($c eq ')') { $depth-- }
+			$i++;
+		}
+		push @out, substr($text, $start, $i - $start - 1);
+		pos($text) = $i;
+	}
+	return @out;
+}
+sub records_as_caller
+{
+	my ($text) = @_;
+	return grep { /snowseq_(?:moves|move_objects|status)\b/ && !/to_regclass\(|::pg_catalog\.regclass/ }
+	  map { call_args($text, $_) } qw(SpiRun SpiRunArgs SpiValue);
+}
+for my $f (grep { m{src/move} } sort keys %code)
+{
+	my @hits = records_as_caller($code{$f});
+	is(scalar(@hits), 0, "$f reads and writes the records of moves as their owner" . (@hits ? ":\n" . join("\n", @hits) : ''));
+}
+ok(scalar(records_as_caller(q{SpiRun(psprintf("UPDATE %s SET a = 1", MoveExt(m, "snowseq_moves")), SPI_OK_UPDATE);}))
+	  == 1 && scalar(records_as_caller(q{v = SpiValue(m->cxt, psprintf("SELECT node_id FROM %s", MoveExt(m, "snowseq_status")));})) == 1
+	  && scalar(records_as_caller(q{MoveRecordsRun(m->ext, psprintf("UPDATE %s SET a = (f(1))", MoveExt(m, "snowseq_moves")), 0);})) == 0,
+	'the check finds a statement on the records run as the caller, and passes one run as their owner');
+
 done_testing();
