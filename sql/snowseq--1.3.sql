@@ -706,6 +706,17 @@ COMMENT ON FUNCTION snowseq_shard_stats(regclass) IS
 	'one row per routing-map entry and partition of a sharded table: genes, server, rows and row bytes, counted where they live; rows written (inserted, updated, deleted) and read (by sequential scans, fetched by index scans) in the partition''s table there since it was created or its statistics reset, shared out over its pieces by rows';
 REVOKE ALL ON FUNCTION snowseq_shard_stats(regclass) FROM PUBLIC;
 
+-- The rebalancer's first reading of strategy writes: no row counted, and
+-- no lock on the table kept through the sample that follows.
+CREATE FUNCTION snowseq_shard_counters(parent regclass,
+	OUT partition regclass, OUT writes bigint, OUT reads bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_shard_counters'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_shard_counters(regclass) IS
+	'one row per partition of a sharded table: the rows written and read in its table on its server, as snowseq_shard_stats reads them, without counting rows; keeps no lock on the table';
+REVOKE ALL ON FUNCTION snowseq_shard_counters(regclass) FROM PUBLIC;
+
 ------------------------------------------------------------------------
 -- Node ids across a fleet
 ------------------------------------------------------------------------
@@ -1394,9 +1405,14 @@ REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_reba
 -- least loaded one a whole partition, or the first or last genes of one
 -- (what a move accepts), sized on the assumption that a partition's load
 -- is spread evenly over its genes (genes are hashes of keys).
-CREATE FUNCTION @extschema@.snowseq_rebalance_plan(parent regclass, strategy text DEFAULT 'rows',
-	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}',
-	sample interval DEFAULT '10 s')
+-- Strategy writes: the first reading is first_parts and first_writes
+-- (snowseq_shard_counters at first_at), taken by the caller; first_at
+-- NULL: taken here, and the sample slept here, in the caller's statement
+-- (its snapshot held, but no lock on the table).  only_check: the
+-- arguments checked, nothing read, nothing planned.
+CREATE FUNCTION @extschema@.snowseq_rebalance_plan_from(parent regclass, strategy text,
+	threshold double precision, drain name[], fill name[], sample interval,
+	first_parts oid[], first_writes bigint[], first_at timestamptz, only_check boolean)
 	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
 		to_server name, rows bigint, bytes bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -1511,15 +1527,23 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				HINT = 'Name servers to fill, or drain fewer servers.';
 	END IF;
+	IF only_check THEN
+		RETURN;
+	END IF;
 
-	-- strategy writes: the write counters now, and again sample later;
-	-- counters start at 0 with a table (a moved partition) and at a reset
+	-- strategy writes: the write counters then (first_at), and again now,
+	-- sample later; counters start at 0 with a table (a moved partition)
+	-- and at a reset
 	IF strategy OPERATOR(pg_catalog.=) 'writes' THEN
-		t0 := pg_catalog.clock_timestamp();
-		SELECT pg_catalog.array_agg(CAST(x.partition AS pg_catalog.oid)), pg_catalog.array_agg(x.w) INTO w0p, w0
-			FROM (SELECT s.partition, pg_catalog.sum(s.writes) AS w FROM @extschema@.snowseq_shard_stats(parent) s
-				WHERE s.partition IS NOT NULL GROUP BY s.partition) x;
-		PERFORM pg_catalog.pg_sleep_for(sample);
+		w0p := first_parts;
+		w0 := first_writes;
+		t0 := first_at;
+		IF t0 IS NULL THEN
+			t0 := pg_catalog.clock_timestamp();
+			SELECT pg_catalog.array_agg(CAST(sc.partition AS pg_catalog.oid)), pg_catalog.array_agg(sc.writes) INTO w0p, w0
+				FROM @extschema@.snowseq_shard_counters(parent) sc;
+			PERFORM pg_catalog.pg_sleep_for(sample);
+		END IF;
 		secs := pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t0);
 	END IF;
 
@@ -1716,8 +1740,26 @@ BEGIN
 	END LOOP;
 END
 $plan$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], timestamptz, boolean) IS
+	'the plan of snowseq_rebalance_plan, strategy writes from a first reading of snowseq_shard_counters taken at first_at (NULL: taken here, and sample slept); only_check: check the arguments alone';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], timestamptz, boolean) FROM PUBLIC;
+
+-- The plan, one statement: strategy writes sleeps the sample in it, with
+-- no lock on the table (snowseq_shard_counters) but its snapshot.
+CREATE FUNCTION @extschema@.snowseq_rebalance_plan(parent regclass, strategy text DEFAULT 'rows',
+	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}',
+	sample interval DEFAULT '10 s')
+	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
+		to_server name, rows bigint, bytes bigint)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $plan$
+BEGIN
+	RETURN QUERY SELECT * FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
+		CAST(NULL AS pg_catalog.oid[]), CAST(NULL AS bigint[]), CAST(NULL AS pg_catalog.timestamptz), false);
+END
+$plan$;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval) IS
-	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows), row bytes (bytes) or rows written per second over sample (writes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized on the assumption that its load is spread evenly over its genes; counts from snowseq_shard_stats';
+	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows), row bytes (bytes) or rows written per second over sample (writes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized on the assumption that its load is spread evenly over its genes; counts from snowseq_shard_stats, the first reading of writes from snowseq_shard_counters, no lock on the table held through the sample';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval) FROM PUBLIC;
 
 -- Whether the session that runs a rebalance is still there.
@@ -1804,6 +1846,32 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_save_steps(steps @extschema@.snows
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) IS
 	'record new steps of a rebalance, or the state, move, rows copied, error and times of its steps: for snowseq_rebalance';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) FROM PUBLIC;
+-- The first reading of strategy writes (parts, writes at taken_at) and
+-- its sample, for snowseq_rebalance: committed, then slept a second at a
+-- time, each committed, so that the run holds no lock and no snapshot
+-- older than a second through the sample.
+CREATE PROCEDURE @extschema@.snowseq_rebalance_sample(parent regclass, sample interval,
+	INOUT parts oid[], INOUT writes bigint[], INOUT taken_at timestamptz)
+	LANGUAGE plpgsql
+	AS $sample$
+DECLARE
+	remaining pg_catalog.interval;
+BEGIN
+	taken_at := pg_catalog.clock_timestamp();
+	SELECT pg_catalog.array_agg(CAST(sc.partition AS pg_catalog.oid)), pg_catalog.array_agg(sc.writes) INTO parts, writes
+		FROM @extschema@.snowseq_shard_counters(parent) sc;
+	COMMIT;
+	LOOP
+		remaining := taken_at OPERATOR(pg_catalog.+) sample OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp();
+		EXIT WHEN remaining OPERATOR(pg_catalog.<=) CAST('0' AS pg_catalog.interval);
+		PERFORM pg_catalog.pg_sleep_for(LEAST(remaining, CAST('1 s' AS pg_catalog.interval)));
+		COMMIT;
+	END LOOP;
+END
+$sample$;
+COMMENT ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval, oid[], bigint[], timestamptz) IS
+	'for snowseq_rebalance: the write counters of each partition (snowseq_shard_counters) and when they were read, committed, then sample slept a second at a time, each committed';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval, oid[], bigint[], timestamptz) FROM PUBLIC;
 
 -- The run: not in a transaction block (it commits between moves), so no
 -- SET clause; every name is qualified.
@@ -1820,6 +1888,9 @@ DECLARE
 	nsteps integer;
 	on_dest boolean;
 	t0 pg_catalog.timestamptz := pg_catalog.clock_timestamp();
+	w0p pg_catalog.oid[];			-- strategy writes: the first reading of the sample
+	w0 bigint[];
+	w0_at pg_catalog.timestamptz;
 BEGIN
 	IF parent IS NULL THEN
 		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
@@ -1835,6 +1906,13 @@ BEGIN
 		RAISE NOTICE 'rebalance %: resuming the run of table % (strategy %, threshold %) from its first step not done',
 			run.run_id, parent, run.strategy, run.threshold;
 	ELSE
+		-- the arguments checked before the sample, which commits each
+		-- second of it (no lock on the table, no old snapshot held)
+		PERFORM FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
+			NULL, NULL, NULL, true);
+		IF strategy OPERATOR(pg_catalog.=) 'writes' THEN
+			CALL @extschema@.snowseq_rebalance_sample(parent, sample, w0p, w0, w0_at);
+		END IF;
 		-- the plan checks the arguments: an error takes the run's row back
 		run.parent := parent;
 		run.strategy := strategy;
@@ -1846,7 +1924,8 @@ BEGIN
 		run := @extschema@.snowseq_rebalance_save_run(run);
 		planned := ARRAY(SELECT ROW(run.run_id, p.step, p.first_gene, p.last_gene, p.from_server, p.to_server,
 				p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
-			FROM @extschema@.snowseq_rebalance_plan(parent, strategy, threshold, drain, fill, sample) p);
+			FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
+				w0p, w0, w0_at, false) p);
 		PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
 		nsteps := COALESCE(pg_catalog.cardinality(planned), 0);
 		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
@@ -1883,14 +1962,18 @@ BEGIN
 			-- the plan assumed loads spread evenly over genes: plan again
 			-- from what is there now, at most three rounds in all
 			IF run.rounds OPERATOR(pg_catalog.<) 3 THEN
+				IF run.strategy OPERATOR(pg_catalog.=) 'writes' THEN
+					CALL @extschema@.snowseq_rebalance_sample(run.parent, run.sample, w0p, w0, w0_at);
+				END IF;
 				SELECT COALESCE(pg_catalog.max(st.step), 0) INTO nsteps
 					FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
 				planned := ARRAY(SELECT ROW(run.run_id, nsteps OPERATOR(pg_catalog.+) p.step, p.first_gene, p.last_gene,
 						p.from_server, p.to_server, p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
-					FROM @extschema@.snowseq_rebalance_plan(run.parent, run.strategy, run.threshold,
+					FROM @extschema@.snowseq_rebalance_plan_from(run.parent, run.strategy, run.threshold,
 						-- drained servers have left the map
 						ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d WHERE EXISTS (SELECT
-							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill, run.sample) p);
+							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill, run.sample,
+						w0p, w0, w0_at, false) p);
 				IF pg_catalog.cardinality(planned) OPERATOR(pg_catalog.>) 0 THEN
 					PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
 					run.rounds := run.rounds OPERATOR(pg_catalog.+) 1;
@@ -1989,7 +2072,7 @@ BEGIN
 END
 $run$;
 COMMENT ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[], interval) IS
-	'plan the moves of snowseq_rebalance_plan (strategy writes: sampled again for each round) into snowseq_rebalance_steps and run them one by one with snowseq_move_genes, committing between moves; a CALL with a run of the table not finished (stopped, or cut by a crash) continues it from its first step not done';
+	'plan the moves of snowseq_rebalance_plan (strategy writes: sampled again for each round, committing each second of the sample) into snowseq_rebalance_steps and run them one by one with snowseq_move_genes, committing between moves; a CALL with a run of the table not finished (stopped, or cut by a crash) continues it from its first step not done';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[], interval) FROM PUBLIC;
 
 -- Stop: writes the runs as their owner, for the roles granted it

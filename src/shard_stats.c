@@ -3,7 +3,9 @@
  *		snowseq_shard_stats(parent): the rows and bytes of each piece of
  *		the routing map a partition holds, counted on the server where they
  *		live, and the writes and reads of the partition's table there, from
- *		that server's cumulative statistics.
+ *		that server's cumulative statistics; and snowseq_shard_counters(parent):
+ *		those writes and reads alone, per partition, without counting a row
+ *		and without keeping a lock on the parent.
  */
 #include "postgres.h"
 
@@ -13,6 +15,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -46,8 +49,26 @@ ListArray(List *l, bool oids)
 		construct_array(d, n, INT4OID, sizeof(int32), true, TYPALIGN_INT);
 }
 
-/* The columns of snowseq_shard_stats: up to 1.2, and from 1.3 on (writes, reads). */
-#define SHARD_STATS_COLS_1_1 6
+/* What a call of ShardStatsRun reads and returns. */
+typedef enum ShardStatsMode
+{
+	SHARD_STATS_ROWS,			/* snowseq_shard_stats up to 1.2: rows, bytes */
+	SHARD_STATS_ACCESS,			/* from 1.3 on: rows, bytes, writes, reads */
+	SHARD_STATS_COUNTERS		/* snowseq_shard_counters: writes, reads */
+} ShardStatsMode;
+
+/* Per mode: the SQL function and its number of columns. */
+static const struct
+{
+	const char *function;
+	int			ncols;
+}			ShardStatsModes[] =
+{
+	[SHARD_STATS_ROWS] = {"snowseq_shard_stats", 6},
+	[SHARD_STATS_ACCESS] = {"snowseq_shard_stats", 8},
+	[SHARD_STATS_COUNTERS] = {"snowseq_shard_counters", 3},
+};
+
 #define SHARD_STATS_COLS 8
 
 /*
@@ -111,16 +132,17 @@ ShardStatsShare(ShardStatsPiece *pieces, int from, int to, Datum *writes, Datum 
 }
 
 /*
- * The rows of snowseq_shard_stats(parent), ncols columns of them: for each
- * map entry and each partition it overlaps, the rows and row bytes there,
- * counted where they live, and (8 columns) the partition's writes and reads
- * since its table there was created or its statistics reset, shared out
- * over its pieces by ShardStatsShare.  The counters are read before the
- * rows are counted, so this call's own count is not in its reads (it is in
- * the next call's).
+ * The rows of snowseq_shard_stats(parent): for each map entry and each
+ * partition it overlaps, the rows and row bytes there, counted where they
+ * live, and (SHARD_STATS_ACCESS) the partition's writes and reads since its
+ * table there was created or its statistics reset, shared out over its
+ * pieces by ShardStatsShare.  The counters are read before the rows are
+ * counted, so this call's own count is not in its reads (it is in the next
+ * call's).  SHARD_STATS_COUNTERS: the rows of snowseq_shard_counters(parent)
+ * instead, one per partition, its writes and reads whole; no row counted.
  */
 static void
-ShardStatsRun(FunctionCallInfo fcinfo, int ncols)
+ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 {
 	Oid			parent = PG_GETARG_OID(0);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -139,13 +161,15 @@ ShardStatsRun(FunctionCallInfo fcinfo, int ncols)
 	Datum	   *writes;
 	Datum	   *reads;
 	int			start;
+	bool		access = mode != SHARD_STATS_ROWS;
+	bool		count_rows = mode != SHARD_STATS_COUNTERS;
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (rsinfo->setDesc->natts != ncols)
+	if (rsinfo->setDesc->natts != ShardStatsModes[mode].ncols)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snowseq_shard_stats returns %d columns, its SQL definition %d",
-						ncols, rsinfo->setDesc->natts),
+				 errmsg("%s returns %d columns, its SQL definition %d", ShardStatsModes[mode].function,
+						ShardStatsModes[mode].ncols, rsinfo->setDesc->natts),
 				 errhint("Update the extension: ALTER EXTENSION snowseq UPDATE.")));
 	m = MoveNew(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
 	m->parent = parent;
@@ -163,6 +187,20 @@ ShardStatsRun(FunctionCallInfo fcinfo, int ncols)
 		part_oids = lappend_oid(part_oids, b->relid);
 		part_first = lappend_int(part_first, b->has_lo ? GeneFromId(b->lo) : 0);
 		part_last = lappend_int(part_last, b->has_hi ? GeneFromId(b->hi) - 1 : SNOWSEQ_MAX_GENE);
+	}
+
+	/*
+	 * The counters need no lock on the parent once its partitions are
+	 * known: a caller that waits between two readings (the rebalancer's
+	 * sample) must not keep one, or a DDL or a move's switch queues behind
+	 * it and every writer behind that.  Only the two counts this call took
+	 * (MoveParentKey's and MovePartBounds') are dropped: a lock the caller
+	 * holds stays.
+	 */
+	if (!count_rows)
+	{
+		UnlockRelationOid(parent, AccessShareLock);
+		UnlockRelationOid(parent, AccessShareLock);
 	}
 	args[0] = PointerGetDatum(ListArray(part_oids, true));
 	args[1] = PointerGetDatum(ListArray(part_first, false));
@@ -240,7 +278,7 @@ ShardStatsRun(FunctionCallInfo fcinfo, int ncols)
 					out[i].part_writes = out[i - 1].part_writes;
 					out[i].part_reads = out[i - 1].part_reads;
 				}
-				else if (ncols == SHARD_STATS_COLS)
+				else if (access)
 				{
 					res = RemoteExec(rc, psprintf(SHARD_STATS_ACCESS_SQL, quote_literal_cstr(remote)),
 									 "read table statistics");
@@ -251,6 +289,8 @@ ShardStatsRun(FunctionCallInfo fcinfo, int ncols)
 					}
 					PQclear(res);
 				}
+				if (!count_rows)
+					continue;
 				count_sql = psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0) "
 									 "FROM %s t WHERE %s", remote, cond);
 				res = RemoteExec(rc, count_sql, "count rows");
@@ -267,7 +307,7 @@ ShardStatsRun(FunctionCallInfo fcinfo, int ncols)
 					out[i].part_writes = out[i - 1].part_writes;
 					out[i].part_reads = out[i - 1].part_reads;
 				}
-				else if (ncols == SHARD_STATS_COLS)
+				else if (access)
 				{
 					/* a fresh snapshot of the statistics, not this transaction's */
 					SpiRun("SELECT pg_catalog.pg_stat_clear_snapshot()", SPI_OK_SELECT);
@@ -278,16 +318,39 @@ ShardStatsRun(FunctionCallInfo fcinfo, int ncols)
 						out[i].part_reads = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 					}
 				}
-				SpiRun(psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0)::pg_catalog.int8 "
-								"FROM %s t WHERE %s", SPI_getvalue(t, d, 10), cond), SPI_OK_SELECT);
-				out[i].rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-				out[i].bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+				if (count_rows)
+				{
+					SpiRun(psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0)::pg_catalog.int8 "
+									"FROM %s t WHERE %s", SPI_getvalue(t, d, 10), cond), SPI_OK_SELECT);
+					out[i].rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+					out[i].bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+				}
 				SPI_tuptable = saved;
 			}
 		}
 	}
 	foreach(lc, conns)
 		RemoteClose(lfirst(lc));
+
+	/* counters: one row per partition, its pieces being next to each other */
+	if (!count_rows)
+	{
+		for (uint64 i = 0; i < n; i++)
+		{
+			Datum		v[3];
+			bool		nulls[3] = {false};
+
+			if (out[i].part == InvalidOid || (i > 0 && out[i - 1].part == out[i].part))
+				continue;
+			v[0] = ObjectIdGetDatum(out[i].part);
+			v[1] = Int64GetDatum(out[i].part_writes);
+			v[2] = Int64GetDatum(out[i].part_reads);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+		}
+		SPI_finish();
+		MemoryContextDelete(m->cxt);
+		return;
+	}
 
 	/* share each partition's writes and reads out over its pieces */
 	writes = palloc0(sizeof(Datum) * (n + 1));
@@ -323,12 +386,13 @@ ShardStatsRun(FunctionCallInfo fcinfo, int ncols)
 
 PG_FUNCTION_INFO_V1(snowseq_shard_stats);
 PG_FUNCTION_INFO_V1(snowseq_shard_stats_1_3);
+PG_FUNCTION_INFO_V1(snowseq_shard_counters);
 
 /* snowseq_shard_stats(parent) of 1.1 and 1.2: rows and bytes. */
 Datum
 snowseq_shard_stats(PG_FUNCTION_ARGS)
 {
-	ShardStatsRun(fcinfo, SHARD_STATS_COLS_1_1);
+	ShardStatsRun(fcinfo, SHARD_STATS_ROWS);
 	return (Datum) 0;
 }
 
@@ -336,6 +400,18 @@ snowseq_shard_stats(PG_FUNCTION_ARGS)
 Datum
 snowseq_shard_stats_1_3(PG_FUNCTION_ARGS)
 {
-	ShardStatsRun(fcinfo, SHARD_STATS_COLS);
+	ShardStatsRun(fcinfo, SHARD_STATS_ACCESS);
+	return (Datum) 0;
+}
+
+/*
+ * snowseq_shard_counters(parent) of 1.3: the writes and reads of each
+ * partition, as snowseq_shard_stats reads them, without counting rows and
+ * without keeping a lock on the parent (the rebalancer's first reading).
+ */
+Datum
+snowseq_shard_counters(PG_FUNCTION_ARGS)
+{
+	ShardStatsRun(fcinfo, SHARD_STATS_COUNTERS);
 	return (Datum) 0;
 }

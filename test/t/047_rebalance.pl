@@ -109,9 +109,12 @@ $router->safe_psql('postgres', qq{CREATE ROLE radmin LOGIN;
 	GRANT EXECUTE ON FUNCTION snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval),
 		snowseq_rebalance_stop(regclass, boolean), snowseq_shard_stats(regclass),
 		snowseq_rebalance_runner_alive(integer, timestamptz), snowseq_rebalance_open_run(regclass),
-		snowseq_rebalance_save_run(snowseq_rebalance_runs, boolean), snowseq_rebalance_save_steps(snowseq_rebalance_steps[])
+		snowseq_rebalance_save_run(snowseq_rebalance_runs, boolean), snowseq_rebalance_save_steps(snowseq_rebalance_steps[]),
+		snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], timestamptz, boolean),
+		snowseq_shard_counters(regclass)
 		TO radmin;
-	GRANT EXECUTE ON PROCEDURE snowseq_rebalance(regclass, text, double precision, name[], name[], interval) TO radmin;
+	GRANT EXECUTE ON PROCEDURE snowseq_rebalance(regclass, text, double precision, name[], name[], interval),
+		snowseq_rebalance_sample(regclass, interval, oid[], bigint[], timestamptz) TO radmin;
 	} . join('', map { qq{CREATE USER MAPPING FOR radmin SERVER $_ OPTIONS (user '$su', password_required 'false');\n} } @servers));
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_rebalance_stop()});
 is("$rc $out", '0 0', 'a router administrator may stop rebalances (there are none)') or diag($err);

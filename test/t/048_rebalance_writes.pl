@@ -16,7 +16,17 @@
 # genes off s1, and CALL snowseq_rebalance(strategy => 'writes') runs it:
 # afterwards s1 takes at most 60% of the writes (the other two servers
 # the rest), every row is there once.  A bad sample is refused with a
-# clear error, and so is an unknown strategy.
+# clear error, and so is an unknown strategy; a bad argument is refused
+# before any sample.
+#
+# The sample holds no lock on the table (issue 28): the first reading is
+# snowseq_shard_counters (the writes snowseq_shard_stats reads, per
+# partition, no row counted, no lock kept), so while a CALL or a plan by
+# writes is in its sample (its session waits in PgSleep), another session
+# takes the table's ACCESS EXCLUSIVE lock at once; the CALL commits each
+# second of its sample (its snapshot moves on), the plan, one statement,
+# holds its snapshot.  Both are cancelled in their sample of an hour: no
+# run is written.
 #
 # Nothing here depends on the machine's speed: the counters are judged by
 # counts, a sample that saw no write (a stalled writer) is taken again
@@ -136,13 +146,17 @@ my @bad = (
 	[ q{'items', 'writes', sample => '500 ms'}, qr/rebalance sample '00:00:00.5' is not between 1 second and 1 hour/, 'a sample under a second' ],
 	[ q{'items', 'writes', sample => '-5 s'}, qr/rebalance sample '-00:00:05' is not between/, 'a negative sample' ],
 	[ q{'items', 'writes', sample => '2 h'}, qr/rebalance sample '02:00:00' is not between/, 'a sample over an hour' ],
-	[ q{'items', 'writes', sample => NULL}, qr/rebalance sample NULL is not between/, 'a NULL sample' ]);
+	[ q{'items', 'writes', sample => NULL}, qr/rebalance sample NULL is not between/, 'a NULL sample' ],
+	[ q{'items', 'writes', drain => '{nope}', sample => '1 h'}, qr/server "nope" to drain is not in snowseq_shard_map/,
+		'a drain server not in the map, before a sample of an hour' ]);
 for my $b (@bad)
 {
 	my ($args, $re, $what) = @$b;
-	my ($rc, $out, $err) = $router->psql('postgres', "SELECT * FROM snowseq_rebalance_plan($args)");
+	my ($rc, $out, $err) = $router->psql('postgres', "SELECT * FROM snowseq_rebalance_plan($args)",
+		timeout => $PostgreSQL::Test::Utils::timeout_default);
 	like($err, $re, "plan: $what is refused");
-	($rc, $out, $err) = $router->psql('postgres', "CALL snowseq_rebalance($args)");
+	($rc, $out, $err) = $router->psql('postgres', "CALL snowseq_rebalance($args)",
+		timeout => $PostgreSQL::Test::Utils::timeout_default);
 	like($err, $re, "CALL: $what is refused");
 }
 is($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_rebalance_runs'), '0', 'refused calls wrote no run');
@@ -150,6 +164,49 @@ my ($rc, $out, $err) = $router->psql('postgres', q{SELECT * FROM snowseq_rebalan
 like($err, qr/no server counted a write of table items in the 00:00:01 sample: nothing to even out/,
 	'a sample without writes says so');
 is($out, '', 'and plans nothing');
+
+# ---------------------------------------------------------------------
+# The sample holds no lock on the table
+# ---------------------------------------------------------------------
+my $in_sample = q{SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'sampler' AND wait_event = 'PgSleep'};
+for my $c ([ 'CALL', q{CALL snowseq_rebalance('items', 'writes', sample => '1 h')} ],
+	[ 'plan', q{SELECT count(*) FROM snowseq_rebalance_plan('items', 'writes', sample => '1 h')} ])
+{
+	my ($what, $sql) = @$c;
+	my ($so, $se) = ('', '');
+	my $h = IPC::Run::start([ 'psql', '-X', '-Atq', '-d', $router->connstr('postgres') . ' application_name=sampler',
+		'-c', $sql ], '>', \$so, '2>', \$se);
+	ok($router->poll_query_until('postgres', $in_sample), "$what by writes: in its sample");
+	my $xid = $router->safe_psql('postgres', 'SELECT txid_current()');
+	my ($rc, $out, $err) = $router->psql('postgres', 'BEGIN; LOCK TABLE items IN ACCESS EXCLUSIVE MODE NOWAIT; ROLLBACK;');
+	is($err, '', "$what by writes: another session takes the table's ACCESS EXCLUSIVE lock during the sample");
+	my $xmin = qq{SELECT coalesce(backend_xmin::text::bigint > $xid, true) FROM pg_stat_activity
+		WHERE application_name = 'sampler'};
+	if ($what eq 'CALL')
+	{
+		ok($router->poll_query_until('postgres', $xmin), 'CALL by writes: its snapshot moves on during the sample (it commits)');
+	}
+	else
+	{
+		is($router->safe_psql('postgres', $xmin), 'f', 'plan by writes: it holds its snapshot (one statement)');
+	}
+	$router->safe_psql('postgres', q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'sampler'});
+	$h->finish;
+	like($se, qr/canceling statement due to user request/, "$what by writes: cancelled in its sample");
+}
+is($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_rebalance_runs'), '0', 'a run cancelled in its sample wrote no run');
+
+# nothing writes: the counters settle, and each partition's writes are
+# the sum of its pieces' in snowseq_shard_stats
+ok($router->poll_query_until('postgres', q{SELECT count(*) = 3 AND bool_and(c.writes = s.w)
+	FROM snowseq_shard_counters('items') c FULL JOIN (SELECT partition, sum(writes) AS w
+		FROM snowseq_shard_stats('items') GROUP BY partition) s USING (partition)}),
+	'snowseq_shard_counters: one row per partition, its writes the sum of its pieces\' in snowseq_shard_stats');
+my $locks = q{SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND relation = 'items'::regclass};
+is($router->safe_psql('postgres', "BEGIN; SELECT count(*) FROM snowseq_shard_counters('items'); $locks; COMMIT;"),
+	"3\n0", 'snowseq_shard_counters keeps no lock on the table');
+is($router->safe_psql('postgres', "BEGIN; SELECT count(*) FROM snowseq_shard_stats('items'); $locks; COMMIT;"),
+	"3\n1", 'snowseq_shard_stats keeps its lock (it counts the rows)');
 
 # ---------------------------------------------------------------------
 # A writer updates the rows of s1's genes all along
