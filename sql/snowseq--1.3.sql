@@ -1403,8 +1403,9 @@ REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_reba
 -- a server is above threshold x the mean of the servers not drained (or
 -- any partition is on a drained server), the most loaded one gives the
 -- least loaded one a whole partition, or the first or last genes of one
--- (what a move accepts), sized on the assumption that a partition's load
--- is spread evenly over its genes (genes are hashes of keys).
+-- (what a move accepts), sized for rows and bytes by a histogram of the
+-- partition's rows over 64 buckets of its genes, for writes on the
+-- assumption that its writes are spread evenly over its genes.
 -- Strategy writes: the first reading is first_parts and first_writes
 -- (snowseq_shard_counters at first_at), taken by the caller; first_at
 -- NULL: taken here, and the sample slept here, in the caller's statement
@@ -1430,6 +1431,15 @@ DECLARE
 	secs double precision;
 	pload double precision;
 	pt pg_catalog.text[] := '{}';			-- the remote table it reads (NULL: a new one)
+	po pg_catalog.oid[] := '{}';			-- its partition on this router (NULL: a new one)
+	keycol pg_catalog.name;					-- the parent's partition key
+	hb integer[];							-- a histogram of a partition's rows: buckets
+	hc bigint[];							-- and their rows
+	w integer;								-- genes per bucket
+	bg integer;
+	cnt double precision;
+	need double precision;
+	cut_rows double precision;				-- rows of a cut from the histogram (NULL: none)
 	sv pg_catalog.name[] := '{}';			-- servers of the map
 	sload double precision[] := '{}';
 	srows double precision[] := '{}';		-- rows per server: what breaks ties of load
@@ -1574,6 +1584,7 @@ BEGIN
 		pr := pr OPERATOR(pg_catalog.||) CAST(r.rows AS double precision);
 		pb := pb OPERATOR(pg_catalog.||) CAST(r.bytes AS double precision);
 		pt := pt OPERATOR(pg_catalog.||) r.remote;
+		po := po OPERATOR(pg_catalog.||) CAST(r.partition AS pg_catalog.oid);
 		IF strategy OPERATOR(pg_catalog.=) 'rows' THEN
 			pload := r.rows;
 		ELSIF strategy OPERATOR(pg_catalog.=) 'bytes' THEN
@@ -1680,8 +1691,51 @@ BEGIN
 			CONTINUE WHEN best IS NULL;
 			share := pv[best];
 			genes := pl[best] OPERATOR(pg_catalog.-) pf[best] OPERATOR(pg_catalog.+) 1;
+			cut_rows := NULL;
 			IF share OPERATOR(pg_catalog.<=) amount THEN
 				k := genes;
+			ELSIF strategy OPERATOR(pg_catalog.<>) 'writes' AND po[best] IS NOT NULL
+				AND pr[best] OPERATOR(pg_catalog.>) 0 THEN
+				-- rows, bytes: as many of the last genes as hold amount, by a
+				-- histogram of the partition's rows over 64 buckets of its
+				-- genes, counted where they live (postgres_fdw sends the
+				-- count there); bytes taken as even over its rows
+				IF keycol IS NULL THEN
+					SELECT a.attname INTO keycol FROM pg_catalog.pg_partitioned_table t
+						JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) t.partrelid
+							AND a.attnum OPERATOR(pg_catalog.=) t.partattrs[0]
+						WHERE t.partrelid OPERATOR(pg_catalog.=) parent;
+				END IF;
+				w := CAST(pg_catalog.ceil(genes OPERATOR(pg_catalog./) 64.0) AS integer);
+				EXECUTE pg_catalog.format('SELECT pg_catalog.array_agg(x.b ORDER BY x.b), pg_catalog.array_agg(x.c ORDER BY x.b) '
+					'FROM (SELECT CAST(((t.%1$I OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.-) $1) OPERATOR(pg_catalog./) $2 AS integer) AS b, '
+					'pg_catalog.count(*) AS c FROM %2$s t WHERE t.%1$I OPERATOR(pg_catalog.>=) (CAST($1 AS bigint) OPERATOR(pg_catalog.<<) 48) '
+					'AND (t.%1$I OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.<=) $3 GROUP BY 1) x',
+					keycol, CAST(po[best] AS pg_catalog.regclass))
+					INTO hb, hc USING pf[best], w, pl[best];
+				need := amount OPERATOR(pg_catalog.*) pr[best] OPERATOR(pg_catalog./) share;
+				cut_rows := 0;
+				k := 0;
+				FOR bg IN REVERSE (genes OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog./) w .. 0 LOOP
+					i := pg_catalog.array_position(hb, bg);
+					cnt := CASE WHEN i IS NULL THEN 0 ELSE hc[i] END;
+					-- the genes of bucket bg (the last one may be short)
+					w := LEAST(CAST(pg_catalog.ceil(genes OPERATOR(pg_catalog./) 64.0) AS integer),
+						genes OPERATOR(pg_catalog.-) (bg OPERATOR(pg_catalog.*) CAST(pg_catalog.ceil(genes OPERATOR(pg_catalog./) 64.0) AS integer)));
+					IF cut_rows OPERATOR(pg_catalog.+) cnt OPERATOR(pg_catalog.>=) need THEN
+						k := k OPERATOR(pg_catalog.+) GREATEST(1, CAST(pg_catalog.ceil(w OPERATOR(pg_catalog.*)
+							(need OPERATOR(pg_catalog.-) cut_rows) OPERATOR(pg_catalog./) cnt) AS integer));
+						cut_rows := cut_rows OPERATOR(pg_catalog.+) (cnt OPERATOR(pg_catalog.*)
+							LEAST(1.0, (need OPERATOR(pg_catalog.-) cut_rows) OPERATOR(pg_catalog./) cnt));
+						EXIT;
+					END IF;
+					cut_rows := cut_rows OPERATOR(pg_catalog.+) cnt;
+					k := k OPERATOR(pg_catalog.+) w;
+				END LOOP;
+				IF k OPERATOR(pg_catalog.>=) genes THEN
+					k := genes;
+					cut_rows := NULL;
+				END IF;
 			ELSE
 				k := CAST(pg_catalog.round(genes OPERATOR(pg_catalog.*) amount OPERATOR(pg_catalog./) share) AS integer);
 				IF k OPERATOR(pg_catalog.<) 1 THEN
@@ -1715,12 +1769,18 @@ BEGIN
 			-- the last k genes: the partition keeps its first ones
 			first_gene := pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1;
 			last_gene := pl[best];
-			rows := CAST(pr[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes AS bigint);
-			bytes := CAST(pb[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes AS bigint);
+			IF cut_rows IS NOT NULL THEN
+				rows := CAST(pg_catalog.round(cut_rows) AS bigint);
+				bytes := CAST(pb[best] OPERATOR(pg_catalog.*) cut_rows OPERATOR(pg_catalog./) pr[best] AS bigint);
+			ELSE
+				rows := CAST(pr[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes AS bigint);
+				bytes := CAST(pb[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes AS bigint);
+			END IF;
 			pf := pf OPERATOR(pg_catalog.||) first_gene;
 			pl := pl OPERATOR(pg_catalog.||) last_gene;
 			ps := ps OPERATOR(pg_catalog.||) sv[lo];
 			pt := pt OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.text);
+			po := po OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.oid);
 			pr := pr OPERATOR(pg_catalog.||) CAST(rows AS double precision);
 			pb := pb OPERATOR(pg_catalog.||) CAST(bytes AS double precision);
 			moved := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN rows
@@ -1759,7 +1819,7 @@ BEGIN
 END
 $plan$;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval) IS
-	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows), row bytes (bytes) or rows written per second over sample (writes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized on the assumption that its load is spread evenly over its genes; counts from snowseq_shard_stats, the first reading of writes from snowseq_shard_counters, no lock on the table held through the sample';
+	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows), row bytes (bytes) or rows written per second over sample (writes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized by a histogram of its rows over its genes (rows, bytes) or on the assumption that its writes are spread evenly over its genes (writes); counts from snowseq_shard_stats, the first reading of writes from snowseq_shard_counters, no lock on the table held through the sample';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval) FROM PUBLIC;
 
 -- Whether the session that runs a rebalance is still there.
@@ -1959,7 +2019,8 @@ BEGIN
 			WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id AND st.state OPERATOR(pg_catalog.<>) 'done'
 			ORDER BY st.step LIMIT 1;
 		IF NOT FOUND THEN
-			-- the plan assumed loads spread evenly over genes: plan again
+			-- the plan estimated (writes assumed even over genes, and the
+			-- tables are written meanwhile): plan again
 			-- from what is there now, at most three rounds in all
 			IF run.rounds OPERATOR(pg_catalog.<) 3 THEN
 				IF run.strategy OPERATOR(pg_catalog.=) 'writes' THEN

@@ -195,4 +195,41 @@ ok(scalar(records_as_caller(q{SpiRun(psprintf("UPDATE %s SET a = 1", MoveExt(m, 
 	  && scalar(records_as_caller(q{MoveRecordsRun(m->ext, psprintf("UPDATE %s SET a = (f(1))", MoveExt(m, "snowseq_moves")), 0);})) == 0,
 	'the check finds a statement on the records run as the caller, and passes one run as their owner');
 
+# OPERATOR(schema.op) takes the precedence of any other operator, whatever
+# op is: a OPERATOR(pg_catalog.+) b OPERATOR(pg_catalog.*) c is (a + b) * c.
+# In the scripts and in SQL built in C, an operand between a lower and a
+# higher operator of that form is parenthesized.
+sub precedence_traps
+{
+	my ($text) = @_;
+	my %rank = ('=' => 1, '<>' => 1, '<' => 1, '>' => 1, '<=' => 1, '>=' => 1,
+		'+' => 2, '-' => 2, '*' => 3, '/' => 3, '%' => 3);
+	my @hits;
+	while ($text =~ /OPERATOR\(pg_catalog\.([^)\s]+)\)\s+((?:[\w.\$\[\]']|\([^()]*\))+)\s+OPERATOR\(pg_catalog\.([^)\s]+)\)/g)
+	{
+		my ($lo, $operand, $hi) = ($1, $2, $3);
+		push @hits, "$lo $operand $hi"
+		  if defined $rank{$lo} && defined $rank{$hi} && $rank{$hi} > $rank{$lo};
+		pos($text) = $-[3] - length('OPERATOR(pg_catalog.');
+	}
+	return @hits;
+}
+for my $f ((sort keys %code), 'sql/snowseq--1.3.sql', 'sql/snowseq--1.2--1.3.sql')
+{
+	my $text = $code{$f};
+	if (!defined $text)
+	{
+		open(my $fh, '<', $f) or die "$f: $!";
+		$text = do { local $/; <$fh> };
+		close($fh);
+	}
+	my @hits = precedence_traps($text);
+	is(scalar(@hits), 0, "$f: no operand between a lower and a higher OPERATOR() unparenthesized" . (@hits ? ': ' . join('; ', @hits) : ''));
+}
+ok(scalar(precedence_traps('x := a OPERATOR(pg_catalog.+) b OPERATOR(pg_catalog.*) c;')) == 1
+	  && scalar(precedence_traps('x := a OPERATOR(pg_catalog.+) (b OPERATOR(pg_catalog.*) c);')) == 0
+	  && scalar(precedence_traps('x := a OPERATOR(pg_catalog.-) b OPERATOR(pg_catalog.+) 1;')) == 0
+	  && scalar(precedence_traps('WHERE a OPERATOR(pg_catalog.=) b OPERATOR(pg_catalog.-) 1')) == 1,
+	'the precedence check finds a + b * c and a = b - 1 written with OPERATOR(), and passes (a + b) - 1');
+
 done_testing();
