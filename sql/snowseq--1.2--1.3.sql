@@ -888,18 +888,35 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, times
 -- them (a router administrator, with the procedure) runs rebalances
 -- without any right on the tables but SELECT.  SECURITY DEFINER, so the
 -- search path is pg_catalog and pg_temp only, and every name qualified.
+-- Each records runs of the tables whose owner's privileges the session's
+-- role has (snowseq_session_owns: SET ROLE's role, which no SECURITY
+-- DEFINER function changes), and no other: a role granted them plants no
+-- run for a table of another role that its owner would then run.
+CREATE FUNCTION @extschema@.snowseq_session_owns(rel regclass)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_session_owns'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_session_owns(regclass) IS
+	'whether the session''s role (as SET ROLE chose it) has the privileges of the owner of rel: the check of the rebalance''s record functions';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_session_owns(regclass) FROM PUBLIC;
 -- The run of a table not finished, locked until the transaction ends (a
 -- second CALL waits for the first to decide), or no row.
 CREATE FUNCTION @extschema@.snowseq_rebalance_open_run(parent regclass)
 	RETURNS SETOF @extschema@.snowseq_rebalance_runs
-	LANGUAGE sql VOLATILE SECURITY DEFINER
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
-	BEGIN ATOMIC
-		SELECT r.* FROM @extschema@.snowseq_rebalance_runs r
-			WHERE r.parent OPERATOR(pg_catalog.=) $1
-				AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
-			FOR UPDATE;
-	END;
+	AS $open$
+BEGIN
+	IF NOT @extschema@.snowseq_session_owns(parent) THEN
+		RAISE EXCEPTION 'must be owner of table % to rebalance it', parent
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	RETURN QUERY SELECT r.* FROM @extschema@.snowseq_rebalance_runs r
+		WHERE r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_open_run.parent
+			AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
+		FOR UPDATE;
+END
+$open$;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_open_run(regclass) IS
 	'the rebalance of a table not finished (running or stopped), locked for the transaction: for snowseq_rebalance';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_open_run(regclass) FROM PUBLIC;
@@ -915,7 +932,17 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_save_run(run @extschema@.snowseq_r
 	AS $save$
 DECLARE
 	saved @extschema@.snowseq_rebalance_runs;
+	tbl regclass;
 BEGIN
+	tbl := run.parent;
+	IF run.run_id IS NOT NULL THEN
+		SELECT r.parent INTO tbl FROM @extschema@.snowseq_rebalance_runs r
+			WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+	END IF;
+	IF tbl IS NULL OR NOT @extschema@.snowseq_session_owns(tbl) THEN
+		RAISE EXCEPTION 'must be owner of table % to record its rebalance', COALESCE(tbl::pg_catalog.text, 'NULL')
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
 	IF run.run_id IS NULL THEN
 		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, fill, sample, state)
 			VALUES (run.parent, run.strategy, run.threshold, run.drain, run.fill, run.sample, run.state)
@@ -941,18 +968,30 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_run(@extschema@.snowse
 -- times of planned ones.
 CREATE FUNCTION @extschema@.snowseq_rebalance_save_steps(steps @extschema@.snowseq_rebalance_steps[])
 	RETURNS void
-	LANGUAGE sql VOLATILE SECURITY DEFINER
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
-	BEGIN ATOMIC
+	AS $steps$
+DECLARE
+	tbl regclass;
+BEGIN
+	SELECT r.parent INTO tbl FROM pg_catalog.unnest(steps) s
+		LEFT JOIN @extschema@.snowseq_rebalance_runs r ON r.run_id OPERATOR(pg_catalog.=) s.run_id
+		WHERE r.run_id IS NULL OR NOT @extschema@.snowseq_session_owns(r.parent)
+		LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'must be owner of table % to record its rebalance', COALESCE(tbl::pg_catalog.text, '(no such run)')
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
 		INSERT INTO @extschema@.snowseq_rebalance_steps AS st (run_id, step, first_gene, last_gene, from_server,
 				to_server, rows, bytes, state, move_id, rows_copied, error, started_at, finished_at)
 			SELECT s.run_id, s.step, s.first_gene, s.last_gene, s.from_server, s.to_server, s.rows, s.bytes,
 				COALESCE(s.state, 'planned'), s.move_id, s.rows_copied, s.error, s.started_at, s.finished_at
-			FROM pg_catalog.unnest($1) s
+			FROM pg_catalog.unnest(steps) s
 			ON CONFLICT (run_id, step) DO UPDATE
 				SET state = excluded.state, move_id = excluded.move_id, rows_copied = excluded.rows_copied,
 					error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at;
-	END;
+END
+$steps$;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) IS
 	'record new steps of a rebalance, or the state, move, rows copied, error and times of its steps: for snowseq_rebalance';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) FROM PUBLIC;
@@ -1210,7 +1249,9 @@ BEGIN
 					AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start))
 				THEN pg_catalog.clock_timestamp() END
 		WHERE r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
-			AND (snowseq_rebalance_stop.parent IS NULL OR r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_stop.parent);
+			AND (snowseq_rebalance_stop.parent IS NULL OR r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_stop.parent)
+			-- the runs of the session role's own tables alone
+			AND @extschema@.snowseq_session_owns(r.parent);
 	GET DIAGNOSTICS n = ROW_COUNT;
 	RETURN n;
 END

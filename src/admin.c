@@ -7,12 +7,14 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "catalog/pg_class.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/datetime.h"
 
 #include "clock.h"
@@ -120,4 +122,27 @@ snowseq_guard(PG_FUNCTION_ARGS)
 				 errdetail("A grant on the table lets no role around the checks of those functions."),
 				 errhint("Use the functions that manage it (docs/security.md lists who may call which), and revoke the grant.")));
 	return PointerGetDatum(NULL);
+}
+
+PG_FUNCTION_INFO_V1(snowseq_session_owns);
+
+/*
+ * snowseq_session_owns(rel): whether the session's role (the one SET ROLE
+ * chose, which no SECURITY DEFINER function changes) has the privileges of
+ * the owner of rel.  The rebalance's record functions run as the records'
+ * owner and ask this of the table a run moves, so that a role granted them
+ * records runs of its own tables alone.
+ */
+Datum
+snowseq_session_owns(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		PG_RETURN_BOOL(false);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	PG_RETURN_BOOL(has_privs_of_role(GetOuterUserId(), owner));
 }

@@ -259,7 +259,7 @@ MoveCopyStart(Move *m)
 	m->copy_start = m->copy_noticed = m->copy_probed = GetCurrentTimestamp();
 	m->copied = false;
 	MoveRecordSet(m, psprintf("rows_total = %s, rows_copied = 0, copy_started_at = pg_catalog.clock_timestamp(), "
-							  "progress_at = pg_catalog.clock_timestamp()", rows));
+							  "progress_at = pg_catalog.clock_timestamp()", MoveRemoteInt(rows)));
 }
 
 /*
@@ -274,7 +274,7 @@ MoveCopyProgress(Move *m, const char *rows)
 
 	MoveRecordSet(m, psprintf("rows_copied = %s, bytes_copied = %s, lag_bytes = %s, "
 							  "progress_at = pg_catalog.clock_timestamp()",
-							  rows ? rows : "rows_copied", bytes ? bytes : "NULL", lag ? lag : "NULL"));
+							  rows ? MoveRemoteInt(rows) : "rows_copied", MoveRemoteInt(bytes), MoveRemoteInt(lag)));
 }
 
 /*
@@ -895,6 +895,7 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	collect = MoveNew(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
 	SPI_connect();
+	MoveCheckCleaner(collect->ext);
 	CleanupMoves(collect->ext, InvalidOid, collect, false, NOTICE);
 	CleanupRecorded(collect);
 	SPI_finish();

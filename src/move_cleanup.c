@@ -76,12 +76,14 @@ static void
 MoveFinishTable(Move *m)
 {
 	char	   *rows;
+	char	   *bytes;
 
 	MoveDeleteSource(m);
-	rows = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.count(*) OPERATOR(pg_catalog.||) ', ' OPERATOR(pg_catalog.||) "
-											"pg_catalog.pg_table_size(%s) FROM %s",
-											quote_literal_cstr(m->dst_table), m->dst_table), "count the moved rows");
-	MoveRecordSet(m, psprintf("finished_at = pg_catalog.clock_timestamp(), (rows_copied, bytes_copied) = (%s)", rows));
+	rows = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.count(*) FROM %s", m->dst_table), "count the moved rows");
+	bytes = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.pg_table_size(%s)", quote_literal_cstr(m->dst_table)),
+						"read the size of the moved rows");
+	MoveRecordSet(m, psprintf("finished_at = pg_catalog.clock_timestamp(), rows_copied = %s, bytes_copied = %s",
+							  MoveRemoteInt(rows), MoveRemoteInt(bytes)));
 }
 
 /*

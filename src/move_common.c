@@ -618,6 +618,37 @@ MoveRecordsOwner(const char *ext)
 	return rel == NULL ? GetUserId() : ExtRelationOwner((Oid) strtoul(rel, NULL, 10));
 }
 
+/*
+ * A number another server answered, for the SQL text of a record: read as
+ * an int8 (anything else is an ERROR) and printed again, never spliced as
+ * it came, since the records are written as their owner; NULL: "NULL".
+ */
+char *
+MoveRemoteInt(const char *v)
+{
+	if (v == NULL)
+		return "NULL";
+	return psprintf(INT64_FORMAT, pg_strtoint64(v));
+}
+
+/*
+ * snowseq_move_cleanup resolves every role's moves: it is for a role with
+ * the privileges of the records' owner, not for a router administrator
+ * (whose own interrupted moves a move of the same table resolves first).
+ */
+void
+MoveCheckCleaner(const char *ext)
+{
+	Oid			owner = MoveRecordsOwner(ext);
+
+	if (!has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("snowseq_move_cleanup resolves the moves of every role: it needs the privileges of role \"%s\"",
+						GetUserNameFromId(owner, false)),
+				 errhint("Run it as that role; a move of a table resolves that table's interrupted moves first.")));
+}
+
 /* SpiRun of a statement on the records of moves, as their owner. */
 uint64
 MoveRecordsRun(const char *ext, const char *sql, int expect)

@@ -48,14 +48,26 @@ IsLibpqOption(const char *keyword)
 	return false;
 }
 
-/* The options of a server and the current user's mapping for it. */
+/*
+ * The options of a server and the current user's mapping for it.  Only a
+ * postgres_fdw server: its validator lets only a superuser set
+ * password_required 'false' in a mapping, which this honours as
+ * postgres_fdw does; a server of another wrapper is refused.
+ */
 static List *
 RemoteOptionList(Oid serverid, bool *password_required, bool *has_password)
 {
 	ForeignServer *server = GetForeignServer(serverid);
-	UserMapping *um = GetUserMapping(GetUserId(), serverid);
+	UserMapping *um;
 	List	   *opts = NIL;
 	ListCell   *lc;
+
+	if (strcmp(GetForeignDataWrapper(server->fdwid)->fdwname, "postgres_fdw") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("server \"%s\" is not a postgres_fdw server", server->servername),
+				 errhint("snowseq reaches the servers of a sharded table through postgres_fdw servers and their user mappings.")));
+	um = GetUserMapping(GetUserId(), serverid);
 
 	*password_required = true;
 	*has_password = false;

@@ -118,6 +118,28 @@ $router->safe_psql('postgres', qq{CREATE ROLE radmin LOGIN;
 	} . join('', map { qq{CREATE USER MAPPING FOR radmin SERVER $_ OPTIONS (user '$su', password_required 'false');\n} } @servers));
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_rebalance_stop()});
 is("$rc $out", '0 0', 'a router administrator may stop rebalances (there are none)') or diag($err);
+# ... but records runs of its own tables alone (a planted run of a table of
+# another role would be run by that role's next CALL), and resolves no
+# other role's moves
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_rebalance_save_run(ROW(NULL, 'items',
+	'rows', 1.25, '{}', '{}', '10 s', 'stopped', NULL, 1, NULL, NULL, NULL, NULL)::snowseq_rebalance_runs)});
+like($err, qr/must be owner of table (public\.)?items to record its rebalance/, 'it plants no run for a table it does not own');
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT * FROM snowseq_rebalance_open_run('items')});
+like($err, qr/must be owner of table (public\.)?items to rebalance it/, 'nor locks the run of one');
+$router->safe_psql('postgres', q{GRANT EXECUTE ON FUNCTION snowseq_move_cleanup() TO radmin});
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT count(*) FROM snowseq_move_cleanup()});
+like($err, qr/snowseq_move_cleanup resolves the moves of every role: it needs the privileges of role/,
+	'nor resolves every role\'s moves');
+# snowseq reaches servers of postgres_fdw alone: another wrapper's server
+# (whose mappings no validator checks) is refused before any connection
+$router->safe_psql('postgres', q{CREATE FOREIGN DATA WRAPPER novalid;
+	CREATE SERVER sx FOREIGN DATA WRAPPER novalid OPTIONS (host 'localhost');
+	CREATE USER MAPPING FOR CURRENT_USER SERVER sx OPTIONS (user 'x', password_required 'false');
+	CREATE TABLE rt (id bigint NOT NULL) PARTITION BY RANGE (id);
+	CREATE FOREIGN TABLE rt_0 PARTITION OF rt FOR VALUES FROM (0) TO (MAXVALUE) SERVER sx});
+($rc, $out, $err) = $router->psql('postgres', q{SELECT * FROM snowseq_shard_counters('rt')});
+like($err, qr/server "sx" is not a postgres_fdw server/, 'a server of another wrapper is refused');
+$router->safe_psql('postgres', q{DROP TABLE rt; DROP SERVER sx CASCADE; DROP FOREIGN DATA WRAPPER novalid});
 
 my $plan = $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items')});
 note "plan:\n$plan";
@@ -192,6 +214,9 @@ note "first CALL:\n$cerr";
 like($cerr, qr/rebalance \d+: step 1 of \d+: genes \d+ to \d+ of table items from server "s1"/, 'a NOTICE per step');
 like($cerr, qr/stopped between moves/, 'the run stops between moves');
 is($router->safe_psql('postgres', q{SELECT state FROM snowseq_rebalance_runs}), 'stopped', 'the run is left stopped');
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_rebalance_stop('items', abandon => true)});
+is("$rc $out", '0 0', 'a router administrator that does not own the table stops none of its runs');
+is($router->safe_psql('postgres', q{SELECT state FROM snowseq_rebalance_runs}), 'stopped', 'the run is still stopped, not abandoned');
 my $left = $router->safe_psql('postgres', q{SELECT count(*) FILTER (WHERE state = 'done') || '/' || count(*) FROM snowseq_rebalance_steps});
 like($left, qr{^1/[2-9]}, "one step done, more left ($left)");
 my $mid = loads();
@@ -306,12 +331,11 @@ is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan(
 is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
 is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_stop()}), '0', 'nothing is left to stop');
 
-# the router administrator runs a rebalance (balanced: no move), recorded
+# the router administrator, not the table's owner, runs no rebalance of it
+my $runs_before = $router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_runs});
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; CALL snowseq_rebalance('items')});
-is($rc, 0, 'a router administrator may run a rebalance') or diag($err);
-like($err, qr/rebalance \d+: 0 moves planned.*rebalance \d+: done, 0 moves/s, 'which plans no move here and is done');
-is($router->safe_psql('postgres', q{SELECT state FROM snowseq_rebalance_runs ORDER BY run_id DESC LIMIT 1}), 'done',
-	'its run is recorded as done');
+like($err, qr/must be owner of table (public\.)?items to rebalance it/, 'a router administrator rebalances no table it does not own');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_runs}), $runs_before, 'and records no run');
 
 # ---------------------------------------------------------------------
 # A drain by writes while nothing is written: every load is 0, so rows
@@ -342,7 +366,6 @@ is($by_writes, $by_rows, 'the drain by writes with no write sends them where the
 # SELECT; the moves write those as their owner
 # ---------------------------------------------------------------------
 $router->safe_psql('postgres', q{GRANT EXECUTE ON PROCEDURE snowseq_move_genes(regclass, integer, integer, name) TO radmin;
-	GRANT EXECUTE ON FUNCTION snowseq_move_cleanup() TO radmin;
 	GRANT INSERT, UPDATE, DELETE ON snowseq_shard_map TO radmin;
 	GRANT CREATE ON SCHEMA public TO radmin;
 	GRANT USAGE ON FOREIGN SERVER s1, s2, s3, s4 TO radmin;
