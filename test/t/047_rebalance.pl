@@ -141,6 +141,19 @@ $router->safe_psql('postgres', q{CREATE FOREIGN DATA WRAPPER novalid;
 like($err, qr/server "sx" is not a postgres_fdw server/, 'a server of another wrapper is refused');
 $router->safe_psql('postgres', q{DROP TABLE rt; DROP SERVER sx CASCADE; DROP FOREIGN DATA WRAPPER novalid});
 
+# after a run: every row once (8,000 and those the writers wrote: $rows),
+# map and partitions agree, nothing of the moves left on any server
+sub settled
+{
+	my ($when, $rows) = @_;
+	is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT item_id) FROM items'),
+		"$rows $rows", "every row is still there, once ($when)") if defined $rows;
+	is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
+		JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
+		"map and partitions agree ($when)");
+	is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', "no replication object or fence is left ($when)");
+}
+
 my $plan = $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items')});
 note "plan:\n$plan";
 my @plan = split /\n/, $plan;
@@ -267,10 +280,7 @@ my @samples = map { [ split /\|/ ] } grep { /^r\|/ } read_lines($reader->{out});
 cmp_ok(scalar(@samples), '>=', 5, 'the reader sampled during the run (' . scalar(@samples) . ')');
 is(scalar(grep { $_->[1] != 0 || $_->[2] != 0 } @samples), 0,
 	'every sample: each row read from the server the map names, none twice');
-is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
-	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
-	'map and partitions agree afterwards');
-is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+settled('afterwards');
 
 # ---------------------------------------------------------------------
 # A drained server gives up all its genes; the router crashes during the
@@ -301,12 +311,7 @@ is($drained->{s4}, 0, 's4 holds no rows');
 is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_shard_map WHERE shard = 's4'}), '0', 'nor any gene');
 is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items')}), '0',
 	'the plan without s4 is empty');
-is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT item_id) FROM items'),
-	(8000 + scalar(@written)) . ' ' . (8000 + scalar(@written)), 'every row is still there, once');
-is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
-	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
-	'map and partitions agree after the drain');
-is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+settled('after the drain', 8000 + scalar(@written));
 
 # ---------------------------------------------------------------------
 # A server not in the map is filled
@@ -384,12 +389,7 @@ cmp_ok($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_moves'), '>'
 is($router->safe_psql('postgres', qq{SELECT count(*) FROM snowseq_moves WHERE mover = 'radmin'::regrole
 	AND state <> 'done'}), '0', 'every move it made is done');
 is(loads()->{$busiest}, 0, "$busiest holds no rows");
-is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT item_id) FROM items'),
-	(8000 + scalar(@written)) . ' ' . (8000 + scalar(@written)), 'every row is still there, once');
-is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
-	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
-	'map and partitions agree');
-is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+settled('after the router administrator\'s drain', 8000 + scalar(@written));
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; INSERT INTO snowseq_moves (parent, first_gene, last_gene)
 	VALUES ('items', 0, 1)});
 like($err, qr/permission denied for table snowseq_moves/, 'it still may not write the records itself');
