@@ -30,6 +30,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/lib.sh
+# what else runs on the machine, before this harness adds its own load
+load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || true)
 
 mode=full
 case "${1:-}" in
@@ -84,7 +86,7 @@ else
 	out="${BENCH_OUT:-docs}"
 fi
 python3 -B bench/move.py --mode "$mode" --out "$out/benchmarks.md" \
-	--router 5601 --source 5602 --dest 5603 --host "$tmp"
+	--router 5601 --source 5602 --dest 5603 --host "$tmp" --load-before "$load_before"
 if [ "$mode" = smoke ]; then
 	grep -q '^| pause of a writer of the moved genes' "$out/benchmarks.md" ||
 		{ echo "move bench: no figures in the report" >&2; exit 1; }
