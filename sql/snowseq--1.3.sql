@@ -1882,7 +1882,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_save_run(run @extschema@.snowseq_r
 	AS $save$
 DECLARE
 	saved @extschema@.snowseq_rebalance_runs;
-	tbl regclass;
+	tbl pg_catalog.regclass;
 BEGIN
 	tbl := run.parent;
 	IF run.run_id IS NOT NULL THEN
@@ -1922,7 +1922,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_save_steps(steps @extschema@.snows
 	SET search_path = pg_catalog, pg_temp
 	AS $steps$
 DECLARE
-	tbl regclass;
+	tbl pg_catalog.regclass;
 BEGIN
 	SELECT r.parent INTO tbl FROM pg_catalog.unnest(steps) s
 		LEFT JOIN @extschema@.snowseq_rebalance_runs r ON r.run_id OPERATOR(pg_catalog.=) s.run_id
