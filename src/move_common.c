@@ -653,13 +653,20 @@ MoveCheckCleaner(const char *ext)
 uint64
 MoveRecordsRun(const char *ext, const char *sql, int expect)
 {
+	return MoveRecordsRunParams(ext, sql, 0, NULL, expect);
+}
+
+uint64
+MoveRecordsRunParams(const char *ext, const char *sql, int nargs, const char *const *values,
+					 int expect)
+{
 	Oid			owner = MoveRecordsOwner(ext);
 	Oid			save_user;
 	int			save_sec;
 	uint64		n;
 
 	ExtBecome(owner, &save_user, &save_sec);
-	n = SpiRun(sql, expect);
+	n = SpiRunParams(sql, nargs, values, expect);
 	SetUserIdAndSecContext(save_user, save_sec);
 	return n;
 }
@@ -668,13 +675,20 @@ MoveRecordsRun(const char *ext, const char *sql, int expect)
 char *
 MoveRecordsValue(const char *ext, MemoryContext cxt, const char *sql)
 {
+	return MoveRecordsValueParams(ext, cxt, sql, 0, NULL);
+}
+
+char *
+MoveRecordsValueParams(const char *ext, MemoryContext cxt, const char *sql, int nargs,
+					   const char *const *values)
+{
 	Oid			owner = MoveRecordsOwner(ext);
 	Oid			save_user;
 	int			save_sec;
 	char	   *v;
 
 	ExtBecome(owner, &save_user, &save_sec);
-	v = SpiValue(cxt, sql);
+	v = SpiValueParams(cxt, sql, nargs, values);
 	SetUserIdAndSecContext(save_user, save_sec);
 	return v;
 }

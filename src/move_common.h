@@ -219,6 +219,10 @@ extern char *MoveRemoteInt(const char *v);
 extern void MoveCheckCleaner(const char *ext);
 extern uint64 MoveRecordsRun(const char *ext, const char *sql, int expect);
 extern char *MoveRecordsValue(const char *ext, MemoryContext cxt, const char *sql);
+extern uint64 MoveRecordsRunParams(const char *ext, const char *sql, int nargs,
+								   const char *const *values, int expect);
+extern char *MoveRecordsValueParams(const char *ext, MemoryContext cxt, const char *sql,
+									int nargs, const char *const *values);
 extern MoveStateId MoveStateRead(Move *m);
 
 #endif							/* SNOWSEQ_MOVE_COMMON_H */

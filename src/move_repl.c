@@ -46,6 +46,35 @@ MoveCreatePublication(Move *m)
 }
 
 /*
+ * The replication catalog of another server, one call each: values go as
+ * parameters, never into the SQL text.
+ */
+
+/*
+ * The oid of a subscription of a server, or NULL if there is none; only
+ * one of this database's, with this_database (subscription names are
+ * unique per database).
+ */
+static char *
+ReplSubscriptionOid(RemoteConn *rc, const char *name, bool this_database)
+{
+	return RemoteValueParams(rc, "SELECT oid FROM pg_catalog.pg_subscription "
+							 "WHERE subname OPERATOR(pg_catalog.=) $1::pg_catalog.name AND ($2::pg_catalog.bool IS NOT TRUE "
+							 "OR subdbid OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database "
+							 "WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))",
+							 SQL_ARGS(name, this_database ? "true" : "false"), "look up the subscription");
+}
+
+/* Whether a server has a replication slot of this name. */
+static bool
+ReplSlotExists(RemoteConn *rc, const char *name)
+{
+	return RemoteValueParams(rc, "SELECT 1 FROM pg_catalog.pg_replication_slots "
+							 "WHERE slot_name OPERATOR(pg_catalog.=) $1::pg_catalog.name",
+							 SQL_ARGS(name), "look up the replication slot") != NULL;
+}
+
+/*
  * Create the subscription on the destination: it copies the range, then
  * streams its changes.  The connection string holds no secret: the
  * destination authenticates to the source with its own password file or
@@ -79,8 +108,7 @@ MoveCreateSubscription(Move *m)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
 				 errmsg("could not create the subscription on server \"%s\": %s", m->dst_name, err)));
-	v = RemoteValue(dst, psprintf("SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s",
-								  quote_literal_cstr(m->token)), "look up the subscription");
+	v = ReplSubscriptionOid(dst, m->token, false);
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 }
 
@@ -245,19 +273,19 @@ bool
 MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 {
 	TimestampTz start = GetCurrentTimestamp();
-	char	   *sql = psprintf("SELECT coalesce(w.latest_end_lsn OPERATOR(pg_catalog.>=) %s::pg_catalog.pg_lsn, false), "
-							   "coalesce(w.latest_end_lsn::text, ''), "
-							   "(SELECT coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) coalesce(st.apply_error_count, 0) "
-							   "FROM pg_catalog.pg_stat_subscription_stats st WHERE st.subname OPERATOR(pg_catalog.=) %s) "
-							   "FROM (SELECT 1) one LEFT JOIN pg_catalog.pg_stat_subscription w ON w.subname OPERATOR(pg_catalog.=) %s "
-							   "AND w.relid IS NULL",
-							   quote_literal_cstr(lsn), quote_literal_cstr(m->token), quote_literal_cstr(m->token));
+	const char *sql = "SELECT coalesce(w.latest_end_lsn OPERATOR(pg_catalog.>=) $1::pg_catalog.pg_lsn, false), "
+		"coalesce(w.latest_end_lsn::pg_catalog.text, ''), "
+		"(SELECT coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) coalesce(st.apply_error_count, 0) "
+		"FROM pg_catalog.pg_stat_subscription_stats st WHERE st.subname OPERATOR(pg_catalog.=) $2::pg_catalog.name) "
+		"FROM (SELECT 1) one LEFT JOIN pg_catalog.pg_stat_subscription w ON w.subname OPERATOR(pg_catalog.=) $2::pg_catalog.name "
+		"AND w.relid IS NULL";
 	char	   *last = NULL;
 	TimestampTz progress = start;
 
 	for (;;)
 	{
-		PGresult   *res = RemoteExec(MoveDst(m), sql, "read the subscription's progress");
+		PGresult   *res = RemoteExecParams(MoveDst(m), sql, SQL_ARGS(lsn, m->token),
+										   "read the subscription's progress");
 		bool		done = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 
 		MoveCheckSubscription(m, PQgetisnull(res, 0, 2) ? NULL : PQgetvalue(res, 0, 2));
@@ -289,11 +317,7 @@ MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 void
 MoveDropSubscription(Move *m)
 {
-	char	   *oid = RemoteValue(MoveDst(m), psprintf("SELECT oid FROM pg_catalog.pg_subscription "
-													   "WHERE subname OPERATOR(pg_catalog.=) %s AND subdbid OPERATOR(pg_catalog.=) "
-													   "(SELECT oid FROM pg_catalog.pg_database "
-													   "WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())",
-													   quote_literal_cstr(m->token)), "look up the subscription");
+	char	   *oid = ReplSubscriptionOid(MoveDst(m), m->token, true);
 
 	if (oid == NULL)
 		return;
@@ -312,9 +336,7 @@ char *
 MoveDropSubscriptionNamed(RemoteConn *rc, const char *name, bool keep_slot)
 {
 	const char *q = quote_identifier(name);
-	char	   *oid = RemoteValue(rc, psprintf("SELECT oid FROM pg_catalog.pg_subscription "
-											   "WHERE subname OPERATOR(pg_catalog.=) %s",
-											   quote_literal_cstr(name)), "look up the subscription");
+	char	   *oid = ReplSubscriptionOid(rc, name, false);
 	char		state[6];
 
 	if (oid == NULL)
@@ -332,21 +354,25 @@ MoveDropSubscriptionNamed(RemoteConn *rc, const char *name, bool keep_slot)
 void
 MoveDropSlotNamed(RemoteConn *rc, const char *name)
 {
-	char	   *lit = quote_literal_cstr(name);
-	char	   *drop = psprintf("SELECT pg_catalog.pg_drop_replication_slot(slot_name) FROM pg_catalog.pg_replication_slots "
-								"WHERE slot_name OPERATOR(pg_catalog.=) %s", lit);
+	/* a slot that is gone is dropped: the statement finds no row then */
+	const char *drop = "SELECT pg_catalog.pg_drop_replication_slot(slot_name) FROM pg_catalog.pg_replication_slots "
+		"WHERE slot_name OPERATOR(pg_catalog.=) $1::pg_catalog.name";
+
 	char		state[6];
 
 	for (int i = 0;; i++)
 	{
-		RemoteCommand(rc, psprintf("SELECT pg_catalog.pg_terminate_backend(active_pid) FROM pg_catalog.pg_replication_slots "
-								   "WHERE slot_name OPERATOR(pg_catalog.=) %s AND active_pid IS NOT NULL", lit),
-					  "stop the walsender of the slot");
+		RemoteCommandParams(rc, "SELECT pg_catalog.pg_terminate_backend(active_pid) FROM pg_catalog.pg_replication_slots "
+							"WHERE slot_name OPERATOR(pg_catalog.=) $1::pg_catalog.name AND active_pid IS NOT NULL",
+							SQL_ARGS(name), "stop the walsender of the slot");
 		/* a terminated walsender lets go of its slot a moment later */
-		if (RemoteTry(rc, drop, "drop the replication slot", state))
-			return;
 		if (i == 50)
-			RemoteCommand(rc, drop, "drop the replication slot");
+		{
+			RemoteCommandParams(rc, drop, SQL_ARGS(name), "drop the replication slot");
+			return;
+		}
+		if (RemoteTryParams(rc, drop, SQL_ARGS(name), "drop the replication slot", state))
+			return;
 		MoveSleep(100);
 	}
 }
@@ -360,23 +386,18 @@ MoveDropSlots(Move *m)
 {
 	RemoteConn *src = MoveSrc(m);
 	List	   *names = MoveRecordedNames(m, m->src_name, MOVE_OBJECT_SLOT);
-	StringInfoData list;
 	PGresult   *res;
 	ListCell   *lc;
-
 	bool		synced_recorded = false;
-	char	   *legacy = "false";
+	char	   *legacy = NULL;
 
-	/* the subscription's own slot, whatever was recorded */
-	initStringInfo(&list);
-	appendStringInfo(&list, "ARRAY[%s", quote_literal_cstr(m->token));
 	foreach(lc, names)
 	{
-		appendStringInfo(&list, ", %s", quote_literal_cstr(lfirst(lc)));
 		if (strcmp(lfirst(lc), m->token) != 0)
 			synced_recorded = true;
 	}
-	appendStringInfoString(&list, "]::pg_catalog.name[]");
+	/* the subscription's own slot, whatever was recorded */
+	names = lcons(m->token, names);
 
 	/*
 	 * A move that made its subscription records its table-sync slots before
@@ -386,11 +407,11 @@ MoveDropSlots(Move *m)
 	 * the update from 1.2).
 	 */
 	if (OidIsValid(m->sub_oid) && !synced_recorded)
-		legacy = psprintf("pg_catalog.starts_with(slot_name::pg_catalog.text, %s)",
-						  quote_literal_cstr(psprintf("pg_%u_sync_", m->sub_oid)));
-	res = RemoteExec(src, psprintf("SELECT slot_name FROM pg_catalog.pg_replication_slots "
-								   "WHERE slot_name OPERATOR(pg_catalog.=) ANY (%s) OR %s", list.data, legacy),
-					 "list the replication slots");
+		legacy = psprintf("pg_%u_sync_", m->sub_oid);
+	res = RemoteExecParams(src, "SELECT slot_name FROM pg_catalog.pg_replication_slots "
+						   "WHERE slot_name OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.name[]) "
+						   "OR pg_catalog.starts_with(slot_name::pg_catalog.text, $2::pg_catalog.text)",
+						   SQL_ARGS(SqlTextArray(names), legacy), "list the replication slots");
 	for (int i = 0; i < PQntuples(res); i++)
 	{
 		MoveDropSlotNamed(src, PQgetvalue(res, i, 0));
@@ -424,9 +445,8 @@ MoveCopyState(Move *m, char **rows)
 							   "FROM pg_catalog.pg_subscription s "
 							   "JOIN pg_catalog.pg_subscription_rel sr ON sr.srsubid OPERATOR(pg_catalog.=) s.oid "
 							   "LEFT JOIN pg_catalog.pg_stat_subscription_stats st ON st.subid OPERATOR(pg_catalog.=) s.oid "
-							   "WHERE s.subname OPERATOR(pg_catalog.=) %s GROUP BY s.oid",
-							   quote_literal_cstr(m->token));
-	PGresult   *res = RemoteExec(MoveDst(m), sql, "read the state of the copy");
+							   "WHERE s.subname OPERATOR(pg_catalog.=) $1::pg_catalog.name GROUP BY s.oid");
+	PGresult   *res = RemoteExecParams(MoveDst(m), sql, SQL_ARGS(m->token), "read the state of the copy");
 	bool		ready;
 
 	if (PQntuples(res) != 1)
@@ -445,26 +465,24 @@ MoveCopyState(Move *m, char **rows)
 char *
 MoveCopySize(Move *m)
 {
-	StringInfoData sql;
+	List	   *tables = NIL;
 	ListCell   *lc;
 
-	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT 0");
 	foreach(lc, MoveGroup(m))
-		appendStringInfo(&sql, " OPERATOR(pg_catalog.+) coalesce(pg_catalog.pg_table_size(pg_catalog.to_regclass(%s)), 0)",
-						 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
-	return RemoteValue(MoveDst(m), sql.data, "read the size of the copy");
+		tables = lappend(tables, ((Move *) lfirst(lc))->src_table);
+	return RemoteValueParams(MoveDst(m), "SELECT coalesce(pg_catalog.sum(pg_catalog.pg_table_size(r)), 0) "
+							 "FROM pg_catalog.unnest($1::pg_catalog.text[]) t, pg_catalog.to_regclass(t) r",
+							 SQL_ARGS(SqlTextArray(tables)), "read the size of the copy");
 }
 
 /* The bytes of WAL the subscription's slot on the source has yet to confirm, or NULL. */
 char *
 MoveLagBytes(Move *m)
 {
-	return RemoteValue(MoveSrc(m), psprintf("SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), "
-											"confirmed_flush_lsn)::pg_catalog.int8 FROM pg_catalog.pg_replication_slots "
-											"WHERE slot_name OPERATOR(pg_catalog.=) %s",
-											quote_literal_cstr(m->token)),
-					   "read the lag of the subscription");
+	return RemoteValueParams(MoveSrc(m), "SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), "
+							 "confirmed_flush_lsn)::pg_catalog.int8 FROM pg_catalog.pg_replication_slots "
+							 "WHERE slot_name OPERATOR(pg_catalog.=) $1::pg_catalog.name",
+							 SQL_ARGS(m->token), "read the lag of the subscription");
 }
 
 /*
@@ -501,7 +519,6 @@ MoveBackPrepare(Move *m)
 	char	   *name = MoveBackName(MoveLead(m));
 	StringInfoData tables;
 	ListCell   *lc;
-	char	   *v;
 
 	initStringInfo(&tables);
 	foreach(lc, MoveGroup(m))
@@ -510,13 +527,9 @@ MoveBackPrepare(Move *m)
 								"WITH (publish = 'insert, update, delete', publish_via_partition_root = true)",
 								quote_identifier(name), quote_identifier(name), tables.data),
 				  "create the publication back to the source");
-	v = RemoteValue(dst, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_replication_slots "
-								  "WHERE slot_name OPERATOR(pg_catalog.=) %s", quote_literal_cstr(name)),
-					"look up the replication slot back to the source");
-	if (strcmp(v, "0") == 0)
-		RemoteCommand(dst, psprintf("SELECT pg_catalog.pg_create_logical_replication_slot(%s, 'pgoutput')",
-									quote_literal_cstr(name)),
-					  "create the replication slot back to the source");
+	if (!ReplSlotExists(dst, name))
+		RemoteCommandParams(dst, "SELECT pg_catalog.pg_create_logical_replication_slot($1::pg_catalog.name, 'pgoutput')",
+							SQL_ARGS(name), "create the replication slot back to the source");
 }
 
 /*
@@ -587,12 +600,9 @@ MoveBackSubscribe(Move *m, bool advance)
 	char		state[6];
 
 	if (advance)
-		RemoteCommand(dst, psprintf("SELECT pg_catalog.pg_replication_slot_advance(%s, %s::pg_catalog.pg_lsn)",
-									quote_literal_cstr(name), quote_literal_cstr(lead->back_lsn)),
-					  "start the replication back to the source at the block");
-	v = RemoteValue(src, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s",
-								  quote_literal_cstr(name)), "look up the subscription back to the source");
-	if (strcmp(v, "0") != 0)
+		RemoteCommandParams(dst, "SELECT pg_catalog.pg_replication_slot_advance($1::pg_catalog.name, $2::pg_catalog.pg_lsn)",
+							SQL_ARGS(name, lead->back_lsn), "start the replication back to the source at the block");
+	if (ReplSubscriptionOid(src, name, false) != NULL)
 		return;
 	v = RemoteValue(src, "SELECT pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 160000",
 					"read the version of the source");
@@ -638,15 +648,14 @@ MoveBackDetach(Move *m)
 void
 MoveBackDropTable(RemoteConn *dst, const char *table, const char *mark)
 {
-	char	   *v = RemoteValue(dst, psprintf("SELECT coalesce((SELECT pg_catalog.string_agg(pg_catalog.format("
-											  "'ALTER TABLE %%s DETACH PARTITION %%s', c.oid::pg_catalog.regclass, "
-											  "i.inhrelid::pg_catalog.regclass), '; ') FROM pg_catalog.pg_inherits i "
-											  "WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid), '') "
-											  "FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) "
-											  "AND c.relkind OPERATOR(pg_catalog.=) 'p' "
-											  "AND pg_catalog.obj_description(c.oid, 'pg_class') OPERATOR(pg_catalog.=) %s",
-											  quote_literal_cstr(table), quote_literal_cstr(mark)),
-								"look up the table of the way back");
+	char	   *v = RemoteValueParams(dst, "SELECT coalesce((SELECT pg_catalog.string_agg(pg_catalog.format("
+									"'ALTER TABLE %s DETACH PARTITION %s', c.oid::pg_catalog.regclass, "
+									"i.inhrelid::pg_catalog.regclass), '; ') FROM pg_catalog.pg_inherits i "
+									"WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid), '') "
+									"FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text) "
+									"AND c.relkind OPERATOR(pg_catalog.=) 'p' "
+									"AND pg_catalog.obj_description(c.oid, 'pg_class') OPERATOR(pg_catalog.=) $2::pg_catalog.text",
+									SQL_ARGS(table, mark), "look up the table of the way back");
 
 	if (v == NULL)
 		return;
@@ -694,13 +703,10 @@ MoveBackDrop(Move *m)
 	RemoteConn *src = MoveSrc(m);
 	RemoteConn *dst = MoveDst(m);
 	char	   *name = MoveBackName(lead);
-	char	   *v;
 	ListCell   *lc;
 
 	(void) MoveDropSubscriptionNamed(src, name, false);
-	v = RemoteValue(dst, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_replication_slots WHERE slot_name OPERATOR(pg_catalog.=) %s",
-								  quote_literal_cstr(name)), "look up the replication slot back to the source");
-	if (strcmp(v, "0") != 0)
+	if (ReplSlotExists(dst, name))
 		MoveDropSlotNamed(dst, name);
 	RemoteCommand(dst, psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(name)), "drop the publication back to the source");
 	foreach(lc, MoveGroup(m))

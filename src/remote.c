@@ -301,12 +301,14 @@ RemoteReportError(RemoteConn *rc, PGresult *res, const char *what)
 }
 
 /*
- * Run SQL (one or more statements) and return the last result, or the
- * first failed one: the caller clears it.  Raises only for a lost
+ * Run SQL (one or more statements; exactly one if it has parameters: nargs
+ * text values for $1..$n, a NULL one is SQL NULL) and return the last
+ * result, or the first failed one: the caller clears it.  Raises only for a lost
  * connection or an interrupt.
  */
 static PGresult *
-RemoteRun(RemoteConn *rc, const char *sql, const char *what)
+RemoteRun(RemoteConn *rc, const char *sql, int nargs, const char *const *values,
+		  const char *what)
 {
 	PGresult   *volatile last = NULL;
 	PGresult   *volatile failed = NULL;
@@ -316,7 +318,8 @@ RemoteRun(RemoteConn *rc, const char *sql, const char *what)
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not %s on server \"%s\": the connection was lost", what,
 						rc ? rc->server : "?")));
-	if (!PQsendQuery(rc->conn, sql))
+	if (nargs == 0 ? !PQsendQuery(rc->conn, sql) :
+		!PQsendQueryParams(rc->conn, sql, nargs, NULL, values, NULL, NULL, 0))
 		RemoteReportError(rc, NULL, what);
 	PG_TRY();
 	{
@@ -371,18 +374,27 @@ RemoteOk(PGresult *res)
 }
 
 /*
- * Run SQL (one or more statements) and return the last result, which is a
- * success: the caller clears it.  "what" names the action in errors; the
- * SQL itself is never shown, since it may hold a password.
+ * Run SQL and return the last result, which is a success: the caller
+ * clears it.  "what" names the action in errors; the SQL itself is never
+ * shown, since it may hold a password.  The *Params forms pass values as
+ * parameters $1..$n of one statement (SQL_ARGS in sqlrun.h): a value is
+ * never spliced into SQL text, and the SQL casts each $n to its type.
  */
 PGresult *
-RemoteExec(RemoteConn *rc, const char *sql, const char *what)
+RemoteExecParams(RemoteConn *rc, const char *sql, int nargs, const char *const *values,
+				 const char *what)
 {
-	PGresult   *res = RemoteRun(rc, sql, what);
+	PGresult   *res = RemoteRun(rc, sql, nargs, values, what);
 
 	if (!RemoteOk(res))
 		RemoteReportError(rc, res, what);
 	return res;
+}
+
+PGresult *
+RemoteExec(RemoteConn *rc, const char *sql, const char *what)
+{
+	return RemoteExecParams(rc, sql, 0, NULL, what);
 }
 
 /*
@@ -392,18 +404,14 @@ RemoteExec(RemoteConn *rc, const char *sql, const char *what)
 bool
 RemoteTry(RemoteConn *rc, const char *sql, const char *what, char *sqlstate)
 {
-	PGresult   *res = RemoteRun(rc, sql, what);
-	bool		ok = RemoteOk(res);
+	return RemoteTryMessageParams(rc, sql, 0, NULL, what, sqlstate) == NULL;
+}
 
-	sqlstate[0] = '\0';
-	if (!ok)
-	{
-		const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
-		strlcpy(sqlstate, st ? st : "", 6);
-	}
-	PQclear(res);
-	return ok;
+bool
+RemoteTryParams(RemoteConn *rc, const char *sql, int nargs, const char *const *values,
+				const char *what, char *sqlstate)
+{
+	return RemoteTryMessageParams(rc, sql, nargs, values, what, sqlstate) == NULL;
 }
 
 /*
@@ -413,7 +421,14 @@ RemoteTry(RemoteConn *rc, const char *sql, const char *what, char *sqlstate)
 char *
 RemoteTryMessage(RemoteConn *rc, const char *sql, const char *what, char *sqlstate)
 {
-	PGresult   *res = RemoteRun(rc, sql, what);
+	return RemoteTryMessageParams(rc, sql, 0, NULL, what, sqlstate);
+}
+
+char *
+RemoteTryMessageParams(RemoteConn *rc, const char *sql, int nargs, const char *const *values,
+					   const char *what, char *sqlstate)
+{
+	PGresult   *res = RemoteRun(rc, sql, nargs, values, what);
 	char	   *message = NULL;
 
 	sqlstate[0] = '\0';
@@ -431,22 +446,36 @@ RemoteTryMessage(RemoteConn *rc, const char *sql, const char *what, char *sqlsta
 
 /* Run SQL for its effect. */
 void
+RemoteCommandParams(RemoteConn *rc, const char *sql, int nargs, const char *const *values,
+					const char *what)
+{
+	PQclear(RemoteExecParams(rc, sql, nargs, values, what));
+}
+
+void
 RemoteCommand(RemoteConn *rc, const char *sql, const char *what)
 {
-	PQclear(RemoteExec(rc, sql, what));
+	RemoteCommandParams(rc, sql, 0, NULL, what);
 }
 
 /* The first column of the first row, or NULL for no row or a NULL value. */
 char *
-RemoteValue(RemoteConn *rc, const char *sql, const char *what)
+RemoteValueParams(RemoteConn *rc, const char *sql, int nargs, const char *const *values,
+				  const char *what)
 {
-	PGresult   *res = RemoteExec(rc, sql, what);
+	PGresult   *res = RemoteExecParams(rc, sql, nargs, values, what);
 	char	   *v = NULL;
 
 	if (PQntuples(res) > 0 && PQnfields(res) > 0 && !PQgetisnull(res, 0, 0))
 		v = pstrdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return v;
+}
+
+char *
+RemoteValue(RemoteConn *rc, const char *sql, const char *what)
+{
+	return RemoteValueParams(rc, sql, 0, NULL, what);
 }
 
 /* Append a conninfo value, quoted as libpq wants. */

@@ -9,6 +9,7 @@
 #define SNOWSEQ_REMOTE_H
 
 #include "libpq-fe.h"
+#include "sqlrun.h"
 
 /*
  * The locks of moves: advisory lock tags whose fourth field is
@@ -51,9 +52,20 @@ extern RemoteConn *RemoteConnect(Oid serverid);
 extern void RemoteClose(RemoteConn *rc);
 extern bool RemoteUsable(RemoteConn *rc);
 extern PGresult *RemoteExec(RemoteConn *rc, const char *sql, const char *what);
+extern PGresult *RemoteExecParams(RemoteConn *rc, const char *sql, int nargs,
+								  const char *const *values, const char *what);
+extern void RemoteCommandParams(RemoteConn *rc, const char *sql, int nargs,
+								const char *const *values, const char *what);
+extern char *RemoteValueParams(RemoteConn *rc, const char *sql, int nargs,
+							   const char *const *values, const char *what);
 extern void RemoteCommand(RemoteConn *rc, const char *sql, const char *what);
 extern bool RemoteTry(RemoteConn *rc, const char *sql, const char *what, char *sqlstate);
+extern bool RemoteTryParams(RemoteConn *rc, const char *sql, int nargs,
+							const char *const *values, const char *what, char *sqlstate);
 extern char *RemoteTryMessage(RemoteConn *rc, const char *sql, const char *what, char *sqlstate);
+extern char *RemoteTryMessageParams(RemoteConn *rc, const char *sql, int nargs,
+									const char *const *values, const char *what,
+									char *sqlstate);
 extern char *RemoteValue(RemoteConn *rc, const char *sql, const char *what);
 extern char *RemoteConninfo(Oid serverid);
 extern void RemoteCheckUsableAs(RemoteConn *rc);

@@ -10,6 +10,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -45,13 +46,68 @@ SpiRunArgs(const char *sql, int nargs, Oid *types, Datum *values,
 	return SPI_processed;
 }
 
+/*
+ * Run one statement with text parameters $1..$nargs (SQL_ARGS; a NULL value
+ * is SQL NULL); returns the rows it processed.
+ */
+uint64
+SpiRunParams(const char *sql, int nargs, const char *const *values, int expect)
+{
+	Oid		   *types = palloc(sizeof(Oid) * Max(nargs, 1));
+	Datum	   *datums = palloc(sizeof(Datum) * Max(nargs, 1));
+	char	   *nulls = palloc(Max(nargs, 1));
+
+	for (int i = 0; i < nargs; i++)
+	{
+		types[i] = TEXTOID;
+		datums[i] = values[i] ? CStringGetTextDatum(values[i]) : (Datum) 0;
+		nulls[i] = values[i] ? ' ' : 'n';
+	}
+	return SpiRunArgs(sql, nargs, types, datums, nulls, expect);
+}
+
+/*
+ * A list of C strings as the text of an array value, for a parameter cast
+ * to an array type ($1::pg_catalog.text[]): each element double-quoted,
+ * with its quotes and backslashes escaped, as array_in reads it.
+ */
+char *
+SqlTextArray(List *values)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	foreach(lc, values)
+	{
+		appendStringInfoString(&buf, foreach_current_index(lc) > 0 ? ",\"" : "\"");
+		for (const char *p = lfirst(lc); *p; p++)
+		{
+			if (*p == '"' || *p == '\\')
+				appendStringInfoChar(&buf, '\\');
+			appendStringInfoChar(&buf, *p);
+		}
+		appendStringInfoChar(&buf, '"');
+	}
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
+}
+
 /* The first column of the first row of a query, as text in cxt, or NULL. */
 char *
 SpiValue(MemoryContext cxt, const char *sql)
 {
+	return SpiValueParams(cxt, sql, 0, NULL);
+}
+
+/* The same, with text parameters $1..$nargs. */
+char *
+SpiValueParams(MemoryContext cxt, const char *sql, int nargs, const char *const *values)
+{
 	char	   *v = NULL;
 
-	SpiRun(sql, SPI_OK_SELECT);
+	SpiRunParams(sql, nargs, values, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 	{
 		char	   *s = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);

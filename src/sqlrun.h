@@ -30,7 +30,22 @@
 /* Any successful result: for SpiRun's expect. */
 #define SPI_ANY_OK	(-1)
 
+/*
+ * Text parameters of one statement: SQL_ARGS(a, b) is a count and an array
+ * of values for $1, $2, for the *Params functions here, in remote.h and in
+ * move_common.h.  A NULL value is SQL NULL.  The statement casts each $n to
+ * the type it needs ($1::pg_catalog.int8): the values are never spliced into
+ * SQL text, so no value needs quoting and none can change the statement.
+ */
+#define SQL_ARGS(...) \
+	((int) (sizeof((const char *const[]) {__VA_ARGS__}) / sizeof(const char *))), \
+	((const char *const[]) {__VA_ARGS__})
+
 extern uint64 SpiRun(const char *sql, int expect);
+extern uint64 SpiRunParams(const char *sql, int nargs, const char *const *values, int expect);
+extern char *SqlTextArray(List *values);
+extern char *SpiValueParams(MemoryContext cxt, const char *sql, int nargs,
+							const char *const *values);
 extern uint64 SpiRunArgs(const char *sql, int nargs, Oid *types, Datum *values,
 						 const char *nulls, int expect);
 extern char *SpiValue(MemoryContext cxt, const char *sql);
