@@ -413,8 +413,16 @@ MoveRecordState(Move *m, MoveStateId state, const char *sets)
 void
 MoveRecordSet(Move *m, const char *sets)
 {
-	MoveRecordsRun(m->ext, psprintf("UPDATE %s SET %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-									MoveExt(m, "snowseq_moves"), sets, m->id), SPI_OK_UPDATE);
+	MoveRecordSetParams(m, sets, 0, NULL);
+}
+
+/* The same, with text parameters $1..$nargs in sets (SQL_ARGS). */
+void
+MoveRecordSetParams(Move *m, const char *sets, int nargs, const char *const *values)
+{
+	MoveRecordsRunParams(m->ext, psprintf("UPDATE %s SET %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+										  MoveExt(m, "snowseq_moves"), sets, m->id),
+						 nargs, values, SPI_OK_UPDATE);
 }
 
 /*

@@ -202,6 +202,7 @@ extern char *MoveIdCondition(Move *m);
 extern char *MoveIdConditionOf(Move *m, const char *alias);
 extern void MoveNote(Move *m, const char *server, const char *object, const char *action);
 extern void MoveRecordSet(Move *m, const char *sets);
+extern void MoveRecordSetParams(Move *m, const char *sets, int nargs, const char *const *values);
 extern ErrorData *MoveTry(Move *m, MoveStep step);
 extern RemoteConn *MoveSession(Move *m, RemoteConn **slot, const char *server);
 extern RemoteConn *MoveSrc(Move *m);
