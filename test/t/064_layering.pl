@@ -121,7 +121,7 @@ sub name_patterns
 # began under 1.2, which recorded none, are those whose names begin with
 # pg_<its subscription oid>_sync_ (MoveDropSlots); it goes with the update
 # from 1.2.
-my $legacy_sync = qr/starts_with\(slot_name::pg_catalog\.text, %s\)",$/;
+my $legacy_sync = qr/starts_with\(slot_name::pg_catalog\.text, \$2::pg_catalog\.text\)",$/;
 for my $f (sort keys %code)
 {
 	my @hits = grep { !/$legacy_sync/ } name_patterns($code{$f});
@@ -153,7 +153,7 @@ ok(scalar(name_patterns(q{"FROM pg_catalog.pg_replication_slots WHERE slot_name:
 
 # The records of moves are read and written as their owner (a router
 # administrator that moves holds no right on them): in the move files, no
-# statement run with SpiRun, SpiRunArgs or SpiValue names snowseq_moves,
+# statement run with SpiRun, SpiValue or their kin names snowseq_moves,
 # snowseq_move_objects or snowseq_status; each goes through MoveRecordsRun
 # or MoveRecordsValue.  A look-up of a table in the catalog (to_regclass,
 # ::regclass) reads none.
@@ -183,7 +183,7 @@ sub records_as_caller
 {
 	my ($text) = @_;
 	return grep { /snowseq_(?:moves|move_objects|status)\b/ && !/to_regclass\(|::pg_catalog\.regclass/ }
-	  map { call_args($text, $_) } qw(SpiRun SpiRunArgs SpiValue);
+	  map { call_args($text, $_) } qw(SpiRun SpiRunArgs SpiRunParams SpiValue SpiValueParams);
 }
 for my $f (grep { m{src/move} } sort keys %code)
 {
@@ -194,6 +194,58 @@ ok(scalar(records_as_caller(q{SpiRun(psprintf("UPDATE %s SET a = 1", MoveExt(m, 
 	  == 1 && scalar(records_as_caller(q{v = SpiValue(m->cxt, psprintf("SELECT node_id FROM %s", MoveExt(m, "snowseq_status")));})) == 1
 	  && scalar(records_as_caller(q{MoveRecordsRun(m->ext, psprintf("UPDATE %s SET a = (f(1))", MoveExt(m, "snowseq_moves")), 0);})) == 0,
 	'the check finds a statement on the records run as the caller, and passes one run as their owner');
+
+# A value goes into a statement as a parameter ($1, SQL_ARGS), never quoted
+# into its text (issue 30): a quote_literal is left only in a utility
+# statement, which takes no parameters (CREATE, ALTER, DROP, COMMENT ON,
+# GRANT, REVOKE).  A C statement that quotes a literal is judged by the
+# first SQL text it holds.
+sub c_statements
+{
+	my ($text) = @_;
+	my (@out, $cur, $in_str, $depth);
+	($cur, $in_str, $depth) = ('', 0, 0);
+	for (my $i = 0; $i < length($text); $i++)
+	{
+		my $c = substr($text, $i, 1);
+		$cur .= $c;
+		if ($in_str)
+		{
+			if ($c eq '\\') { $cur .= substr($text, ++$i, 1) }
+			elsif ($c eq '"') { $in_str = 0 }
+		}
+		elsif ($c eq '"') { $in_str = 1 }
+		elsif ($c eq "'") { $cur .= substr($text, $i + 1, 2); $i += 2; $i++, $cur .= "'" if substr($cur, -2, 1) eq '\\' }
+		elsif ($c eq '(') { $depth++ }
+		elsif ($c eq ')') { $depth-- }
+		elsif (($c eq ';' && $depth <= 0) || $c eq '{' || $c eq '}') { push @out, $cur; $cur = ''; $depth = 0 }
+	}
+	return @out;
+}
+sub quoted_values
+{
+	my ($text) = @_;
+	my @hits;
+	for my $st (c_statements($text))
+	{
+		next unless $st =~ /\bquote_literal(?:_cstr)?\s*\(/;
+		my ($sql) = $st =~ /"((?:[^"\\]|\\.)*)"/;
+		next if defined $sql && $sql =~ /^\s*(?:CREATE|ALTER|DROP|COMMENT\s+ON|GRANT|REVOKE)\b/;
+		(my $line = $st) =~ s/\s+/ /g;
+		push @hits, substr($line, 0, 160);
+	}
+	return @hits;
+}
+for my $f (sort keys %code)
+{
+	my @hits = quoted_values($code{$f});
+	is(scalar(@hits), 0, "$f quotes no value into a query" . (@hits ? ":\n" . join("\n", @hits) : ''));
+}
+ok(scalar(quoted_values(q{v = RemoteValue(rc, psprintf("SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s", quote_literal_cstr(name)), "look up");})) == 1
+	  && scalar(quoted_values(q{lit = quote_literal_cstr(name);})) == 1
+	  && scalar(quoted_values(q{RemoteCommand(rc, psprintf("COMMENT ON TABLE %s IS %s", t, quote_literal_cstr(mark)), "mark"); x = ';';})) == 0
+	  && scalar(quoted_values(q{v = RemoteValueParams(rc, "SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) $1::pg_catalog.name", SQL_ARGS(name), "look up");})) == 0,
+	'the check finds a value quoted into a query, and passes a utility statement and a parameter');
 
 # OPERATOR(schema.op) takes the precedence of any other operator, whatever
 # op is: a OPERATOR(pg_catalog.+) b OPERATOR(pg_catalog.*) c is (a + b) * c.
