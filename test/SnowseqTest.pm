@@ -33,7 +33,10 @@ my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 #   faketime => file (start the postmaster under libfaketime),
 #   start => 0 to leave it stopped, extension => 0 to skip CREATE EXTENSION,
 #   install_path => another PostgreSQL installation (its bin/ and libraries),
-#   initdb => [more initdb options].
+#   initdb => [more initdb options],
+#   init_at => a libfaketime time ('@2040-01-02 00:00:00') initdb runs at: the
+#   system identifier is made from the time, so one made in 2038 or later has
+#   its top bit set (negative in pg_control_system()).
 # The cluster is UTF8 with the C locale whatever the environment says
 # (without a locale initdb would make it SQL_ASCII).
 sub snowseq_node
@@ -41,8 +44,14 @@ sub snowseq_node
 	my ($name, %o) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name,
 		$o{install_path} ? (install_path => $o{install_path}) : ());
-	$node->init(allows_streaming => $o{streaming} // 0,
-		extra => [ '--encoding=UTF8', '--locale=C', @{ $o{initdb} || [] } ]);
+	{
+		local %ENV = %ENV;
+		@ENV{qw(LD_PRELOAD FAKETIME)} = ($LIBFAKETIME, $o{init_at}) if $o{init_at};
+		# force_initdb (16 and later): a cluster of its own, not a copy of a
+		# template whose system identifier would be the template's
+		$node->init(allows_streaming => $o{streaming} // 0, $o{init_at} ? (force_initdb => 1) : (),
+			extra => [ '--encoding=UTF8', '--locale=C', @{ $o{initdb} || [] } ]);
+	}
 	my $conf = '';
 	$conf .= "shared_preload_libraries = 'snowseq'\n" unless defined $o{preload} && !$o{preload};
 	my $id = exists $o{node_id} ? $o{node_id} : 1;

@@ -26,6 +26,15 @@
 #     and is undone.  A row that breaks a CHECK constraint there (SQLSTATE
 #     23514, which no retry heals) fails the move at once, with its text.
 #     Without the bad rows the move succeeds.
+# (3) The table-sync slots a move records before it enables its
+#     subscription are the ones PostgreSQL makes, named after shard_b's
+#     system identifier printed unsigned: shard_b's was made in 2040, so
+#     its top bit is set.  A move begun under 1.2 recorded none: one stopped
+#     mid-copy, its records of them deleted as 1.2 had none, its
+#     subscription dropped on shard_b while shard_a could not be reached
+#     (which leaves the table-sync slots on shard_a), is cleaned up by
+#     snowseq_move_cleanup(), which drops them by the prefix PostgreSQL
+#     gives the slots of that subscription.
 use strict;
 use warnings;
 use lib 'test';
@@ -44,7 +53,9 @@ my @shard_conf = ('wal_level = logical', 'max_replication_slots = 10', 'max_wal_
 	'max_prepared_transactions = 10', 'wal_retrieve_retry_interval = 200ms');
 my $router = snowseq_node('router', node_id => 1);
 my $sa = snowseq_node('shard_a', node_id => 2, conf => \@shard_conf);
-my $sb = snowseq_node('shard_b', node_id => 3, conf => \@shard_conf);
+my $sb = snowseq_node('shard_b', node_id => 3, conf => \@shard_conf, init_at => '@2040-01-02 00:00:00');
+is($sb->safe_psql('postgres', 'SELECT system_identifier < 0 FROM pg_control_system()'), 't',
+	'shard_b, made in 2040, has a system identifier with its top bit set');
 
 my $events = q{CREATE TABLE events (event_id bigint PRIMARY KEY, payload text NOT NULL)};
 $sa->safe_psql('postgres', $events);
@@ -129,6 +140,22 @@ my $move = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
 
 # mid-copy: the table synchronisation stops at the gate row
 my $waiter = wait_gate_waiter('', '(1) the copy stops at the gate row');
+# the slots of the copies in progress, and those the move recorded
+sub sync_slots
+{
+	return $sa->safe_psql('postgres', q{SELECT string_agg(slot_name, ',' ORDER BY slot_name)
+		FROM pg_replication_slots WHERE slot_name ~ '^pg_[0-9]+_sync_'});
+}
+sub recorded_sync_slots
+{
+	return $router->safe_psql('postgres', q{SELECT string_agg(o.name, ',' ORDER BY o.name)
+		FROM snowseq_move_objects o JOIN snowseq_moves m USING (move_id)
+		WHERE m.move_id = (SELECT max(move_id) FROM snowseq_moves) AND o.kind = 'replication slot' AND o.name <> m.token});
+}
+my $slots = sync_slots();
+like($slots, qr/^pg_\d+_sync_\d+_(?:9[2-9]|1)\d{17,18}$/,
+	"(1) shard_a has the copy's table-sync slot, named with shard_b's identifier unsigned ($slots)");
+is(recorded_sync_slots(), $slots, '(1) ... and the move recorded it before it existed, by that name');
 my $sync = worker_pid(1);
 is($waiter, $sync, '(1) ... in the table synchronisation worker');
 terminate($sb, $sync, '(1) mid-copy: the table synchronisation worker is terminated');
@@ -244,6 +271,40 @@ like(layout(), qr/^16383=shard_b,32767=shard_a /, '(2) genes 8192..16383 are on 
 is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT event_id) FROM events'), "$total $total",
 	"(2) the router returns each of the $total rows once");
 is(join(',', leftovers()), '', '(2) nothing is left behind');
+
+# ---------------------------------------------------------------------
+# (3) A move begun under 1.2, stopped mid-copy, with its subscription gone
+# ---------------------------------------------------------------------
+landing_table(0);
+$sa->safe_psql('postgres', q{INSERT INTO events VALUES ((20000::bigint << 48) | (8 << 10) | 1023, 'gate')});
+$total++;
+$gate->query_safe("SELECT pg_advisory_lock($gate_lock)");
+($out, $err) = ('', '');
+$move = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
+	'-c', q{CALL snowseq_move_genes('events', 16384, 24575, 'shard_b')} ], '>', \$out, '2>', \$err);
+wait_gate_waiter('', '(3) the copy stops at the gate row');
+$slots = sync_slots();
+ok($slots ne '' && recorded_sync_slots() eq $slots, "(3) shard_a has the copy's table-sync slot, recorded ($slots)");
+my ($id3, $token3) = split /\|/, $router->safe_psql('postgres',
+	q{SELECT move_id || '|' || token FROM snowseq_moves ORDER BY move_id DESC LIMIT 1});
+is($router->safe_psql('postgres', q{SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+	WHERE query LIKE 'CALL snowseq_move_genes%' AND pid <> pg_backend_pid()}), 1, '(3) the move is stopped (its session ends)');
+$move->finish;
+$router->safe_psql('postgres', qq{DELETE FROM snowseq_move_objects WHERE move_id = $id3 AND kind = 'replication slot' AND name <> '$token3'});
+$sb->safe_psql('postgres', qq{ALTER SUBSCRIPTION "$token3" DISABLE;
+	ALTER SUBSCRIPTION "$token3" CONNECTION 'host=127.0.0.1 port=1 dbname=postgres connect_timeout=5';
+	ALTER SUBSCRIPTION "$token3" SET (slot_name = NONE);
+	DROP SUBSCRIPTION "$token3"});
+is(sync_slots(), $slots, '(3) as 1.2 left it: no table-sync slot recorded, the subscription gone, its slot left on shard_a');
+$gate->query_safe("SELECT pg_advisory_unlock($gate_lock)");
+my $cleaned = $router->safe_psql('postgres', 'SELECT string_agg(server || \' \' || object || \' \' || action, \';\') FROM snowseq_move_cleanup()');
+note "cleanup: $cleaned";
+like($cleaned, qr/shard_a replication slot \Q$slots\E dropped/, '(3) the cleanup drops the table-sync slot by its prefix');
+is(sync_slots(), '', '(3) ... none is left on shard_a');
+is(join(',', leftovers()), '', '(3) nothing is left behind');
+like(layout(), qr/^16383=shard_b,32767=shard_a /, '(3) the placement is unchanged');
+is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT event_id) FROM events'), "$total $total",
+	"(3) the router returns each of the $total rows once");
 
 $gate->quit;
 $locker->quit;
