@@ -51,18 +51,22 @@ MoveCreatePublication(Move *m)
  */
 
 /*
- * The oid of a subscription of a server, or NULL if there is none; only
- * one of this database's, with this_database (subscription names are
- * unique per database).
+ * SQL for the oid of the subscription named by parameter n in the database
+ * of the session: pg_subscription is shared by the databases of a server,
+ * and a subscription name is unique in one database only, so another
+ * database's subscription of the same name (a move of another router
+ * database, say) is never taken for this one.
  */
+#define REPL_SUBSCRIPTION(n) \
+	"(SELECT s.oid FROM pg_catalog.pg_subscription s WHERE s.subname OPERATOR(pg_catalog.=) $" #n "::pg_catalog.name " \
+	"AND s.subdbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d " \
+	"WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))"
+
+/* The oid of a subscription of this database on a server, or NULL if there is none. */
 static char *
-ReplSubscriptionOid(RemoteConn *rc, const char *name, bool this_database)
+ReplSubscriptionOid(RemoteConn *rc, const char *name)
 {
-	return RemoteValueParams(rc, "SELECT oid FROM pg_catalog.pg_subscription "
-							 "WHERE subname OPERATOR(pg_catalog.=) $1::pg_catalog.name AND ($2::pg_catalog.bool IS NOT TRUE "
-							 "OR subdbid OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database "
-							 "WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))",
-							 SQL_ARGS(name, this_database ? "true" : "false"), "look up the subscription");
+	return RemoteValueParams(rc, "SELECT " REPL_SUBSCRIPTION(1), SQL_ARGS(name), "look up the subscription");
 }
 
 /* Whether a server has a replication slot of this name. */
@@ -108,7 +112,7 @@ MoveCreateSubscription(Move *m)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
 				 errmsg("could not create the subscription on server \"%s\": %s", m->dst_name, err)));
-	v = ReplSubscriptionOid(dst, m->token, false);
+	v = ReplSubscriptionOid(dst, m->token);
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 }
 
@@ -276,8 +280,8 @@ MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 	const char *sql = "SELECT coalesce(w.latest_end_lsn OPERATOR(pg_catalog.>=) $1::pg_catalog.pg_lsn, false), "
 		"coalesce(w.latest_end_lsn::pg_catalog.text, ''), "
 		"(SELECT coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) coalesce(st.apply_error_count, 0) "
-		"FROM pg_catalog.pg_stat_subscription_stats st WHERE st.subname OPERATOR(pg_catalog.=) $2::pg_catalog.name) "
-		"FROM (SELECT 1) one LEFT JOIN pg_catalog.pg_stat_subscription w ON w.subname OPERATOR(pg_catalog.=) $2::pg_catalog.name "
+		"FROM pg_catalog.pg_stat_subscription_stats st WHERE st.subid OPERATOR(pg_catalog.=) " REPL_SUBSCRIPTION(2) ") "
+		"FROM (SELECT 1) one LEFT JOIN pg_catalog.pg_stat_subscription w ON w.subid OPERATOR(pg_catalog.=) " REPL_SUBSCRIPTION(2) " "
 		"AND w.relid IS NULL";
 	char	   *last = NULL;
 	TimestampTz progress = start;
@@ -317,7 +321,7 @@ MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 void
 MoveDropSubscription(Move *m)
 {
-	char	   *oid = ReplSubscriptionOid(MoveDst(m), m->token, true);
+	char	   *oid = ReplSubscriptionOid(MoveDst(m), m->token);
 
 	if (oid == NULL)
 		return;
@@ -336,7 +340,7 @@ char *
 MoveDropSubscriptionNamed(RemoteConn *rc, const char *name, bool keep_slot)
 {
 	const char *q = quote_identifier(name);
-	char	   *oid = ReplSubscriptionOid(rc, name, false);
+	char	   *oid = ReplSubscriptionOid(rc, name);
 	char		state[6];
 
 	if (oid == NULL)
@@ -445,7 +449,7 @@ MoveCopyState(Move *m, char **rows)
 							   "FROM pg_catalog.pg_subscription s "
 							   "JOIN pg_catalog.pg_subscription_rel sr ON sr.srsubid OPERATOR(pg_catalog.=) s.oid "
 							   "LEFT JOIN pg_catalog.pg_stat_subscription_stats st ON st.subid OPERATOR(pg_catalog.=) s.oid "
-							   "WHERE s.subname OPERATOR(pg_catalog.=) $1::pg_catalog.name GROUP BY s.oid");
+							   "WHERE s.oid OPERATOR(pg_catalog.=) " REPL_SUBSCRIPTION(1) " GROUP BY s.oid");
 	PGresult   *res = RemoteExecParams(MoveDst(m), sql, SQL_ARGS(m->token), "read the state of the copy");
 	bool		ready;
 
@@ -602,7 +606,7 @@ MoveBackSubscribe(Move *m, bool advance)
 	if (advance)
 		RemoteCommandParams(dst, "SELECT pg_catalog.pg_replication_slot_advance($1::pg_catalog.name, $2::pg_catalog.pg_lsn)",
 							SQL_ARGS(name, lead->back_lsn), "start the replication back to the source at the block");
-	if (ReplSubscriptionOid(src, name, false) != NULL)
+	if (ReplSubscriptionOid(src, name) != NULL)
 		return;
 	v = RemoteValue(src, "SELECT pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 160000",
 					"read the version of the source");

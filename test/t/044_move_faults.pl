@@ -35,6 +35,10 @@
 #     (which leaves the table-sync slots on shard_a), is cleaned up by
 #     snowseq_move_cleanup(), which drops them by the prefix PostgreSQL
 #     gives the slots of that subscription.
+# (4) Another database of shard_b has a subscription of the name the next
+#     move's will have (pg_subscription is shared by a server's databases;
+#     a name is unique in one database only): the move takes its own for
+#     it nowhere, succeeds, and leaves the other one alone.
 use strict;
 use warnings;
 use lib 'test';
@@ -305,6 +309,26 @@ is(join(',', leftovers()), '', '(3) nothing is left behind');
 like(layout(), qr/^16383=shard_b,32767=shard_a /, '(3) the placement is unchanged');
 is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT event_id) FROM events'), "$total $total",
 	"(3) the router returns each of the $total rows once");
+
+# ---------------------------------------------------------------------
+# (4) A subscription of the same name in another database of shard_b
+# ---------------------------------------------------------------------
+$sb->safe_psql('postgres', 'CREATE DATABASE other');
+my $twin = $router->safe_psql('postgres', q{SELECT 'snowseq_move_' || (SELECT node_id FROM snowseq_status) || '_'
+	|| pg_sequence_last_value(pg_get_serial_sequence('snowseq_moves', 'move_id')) + 1});
+$sb->safe_psql('other', qq{CREATE SUBSCRIPTION "$twin" CONNECTION 'host=127.0.0.1 port=1 dbname=postgres'
+	PUBLICATION p WITH (connect = false)});
+($rc, $e) = move(q{snowseq_move_genes('events', 24576, 32767, 'shard_b')});
+is($rc, 0, "(4) with a subscription $twin in another database of shard_b, the move of that name succeeds");
+is($router->safe_psql('postgres', q{SELECT token FROM snowseq_moves ORDER BY move_id DESC LIMIT 1}), $twin,
+	'(4) ... its subscription had that name');
+like(layout(), qr/^16383=shard_b,24575=shard_a,32767=shard_b /, '(4) genes 24576..32767 are on shard_b');
+is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT event_id) FROM events'), "$total $total",
+	"(4) the router returns each of the $total rows once");
+is($sb->safe_psql('other', qq{SELECT count(*) FROM pg_subscription WHERE subname = '$twin' AND subdbid =
+	(SELECT oid FROM pg_database WHERE datname = 'other')}), 1, '(4) the other database\'s subscription is still there');
+$sb->safe_psql('other', qq{ALTER SUBSCRIPTION "$twin" SET (slot_name = NONE); DROP SUBSCRIPTION "$twin"});
+is(join(',', leftovers()), '', '(4) nothing else is left behind');
 
 $gate->quit;
 $locker->quit;
