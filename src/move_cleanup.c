@@ -41,6 +41,17 @@ typedef enum MoveUndone
 	UNKNOWN						/* the source cannot say: nothing was touched */
 } MoveUndone;
 
+/*
+ * Update the move's record to a state, and more columns (sets, or NULL),
+ * with its error (NULL: none) as a parameter: a message is never SQL text.
+ */
+static void
+MoveRecordStateError(Move *m, MoveStateId state, const char *sets, const char *error)
+{
+	MoveRecordState(m, state, sets);
+	MoveRecordSetParams(m, "error = $1::pg_catalog.text", SQL_ARGS(error));
+}
+
 /* Delete the moved rows left on the source, in batches, as a move (no triggers). */
 static void
 MoveDeleteSource(Move *m)
@@ -80,10 +91,10 @@ MoveFinishTable(Move *m)
 
 	MoveDeleteSource(m);
 	rows = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.count(*) FROM %s", m->dst_table), "count the moved rows");
-	bytes = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.pg_table_size(%s)", quote_literal_cstr(m->dst_table)),
-						"read the size of the moved rows");
-	MoveRecordSet(m, psprintf("finished_at = pg_catalog.clock_timestamp(), rows_copied = %s, bytes_copied = %s",
-							  MoveRemoteInt(rows), MoveRemoteInt(bytes)));
+	bytes = RemoteValueParams(MoveDst(m), "SELECT pg_catalog.pg_table_size($1::pg_catalog.regclass)",
+							  SQL_ARGS(m->dst_table), "read the size of the moved rows");
+	MoveRecordSetParams(m, "finished_at = pg_catalog.clock_timestamp(), rows_copied = $1::pg_catalog.int8, "
+						"bytes_copied = $2::pg_catalog.int8", SQL_ARGS(rows, bytes));
 }
 
 /*
@@ -216,9 +227,9 @@ MoveRevertFinish(Move *m)
 
 		/* the source's fences went with its prepared transaction */
 		MoveNote(t, m->dst_name, psprintf("fence of %s", t->dst_table), "removed");
-		RemoteCommand(MoveSrc(m), psprintf("SELECT %s(%s::pg_catalog.regclass)",
-										   MoveRemoteExt(MoveSrc(m), "snowseq_fence_clear"), quote_literal_cstr(t->src_table)),
-					  "remove the fences of the destination table");
+		RemoteCommandParams(MoveSrc(m), psprintf("SELECT %s($1::pg_catalog.regclass)",
+												 MoveRemoteExt(MoveSrc(m), "snowseq_fence_clear")),
+							SQL_ARGS(t->src_table), "remove the fences of the destination table");
 		appendStringInfo(ot->dest_created == 1 ? &dropped : &emptied, "%s%s",
 						 (ot->dest_created == 1 ? dropped.len : emptied.len) ? ", " : "", t->src_table);
 		MoveNote(t, m->src_name, psprintf("table %s", t->src_table), ot->dest_created == 1 ? "dropped" : "emptied");
@@ -259,13 +270,13 @@ MoveUndoFence(Move *m)
 	char	   *v;
 
 	/* waits for the source transaction: its outcome decides */
-	v = RemoteValue(MoveSrc(m), psprintf("SELECT %s(%s)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_drop"),
-									 quote_literal_cstr(m->token)), "remove the fence");
+	v = RemoteValueParams(MoveSrc(m), psprintf("SELECT %s($1::pg_catalog.text)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_drop")),
+						  SQL_ARGS(m->token), "remove the fence");
 	if (strcmp(v, "t") == 0)
 		return;
-	v = RemoteValue(MoveSrc(m), psprintf("SELECT state FROM %s WHERE token OPERATOR(pg_catalog.=) %s",
-									 MoveRemoteExt(MoveSrc(m), "snowseq_fence"), quote_literal_cstr(m->token)),
-					"read the fence");
+	v = RemoteValueParams(MoveSrc(m), psprintf("SELECT state FROM %s WHERE token OPERATOR(pg_catalog.=) $1::pg_catalog.text",
+											   MoveRemoteExt(MoveSrc(m), "snowseq_fence")),
+						  SQL_ARGS(m->token), "read the fence");
 	m->fence_moved = v != NULL && strcmp(v, FenceStateName(FENCE_MOVED)) == 0;
 }
 
@@ -280,11 +291,11 @@ MoveUndoTable(Move *m)
 	char	   *mark;
 
 	/* renamed in the block, or still under the source's name */
-	res = RemoteExec(dst, psprintf("SELECT t::text, pg_catalog.obj_description(t, 'pg_class'), c.relname "
-								   "FROM (SELECT coalesce(pg_catalog.to_regclass(%s), pg_catalog.to_regclass(%s)) t) s "
-								   "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.t",
-								   quote_literal_cstr(m->dst_table), quote_literal_cstr(m->src_table)),
-					 "look up the copy");
+	res = RemoteExecParams(dst, "SELECT t::pg_catalog.text, pg_catalog.obj_description(t, 'pg_class'), c.relname "
+						   "FROM (SELECT coalesce(pg_catalog.to_regclass($1::pg_catalog.text), "
+						   "pg_catalog.to_regclass($2::pg_catalog.text)) t) s "
+						   "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.t",
+						   SQL_ARGS(m->dst_table, m->src_table), "look up the copy");
 	if (PQntuples(res) == 0)
 	{
 		PQclear(res);
@@ -311,9 +322,9 @@ MoveUndoTable(Move *m)
 static void
 MoveUndoPartition(Move *m)
 {
-	char	   *v = SpiValue(m->cxt, psprintf("SELECT NOT c.relispartition FROM pg_catalog.pg_class c "
-											  "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
-											  quote_literal_cstr(m->new_part_q)));
+	char	   *v = SpiValueParams(m->cxt, "SELECT NOT c.relispartition FROM pg_catalog.pg_class c "
+								   "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text)",
+								   SQL_ARGS(m->new_part_q));
 
 	if (v != NULL && v[0] == 't')
 		SpiRun(psprintf("DROP FOREIGN TABLE %s", m->new_part_q), SPI_OK_UTILITY);
@@ -474,7 +485,7 @@ MoveRevertResolve(Move *m, const char *error)
 		if (err != NULL)
 		{
 			MoveNote(m, NULL, "revert", psprintf("switched back, left: %s", err->message));
-			MoveRecordState(m, MOVE_STATE_SWITCHED, psprintf("error = %s", quote_literal_cstr(err->message)));
+			MoveRecordStateError(m, MOVE_STATE_SWITCHED, NULL, err->message);
 		}
 		return;
 	}
@@ -491,9 +502,8 @@ MoveRevertResolve(Move *m, const char *error)
 	}
 	if (!m->leftovers)
 		MoveForgetObjects(m, MOVE_FORGET_ALL);
-	MoveRecordState(m, m->leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
-					psprintf("finished_at = pg_catalog.clock_timestamp(), error = %s",
-							 error ? quote_literal_cstr(error) : "NULL"));
+	MoveRecordStateError(m, m->leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
+						 "finished_at = pg_catalog.clock_timestamp()", error);
 	MoveNote(m, NULL, "revert", m->leftovers ? "undone, with leftovers: the move is revertable" :
 			 "undone: the move is revertable again");
 }
@@ -537,7 +547,7 @@ MoveResolve(Move *m, const char *error)
 		{
 			m->leftovers = true;
 			MoveNote(m, NULL, "move", psprintf("switched, left: %s", err->message));
-			MoveRecordState(m, MOVE_STATE_SWITCHED, psprintf("error = %s", quote_literal_cstr(err->message)));
+			MoveRecordStateError(m, MOVE_STATE_SWITCHED, NULL, err->message);
 		}
 	}
 	else if (err == NULL)
@@ -545,9 +555,8 @@ MoveResolve(Move *m, const char *error)
 		/* undone: nothing of it is left (with leftovers, cleanup drops them by their records) */
 		if (!m->leftovers)
 			MoveForgetObjects(m, MOVE_FORGET_ALL);
-		MoveRecordState(m, m->leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
-						psprintf("finished_at = pg_catalog.clock_timestamp(), error = %s",
-								 error ? quote_literal_cstr(error) : "NULL"));
+		MoveRecordStateError(m, m->leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
+							 "finished_at = pg_catalog.clock_timestamp()", error);
 	}
 	MoveCloseSessions(m);
 }

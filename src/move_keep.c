@@ -81,24 +81,22 @@ void
 MoveCreateKeepView(Move *m, RemoteConn *rc)
 {
 	char	   *view = MoveKeepViewQ(m);
-	char	   *tab = quote_literal_cstr(m->src_table);
 	PGresult   *res;
 
 	RemoteCommand(rc, psprintf("DROP VIEW IF EXISTS %s; CREATE VIEW %s WITH (security_invoker = true) AS "
 							   "SELECT t.ctid, t.* FROM %s t WHERE %s WITH CASCADED CHECK OPTION",
 							   view, view, m->src_table, MoveKeepCondition(m, "t")),
 				  "create the view of the rows that stay");
-	res = RemoteExec(rc, psprintf("SELECT pg_catalog.format('ALTER VIEW %%s OWNER TO %%I', %s, r.rolname) "
-								  "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) c.relowner "
-								  "WHERE c.oid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
-								  "UNION ALL SELECT pg_catalog.format('GRANT %%s ON %%s TO %%s', x.privilege_type, %s, "
-								  "CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END) "
-								  "FROM pg_catalog.pg_class c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) x "
-								  "LEFT JOIN pg_catalog.pg_roles g ON g.oid OPERATOR(pg_catalog.=) x.grantee "
-								  "WHERE c.oid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
-								  "AND x.privilege_type OPERATOR(pg_catalog.=) ANY (ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE'])",
-								  quote_literal_cstr(view), tab, quote_literal_cstr(view), tab),
-					 "read the table's owner and grants");
+	res = RemoteExecParams(rc, "SELECT pg_catalog.format('ALTER VIEW %s OWNER TO %I', $1::pg_catalog.text, r.rolname) "
+						   "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) c.relowner "
+						   "WHERE c.oid OPERATOR(pg_catalog.=) $2::pg_catalog.regclass "
+						   "UNION ALL SELECT pg_catalog.format('GRANT %s ON %s TO %s', x.privilege_type, $1::pg_catalog.text, "
+						   "CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END) "
+						   "FROM pg_catalog.pg_class c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) x "
+						   "LEFT JOIN pg_catalog.pg_roles g ON g.oid OPERATOR(pg_catalog.=) x.grantee "
+						   "WHERE c.oid OPERATOR(pg_catalog.=) $2::pg_catalog.regclass "
+						   "AND x.privilege_type OPERATOR(pg_catalog.=) ANY (ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE'])",
+						   SQL_ARGS(view, m->src_table), "read the table's owner and grants");
 	for (int i = 0; i < PQntuples(res); i++)
 		RemoteCommand(rc, PQgetvalue(res, i, 0), "give the view the table's owner and grants");
 	PQclear(res);
@@ -118,11 +116,11 @@ MovePointPartition(Move *m, bool to_view)
 	char	   *set_rel = "ADD";
 	bool		there = true;
 
-	SpiRun(psprintf("SELECT o.option_name::pg_catalog.text, o.option_value::pg_catalog.text "
-					"FROM pg_catalog.pg_foreign_table f, pg_catalog.pg_options_to_table(f.ftoptions) o "
-					"WHERE f.ftrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
-					"AND o.option_name OPERATOR(pg_catalog.=) ANY (ARRAY['schema_name', 'table_name'])",
-					quote_literal_cstr(m->part_q)), SPI_OK_SELECT);
+	SpiRunParams("SELECT o.option_name::pg_catalog.text, o.option_value::pg_catalog.text "
+				 "FROM pg_catalog.pg_foreign_table f, pg_catalog.pg_options_to_table(f.ftoptions) o "
+				 "WHERE f.ftrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+				 "AND o.option_name OPERATOR(pg_catalog.=) ANY (ARRAY['schema_name', 'table_name'])",
+				 SQL_ARGS(m->part_q), SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -151,12 +149,12 @@ MovePointPartition(Move *m, bool to_view)
 static bool
 MovePartitionReadsView(Move *m)
 {
-	char	   *v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_foreign_table f, "
-											  "pg_catalog.pg_options_to_table(f.ftoptions) o "
-											  "WHERE f.ftrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) "
-											  "AND o.option_name OPERATOR(pg_catalog.=) 'table_name' "
-											  "AND o.option_value OPERATOR(pg_catalog.=) %s",
-											  quote_literal_cstr(m->part_q), quote_literal_cstr(MoveKeepView(m))));
+	char	   *v = SpiValueParams(m->cxt, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_foreign_table f, "
+								   "pg_catalog.pg_options_to_table(f.ftoptions) o "
+								   "WHERE f.ftrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text) "
+								   "AND o.option_name OPERATOR(pg_catalog.=) 'table_name' "
+								   "AND o.option_value OPERATOR(pg_catalog.=) $2::pg_catalog.text",
+								   SQL_ARGS(m->part_q, MoveKeepView(m)));
 
 	return strcmp(v, "0") != 0;
 }
@@ -187,8 +185,8 @@ MoveLockPartitionsOnce(Move *m)
 
 		if (!MoveReadsView(t))
 			continue;
-		relid = pg_strtoint64(SpiValue(m->cxt, psprintf("SELECT %s::pg_catalog.regclass::pg_catalog.oid",
-														quote_literal_cstr(t->part_q))));
+		relid = pg_strtoint64(SpiValueParams(m->cxt, "SELECT $1::pg_catalog.regclass::pg_catalog.oid",
+											 SQL_ARGS(t->part_q)));
 		if (m->switch_wait_ms > 0)
 			LockRelationOid(relid, AccessExclusiveLock);
 		else if (!ConditionalLockRelationOid(relid, AccessExclusiveLock))

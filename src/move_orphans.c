@@ -26,33 +26,32 @@
 static bool
 CleanupObjectThere(RemoteConn *rc, MoveObjectKind kind, const char *name)
 {
-	const char *lit = quote_literal_cstr(name);
-	char	   *sql;
+	const char *sql;
 
 	switch (kind)
 	{
 		case MOVE_OBJECT_PUBLICATION:
-			sql = psprintf("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_publication WHERE pubname OPERATOR(pg_catalog.=) %s)", lit);
+			sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_publication WHERE pubname OPERATOR(pg_catalog.=) $1::pg_catalog.name)";
 			break;
 		case MOVE_OBJECT_SLOT:
-			sql = psprintf("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots WHERE slot_name OPERATOR(pg_catalog.=) %s)", lit);
+			sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots WHERE slot_name OPERATOR(pg_catalog.=) $1::pg_catalog.name)";
 			break;
 		case MOVE_OBJECT_SUBSCRIPTION:
-			sql = psprintf("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s "
-						   "AND subdbid OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database "
-						   "WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))", lit);
+			sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) $1::pg_catalog.name "
+				"AND subdbid OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database "
+				"WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))";
 			break;
 		case MOVE_OBJECT_PREPARED:
-			sql = psprintf("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_xacts WHERE gid OPERATOR(pg_catalog.=) %s "
-						   "AND database OPERATOR(pg_catalog.=) pg_catalog.current_database())", lit);
+			sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_xacts WHERE gid OPERATOR(pg_catalog.=) $1::pg_catalog.text "
+				"AND database OPERATOR(pg_catalog.=) pg_catalog.current_database())";
 			break;
 		case MOVE_OBJECT_FENCE:
 			return true;		/* snowseq_fence_drop says */
 		default:
-			sql = psprintf("SELECT pg_catalog.to_regclass(%s) IS NOT NULL", lit);
+			sql = "SELECT pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL";
 			break;
 	}
-	return strcmp(RemoteValue(rc, sql, "look up an object of a move"), "t") == 0;
+	return strcmp(RemoteValueParams(rc, sql, SQL_ARGS(name), "look up an object of a move"), "t") == 0;
 }
 
 /*
@@ -79,9 +78,10 @@ CleanupRecordedOne(Move *o)
 		RemoteCommand(rc, psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(name)), "drop the publication");
 	else if (o->obj_kind == MOVE_OBJECT_SLOT)
 	{
-		v = RemoteValue(rc, psprintf("SELECT coalesce(pg_catalog.pg_size_pretty(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), "
-									 "restart_lsn)), '?') FROM pg_catalog.pg_replication_slots WHERE slot_name OPERATOR(pg_catalog.=) %s",
-									 quote_literal_cstr(name)), "read the replication slot");
+		v = RemoteValueParams(rc, "SELECT coalesce(pg_catalog.pg_size_pretty(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), "
+							  "restart_lsn)), '?') FROM pg_catalog.pg_replication_slots "
+							  "WHERE slot_name OPERATOR(pg_catalog.=) $1::pg_catalog.name",
+							  SQL_ARGS(name), "read the replication slot");
 		MoveDropSlotNamed(rc, name);
 		action = psprintf("dropped (it kept %s of WAL)", v ? v : "?");
 	}
@@ -89,8 +89,8 @@ CleanupRecordedOne(Move *o)
 		(void) MoveDropSubscriptionNamed(rc, name, false);
 	else if (o->obj_kind == MOVE_OBJECT_FENCE)
 	{
-		v = RemoteValue(rc, psprintf("SELECT %s(%s)", MoveRemoteExt(rc, "snowseq_fence_drop"), quote_literal_cstr(name)),
-						"remove the fence");
+		v = RemoteValueParams(rc, psprintf("SELECT %s($1::pg_catalog.text)", MoveRemoteExt(rc, "snowseq_fence_drop")),
+							  SQL_ARGS(name), "remove the fence");
 		action = strcmp(v, "t") == 0 ? "removed" : NULL;
 	}
 	else if (o->obj_kind == MOVE_OBJECT_PREPARED)
@@ -98,6 +98,7 @@ CleanupRecordedOne(Move *o)
 		/* it holds its table for ever: the record decides, or presumed abort */
 		bool		commit = o->state == MOVE_STATE_DONE || o->state == MOVE_STATE_REVERTED;
 
+		/* COMMIT PREPARED takes no parameters: the name is quoted */
 		RemoteCommand(rc, psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", quote_literal_cstr(name)),
 					  "resolve the prepared transaction");
 		action = commit ? "committed" : "rolled back";
@@ -107,9 +108,9 @@ CleanupRecordedOne(Move *o)
 	else if (o->obj_kind == MOVE_OBJECT_COPY)
 	{
 		/* the move's half copy only: its mark names the move */
-		v = RemoteValue(rc, psprintf("SELECT pg_catalog.obj_description(pg_catalog.to_regclass(%s), 'pg_class') "
-									 "OPERATOR(pg_catalog.=) %s", quote_literal_cstr(name), quote_literal_cstr(MoveCopyMark(o))),
-						"look up the copy");
+		v = RemoteValueParams(rc, "SELECT pg_catalog.obj_description(pg_catalog.to_regclass($1::pg_catalog.text), 'pg_class') "
+							  "OPERATOR(pg_catalog.=) $2::pg_catalog.text", SQL_ARGS(name, MoveCopyMark(o)),
+							  "look up the copy");
 		if (v != NULL && strcmp(v, "t") == 0)
 			RemoteCommand(rc, psprintf("DROP TABLE IF EXISTS %s", name), "drop the half copy");
 		else
@@ -139,14 +140,14 @@ CleanupViewKept(Move *o, bool finished_now)
 {
 	if (finished_now)
 		return "kept: its move finished in this transaction (the next cleanup drops it)";
-	if (strcmp(SpiValue(o->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_foreign_table f "
-										 "JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) f.ftserver, "
-										 "pg_catalog.pg_options_to_table(f.ftoptions) x "
-										 "WHERE s.srvname OPERATOR(pg_catalog.=) %s AND x.option_name OPERATOR(pg_catalog.=) 'table_name' "
-										 "AND x.option_value OPERATOR(pg_catalog.=) (pg_catalog.parse_ident(%s))"
-										 "[pg_catalog.array_length(pg_catalog.parse_ident(%s), 1)]",
-										 quote_literal_cstr(o->src_name), quote_literal_cstr(o->obj_name),
-										 quote_literal_cstr(o->obj_name))), "0") != 0)
+	if (strcmp(SpiValueParams(o->cxt, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_foreign_table f "
+							  "JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) f.ftserver, "
+							  "pg_catalog.pg_options_to_table(f.ftoptions) x "
+							  "WHERE s.srvname OPERATOR(pg_catalog.=) $1::pg_catalog.name "
+							  "AND x.option_name OPERATOR(pg_catalog.=) 'table_name' "
+							  "AND x.option_value OPERATOR(pg_catalog.=) (pg_catalog.parse_ident($2::pg_catalog.text))"
+							  "[pg_catalog.array_length(pg_catalog.parse_ident($2::pg_catalog.text), 1)]",
+							  SQL_ARGS(o->src_name, o->obj_name)), "0") != 0)
 		return "kept: a partition of the router reads it";
 	return NULL;
 }
@@ -168,17 +169,16 @@ CleanupRecorded(Move *collect)
 	if (!MoveObjectsRecorded(collect->ext))
 		return;
 	/* prepared transactions first: they hold the tables the others depend on */
-	MoveRecordsRun(collect->ext, psprintf("SELECT o.move_id, o.server, o.kind::pg_catalog.text, o.name, lead.token, lead.state, "
+	MoveRecordsRunParams(collect->ext, psprintf("SELECT o.move_id, o.server, o.kind::pg_catalog.text, o.name, lead.token, lead.state, "
 					"coalesce(lead.finished_at OPERATOR(pg_catalog.>=) pg_catalog.transaction_timestamp(), false), m.token, "
 					"m.parent, m.first_gene, m.last_gene "
 					"FROM %s o LEFT JOIN %s m ON m.move_id OPERATOR(pg_catalog.=) o.move_id "
 					"LEFT JOIN %s lead ON lead.move_id OPERATOR(pg_catalog.=) coalesce(m.group_move, m.move_id) "
 					"WHERE lead.move_id IS NULL OR lead.state OPERATOR(pg_catalog.=) ANY (%s) "
-					"ORDER BY o.move_id, o.kind OPERATOR(pg_catalog.=) %s DESC, o.kind DESC",
+					"ORDER BY o.move_id, o.kind::pg_catalog.text OPERATOR(pg_catalog.=) $1::pg_catalog.text DESC, o.kind DESC",
 					MoveExt(collect, "snowseq_move_objects"), MoveExt(collect, "snowseq_moves"), MoveExt(collect, "snowseq_moves"),
-					MoveStateList(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_ROLLBACK, MOVE_STATE_REVERTED, MOVE_STATE_NONE),
-					quote_literal_cstr(MoveObjectName(MOVE_OBJECT_PREPARED))),
-		   SPI_OK_SELECT);
+					MoveStateList(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_ROLLBACK, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
+		   SQL_ARGS(MoveObjectName(MOVE_OBJECT_PREPARED)), SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)

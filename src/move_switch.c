@@ -39,20 +39,36 @@
 #define MOVE_TRIGGER_ATTEMPTS	50	/* source table lock tries for the trigger */
 #define MOVE_FK_ATTEMPTS		500 /* a foreign key on the destination: tries, 20 ms apart */
 
-/* The two-phase name of the source transaction of a move. */
+/*
+ * The two-phase name of the source transaction of a move, quoted: for
+ * PREPARE TRANSACTION and COMMIT/ROLLBACK PREPARED, which take no
+ * parameters.
+ */
 static char *
 MoveGid(Move *m)
 {
 	return quote_literal_cstr(m->token);
 }
 
+/*
+ * Set the state of a fence on a server, one call: values go as parameters,
+ * never into the SQL text.
+ */
+static void
+SwitchFenceState(RemoteConn *rc, int fence_id, FenceState state, const char *what)
+{
+	RemoteCommandParams(rc, psprintf("SELECT %s($1::pg_catalog.int4, $2::pg_catalog.text)",
+									 MoveRemoteExt(rc, "snowseq_fence_state")),
+						SQL_ARGS(psprintf("%d", fence_id), FenceStateName(state)), what);
+}
+
 /* Commit or roll back the prepared transaction of a move on one server, if it is there. */
 static void
 MoveResolvePreparedOn(Move *m, RemoteConn *rc, const char *server, bool commit)
 {
-	char	   *v = RemoteValue(rc, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
-											 "WHERE gid OPERATOR(pg_catalog.=) %s", MoveGid(m)),
-								"look up the prepared source transaction");
+	char	   *v = RemoteValueParams(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
+									  "WHERE gid OPERATOR(pg_catalog.=) $1::pg_catalog.text",
+									  SQL_ARGS(m->token), "look up the prepared source transaction");
 
 	if (strcmp(v, "0") == 0)
 		return;
@@ -85,11 +101,12 @@ MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col)
 	char		state[6];
 	char	   *v;
 
-	v = RemoteValue(rc, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger WHERE tgrelid "
-								 "OPERATOR(pg_catalog.=) %s::pg_catalog.regclass AND tgname OPERATOR(pg_catalog.=) 'snowseq_fence'",
-								 quote_literal_cstr(table)), "look up the fence trigger");
+	v = RemoteValueParams(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger WHERE tgrelid "
+						  "OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND tgname OPERATOR(pg_catalog.=) 'snowseq_fence'",
+						  SQL_ARGS(table), "look up the fence trigger");
 	if (strcmp(v, "0") != 0)
 		return;
+	/* CREATE TRIGGER takes no parameters: its argument is quoted */
 	sql = psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true); "
 				   "CREATE TRIGGER snowseq_fence BEFORE INSERT OR UPDATE OR DELETE ON %s "
 				   "FOR EACH ROW EXECUTE FUNCTION %s(%s); "
@@ -115,9 +132,7 @@ MoveFence(Move *m, FenceState state)
 	ListCell   *lc;
 
 	foreach(lc, MoveGroup(m))
-		RemoteCommand(MoveSrc(m), psprintf("SELECT %s(%d, %s)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_state"),
-										   ((Move *) lfirst(lc))->fence_id, quote_literal_cstr(FenceStateName(state))),
-					  "set the fence");
+		SwitchFenceState(MoveSrc(m), ((Move *) lfirst(lc))->fence_id, state, "set the fence");
 }
 
 /*
@@ -229,12 +244,12 @@ MoveGroupForeignKeys(Move *m)
 			psprintf("%s%s", child->dst_rel, conname + strlen(child->src_rel)) : psprintf("%s_%s", child->dst_rel, conname);
 		if (strlen(name) >= NAMEDATALEN)
 			name = conname;
-		v = RemoteValue(MoveDst(m), psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_constraint "
-											 "WHERE contype OPERATOR(pg_catalog.=) 'f' "
-											 "AND conrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
-											 "AND confrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass",
-											 quote_literal_cstr(child->src_table), quote_literal_cstr(parent->src_table)),
-						"look up the foreign keys of the destination table");
+		v = RemoteValueParams(MoveDst(m), "SELECT pg_catalog.count(*) FROM pg_catalog.pg_constraint "
+							  "WHERE contype OPERATOR(pg_catalog.=) 'f' "
+							  "AND conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+							  "AND confrelid OPERATOR(pg_catalog.=) $2::pg_catalog.regclass",
+							  SQL_ARGS(child->src_table, parent->src_table),
+							  "look up the foreign keys of the destination table");
 		if (strcmp(v, "0") != 0)
 			continue;
 		/*
@@ -400,10 +415,14 @@ MoveBlock(Move *m)
 		MoveBackAttach(m);
 	MoveFence(m, FENCE_REJECT);
 	MoveFenceLocks(m, false);
-	MoveRecordState(m, MOVE_STATE_SWITCH, psprintf("blocked_at = %s::pg_catalog.timestamptz%s%s",
-												   quote_literal_cstr(timestamptz_to_str(m->blocked_at)),
-												   m->back_lsn ? ", back_lsn = " : "",
-												   m->back_lsn ? quote_literal_cstr(m->back_lsn) : ""));
+	MoveRecordState(m, MOVE_STATE_SWITCH, NULL);
+	/* back_lsn: only a revertable move has one */
+	if (m->back_lsn != NULL)
+		MoveRecordSetParams(m, "blocked_at = $1::pg_catalog.timestamptz, back_lsn = $2::pg_catalog.pg_lsn",
+							SQL_ARGS(timestamptz_to_str(m->blocked_at), m->back_lsn));
+	else
+		MoveRecordSetParams(m, "blocked_at = $1::pg_catalog.timestamptz",
+							SQL_ARGS(timestamptz_to_str(m->blocked_at)));
 }
 
 /* Rewrite the router's partitions of one table of the group. */
@@ -456,8 +475,8 @@ MoveUnswitchPartitions(Move *r)
 	char	   *opts;
 	char	   *colopts;
 
-	MoveForeignOptions(o, pg_strtoint64(SpiValue(o->cxt, psprintf("SELECT %s::pg_catalog.regclass::pg_catalog.oid",
-																	quote_literal_cstr(o->new_part_q)))),
+	MoveForeignOptions(o, pg_strtoint64(SpiValueParams(o->cxt, "SELECT $1::pg_catalog.regclass::pg_catalog.oid",
+													   SQL_ARGS(o->new_part_q))),
 					   &opts, &colopts);
 	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", o->parent_q, o->new_part_q), SPI_OK_UTILITY);
 	SpiRun(psprintf("DROP FOREIGN TABLE %s", o->new_part_q), SPI_OK_UTILITY);
@@ -496,10 +515,10 @@ MoveMapGenes(Move *m, const char *server)
 					map, m->last, map, m->last), SPI_OK_INSERT);
 	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.>=) %d AND upper_gene OPERATOR(pg_catalog.<) %d",
 					map, m->first, m->last), SPI_OK_DELETE);
-	SpiRun(psprintf("UPDATE %s SET shard = %s WHERE upper_gene OPERATOR(pg_catalog.=) %d",
-					map, quote_literal_cstr(server), m->last), SPI_OK_UPDATE);
-	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) %s",
-					map, m->first - 1, quote_literal_cstr(server)), SPI_OK_DELETE);
+	SpiRunParams(psprintf("UPDATE %s SET shard = $1::pg_catalog.text WHERE upper_gene OPERATOR(pg_catalog.=) %d",
+						  map, m->last), SQL_ARGS(server), SPI_OK_UPDATE);
+	SpiRunParams(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) $1::pg_catalog.text",
+						  map, m->first - 1), SQL_ARGS(server), SPI_OK_DELETE);
 	SpiRun(psprintf("DELETE FROM %s WHERE upper_gene OPERATOR(pg_catalog.=) %d AND shard OPERATOR(pg_catalog.=) "
 					"(SELECT shard FROM %s WHERE upper_gene OPERATOR(pg_catalog.>) %d ORDER BY upper_gene LIMIT 1)",
 					map, m->last, map, m->last), SPI_OK_DELETE);
@@ -520,9 +539,10 @@ MoveSwitchRouter(Move *m)
 	bool		attached;
 	ListCell   *lc;
 
-	attached = strcmp(SpiValue(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
-												"OPERATOR(pg_catalog.=) %u AND inhrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
-												m->parent, quote_literal_cstr(new_part))), "0") != 0;
+	attached = strcmp(SpiValueParams(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
+													  "OPERATOR(pg_catalog.=) %u AND inhrelid OPERATOR(pg_catalog.=) "
+													  "pg_catalog.to_regclass($1::pg_catalog.text)", m->parent),
+									 SQL_ARGS(new_part)), "0") != 0;
 	if (attached == (m->reverts == 0))
 		return;
 	foreach(lc, MoveGroup(m))
@@ -625,9 +645,7 @@ MoveSourceTransaction(Move *m)
 	{
 		Move	   *t = lfirst(lc);
 
-		RemoteCommand(MoveHolder(m), psprintf("SELECT %s(%d, %s)", MoveRemoteExt(MoveHolder(m), "snowseq_fence_state"), t->fence_id,
-										quote_literal_cstr(FenceStateName(FENCE_MOVED))),
-					  "mark the fence moved");
+		SwitchFenceState(MoveHolder(m), t->fence_id, FENCE_MOVED, "mark the fence moved");
 	}
 }
 
@@ -696,11 +714,9 @@ MoveRevertDestTransaction(Move *m)
 		Move	   *t = lfirst(lc);
 		Move	   *ot = t->revert_of;
 
-		RemoteCommand(rc, psprintf("SELECT %s(%d, %s); SELECT %s(%s)",
-								   MoveRemoteExt(rc, "snowseq_fence_state"), ot->fence_id,
-								   quote_literal_cstr(FenceStateName(FENCE_OPEN)),
-								   MoveRemoteExt(rc, "snowseq_fence_drop"), quote_literal_cstr(ot->token)),
-					  "remove the fence of the moved genes");
+		SwitchFenceState(rc, ot->fence_id, FENCE_OPEN, "remove the fence of the moved genes");
+		RemoteCommandParams(rc, psprintf("SELECT %s($1::pg_catalog.text)", MoveRemoteExt(rc, "snowseq_fence_drop")),
+							SQL_ARGS(ot->token), "remove the fence of the moved genes");
 		appendStringInfo(&tables, "%s%s", tables.len ? ", " : "", t->dst_table);
 	}
 	RemoteCommand(rc, psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
