@@ -109,29 +109,56 @@ MoveCheckNonAtomic(FunctionCallInfo fcinfo)
 				 errhint("It commits between its steps: CALL it outside BEGIN ... COMMIT and outside functions.")));
 }
 
+/* A bigint parameter, or NULL (SQL NULL). */
+static const char *
+Int8Param(bool has, int64 v)
+{
+	return has ? psprintf(INT64_FORMAT, v) : NULL;
+}
+
+/*
+ * Open a fence of one table of a move on the source (its group's), on the
+ * IDs that move, for its destination; returns the fence's id.
+ */
+static int
+MoveOpenFence(Move *t)
+{
+	RemoteConn *src = MoveSrc(t);
+	bool		has_lo,
+				has_hi;
+	int64		lo,
+				hi;
+
+	MoveIds(t, &has_lo, &lo, &has_hi, &hi);
+	return pg_strtoint32(RemoteValueParams(src, psprintf("SELECT %s($1::pg_catalog.text, $2::pg_catalog.regclass, "
+														 "$3::pg_catalog.int8, $4::pg_catalog.int8, $5::pg_catalog.text)",
+														 MoveRemoteExt(src, "snowseq_fence_open")),
+										   SQL_ARGS(t->token, t->src_table, Int8Param(has_lo, lo),
+													Int8Param(has_hi, hi), t->dst_name),
+										   "open the fence"));
+}
+
 /* The destination table and the source's fence of one table of a move. */
 static void
 MovePrepareTable(Move *m)
 {
 	RemoteConn *src = MoveSrc(m);
 	RemoteConn *dst = MoveDst(m);
-	char	   *v;
 
 	if (m->dest_created == 1)
 	{
 		char	   *cols = MoveRemoteColumns(src, m->src_table);
 		char	   *pk = MoveRemotePkey(src, m->src_table);
-		char	   *owner = RemoteValue(src, psprintf("SELECT pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(relowner)) "
-													  "FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass",
-													  quote_literal_cstr(m->src_table)), "read the table owner");
-		char	   *grants = RemoteValue(src, psprintf("SELECT pg_catalog.string_agg(pg_catalog.format('GRANT %%s ON TABLE %%s TO %%s', "
-													   "x.privilege_type, %s, CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' "
-													   "ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(x.grantee)) END), '; ') "
-													   "FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) x "
-													   "WHERE c.oid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
-													   "AND x.grantee OPERATOR(pg_catalog.<>) c.relowner",
-													   quote_literal_cstr(m->src_table), quote_literal_cstr(m->src_table)),
-											 "read the table privileges");
+		char	   *owner = RemoteValueParams(src, "SELECT pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(relowner)) "
+											  "FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+											  SQL_ARGS(m->src_table), "read the table owner");
+		char	   *grants = RemoteValueParams(src, "SELECT pg_catalog.string_agg(pg_catalog.format('GRANT %s ON TABLE %s TO %s', "
+											   "x.privilege_type, $1::pg_catalog.text, CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' "
+											   "ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(x.grantee)) END), '; ') "
+											   "FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) x "
+											   "WHERE c.oid OPERATOR(pg_catalog.=) $1::pg_catalog.text::pg_catalog.regclass "
+											   "AND x.grantee OPERATOR(pg_catalog.<>) c.relowner",
+											   SQL_ARGS(m->src_table), "read the table privileges");
 		char	   *check = MoveIdCondition(m);
 
 		/*
@@ -160,27 +187,14 @@ MovePrepareTable(Move *m)
 	else
 	{
 		/* an empty table that matches: forget its old fences */
-		RemoteCommand(dst, psprintf("SELECT %s(%s)", MoveRemoteExt(dst, "snowseq_fence_clear"),
-									quote_literal_cstr(m->src_table)), "clear the fences of the destination table");
+		RemoteCommandParams(dst, psprintf("SELECT %s($1::pg_catalog.regclass)", MoveRemoteExt(dst, "snowseq_fence_clear")),
+							SQL_ARGS(m->src_table), "clear the fences of the destination table");
 		MoveFenceTrigger(dst, m->src_table, m->id_col);
 	}
 
 	/* the source: fence trigger, an open fence, a publication of the range */
 	MoveFenceTrigger(src, m->src_table, m->id_col);
-	{
-		bool		has_lo,
-					has_hi;
-		int64		lo,
-					hi;
-
-		MoveIds(m, &has_lo, &lo, &has_hi, &hi);
-		v = RemoteValue(src, psprintf("SELECT %s(%s, %s, %s, %s, %s)", MoveRemoteExt(src, "snowseq_fence_open"),
-									  quote_literal_cstr(m->token), quote_literal_cstr(m->src_table),
-									  Int8OrNull(has_lo, lo), Int8OrNull(has_hi, hi),
-									  quote_literal_cstr(m->dst_name)),
-						"open the fence");
-	}
-	m->fence_id = pg_strtoint32(v);
+	m->fence_id = MoveOpenFence(m);
 }
 
 /* The router's foreign table on the new table of one table of a move, not attached. */
@@ -258,8 +272,8 @@ MoveCopyStart(Move *m)
 	rows = MoveGroupRows(m, MoveSrc(m), false);
 	m->copy_start = m->copy_noticed = m->copy_probed = GetCurrentTimestamp();
 	m->copied = false;
-	MoveRecordSet(m, psprintf("rows_total = %s, rows_copied = 0, copy_started_at = pg_catalog.clock_timestamp(), "
-							  "progress_at = pg_catalog.clock_timestamp()", MoveRemoteInt(rows)));
+	MoveRecordSetParams(m, "rows_total = $1::pg_catalog.int8, rows_copied = 0, copy_started_at = pg_catalog.clock_timestamp(), "
+						"progress_at = pg_catalog.clock_timestamp()", SQL_ARGS(rows));
 }
 
 /*
@@ -272,9 +286,10 @@ MoveCopyProgress(Move *m, const char *rows)
 	char	   *bytes = MoveCopySize(m);
 	char	   *lag = MoveLagBytes(m);
 
-	MoveRecordSet(m, psprintf("rows_copied = %s, bytes_copied = %s, lag_bytes = %s, "
-							  "progress_at = pg_catalog.clock_timestamp()",
-							  rows ? MoveRemoteInt(rows) : "rows_copied", MoveRemoteInt(bytes), MoveRemoteInt(lag)));
+	/* no count of the rows (NULL) keeps the last one */
+	MoveRecordSetParams(m, "rows_copied = coalesce($1::pg_catalog.int8, rows_copied), bytes_copied = $2::pg_catalog.int8, "
+						"lag_bytes = $3::pg_catalog.int8, progress_at = pg_catalog.clock_timestamp()",
+						SQL_ARGS(rows, bytes, lag));
 }
 
 /*
@@ -426,7 +441,7 @@ MoveEndStep(Move *m, MoveStep step, const char *switched)
 
 	if (err != NULL)
 	{
-		MoveRecordSet(m, psprintf("error = %s", quote_literal_cstr(err->message)));
+		MoveRecordSetParams(m, "error = $1::pg_catalog.text", SQL_ARGS(err->message));
 		ereport(WARNING,
 				(errmsg("move " INT64_FORMAT " %s, but could not clean up: %s", m->id, switched, err->message),
 				 errhint("SELECT * FROM snowseq_move_cleanup(); finishes it.")));
@@ -661,8 +676,8 @@ MoveRevertPrepare(Move *m)
 	ListCell   *lc;
 
 	MoveBackSubscribe(o, false);
-	v = RemoteValue(MoveDst(m), psprintf("SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s",
-										 quote_literal_cstr(m->token)), "look up the subscription back to the source");
+	v = RemoteValueParams(MoveDst(m), "SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) $1::pg_catalog.name",
+						  SQL_ARGS(m->token), "look up the subscription back to the source");
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 	/* the errors it had before the revert are not the revert's */
 	v = RemoteValue(MoveDst(m), psprintf("SELECT coalesce(sync_error_count, 0) OPERATOR(pg_catalog.+) coalesce(apply_error_count, 0) "
@@ -672,17 +687,8 @@ MoveRevertPrepare(Move *m)
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
-		bool		has_lo,
-					has_hi;
-		int64		lo,
-					hi;
 
-		MoveIds(t, &has_lo, &lo, &has_hi, &hi);
-		v = RemoteValue(MoveSrc(m), psprintf("SELECT %s(%s, %s, %s, %s, %s)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_open"),
-											 quote_literal_cstr(t->token), quote_literal_cstr(t->src_table),
-											 Int8OrNull(has_lo, lo), Int8OrNull(has_hi, hi), quote_literal_cstr(t->dst_name)),
-						"open the fence");
-		t->fence_id = pg_strtoint32(v);
+		t->fence_id = MoveOpenFence(t);
 		MoveRecordSet(t, psprintf("fence_id = %d, sub_oid = %u", t->fence_id, m->sub_oid));
 	}
 }
@@ -782,7 +788,7 @@ snowseq_move_finalize(PG_FUNCTION_ARGS)
 		}
 		if (err != NULL)
 		{
-			MoveRecordSet(o, psprintf("error = %s", quote_literal_cstr(err->message)));
+			MoveRecordSetParams(o, "error = $1::pg_catalog.text", SQL_ARGS(err->message));
 			SPI_commit();
 			ReThrowError(err);
 		}

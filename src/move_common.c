@@ -275,11 +275,11 @@ MoveRecordObject(Move *m, const char *server, MoveObjectKind kind, const char *n
 {
 	if (!MoveObjectsRecorded(m->ext))
 		return;
-	MoveRecordsRun(m->ext, psprintf("INSERT INTO %s (move_id, server, kind, name) VALUES (" INT64_FORMAT ", %s, %s, %s) "
-					"ON CONFLICT DO NOTHING",
-					MoveExt(m, "snowseq_move_objects"), m->id, quote_literal_cstr(server),
-					quote_literal_cstr(MoveObjectName(kind)), quote_literal_cstr(name)),
-		   SPI_OK_INSERT);
+	MoveRecordsRunParams(m->ext, psprintf("INSERT INTO %s (move_id, server, kind, name) VALUES ($1::pg_catalog.int8, "
+										  "$2::pg_catalog.name, $3::%s, $4::pg_catalog.text) ON CONFLICT DO NOTHING",
+										  MoveExt(m, "snowseq_move_objects"), MoveExt(m, "snowseq_move_object_kind")),
+						 SQL_ARGS(psprintf(INT64_FORMAT, m->id), server, MoveObjectName(kind), name),
+						 SPI_OK_INSERT);
 }
 
 /* The move ids of a move's group, as an SQL array. */
@@ -305,29 +305,32 @@ MoveGroupIds(Move *m)
 void
 MoveForgetObjects(Move *m, MoveForget which)
 {
-	const char *back = quote_literal_cstr(MoveBackName(MoveLead(m)));
-	const char *table = quote_literal_cstr(MoveObjectName(MOVE_OBJECT_TABLE));
-	const char *view = quote_literal_cstr(MoveObjectName(MOVE_OBJECT_VIEW));
-	const char *prepared = quote_literal_cstr(MoveObjectName(MOVE_OBJECT_PREPARED));
-	const char *fence = quote_literal_cstr(MoveObjectName(MOVE_OBJECT_FENCE));
-	char	   *which_sql;
+	const char *table = MoveObjectName(MOVE_OBJECT_TABLE);
+	const char *view = MoveObjectName(MOVE_OBJECT_VIEW);
+	char	   *revert_kinds;
+	char	   *forget;
 
 	if (!MoveObjectsRecorded(m->ext))
 		return;
 	/* a revert's fence and prepared transactions carry the way back's name */
+	revert_kinds = SqlTextArray(list_make2((char *) MoveObjectName(MOVE_OBJECT_PREPARED),
+										   (char *) MoveObjectName(MOVE_OBJECT_FENCE)));
+	forget = psprintf("DELETE FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s)",
+					  MoveExt(m, "snowseq_move_objects"), MoveGroupIds(m));
 	if (which == MOVE_FORGET_ALL)
-		which_sql = "true";
+		MoveRecordsRun(m->ext, forget, SPI_OK_DELETE);
 	else if (which == MOVE_FORGET_OWN)
-		which_sql = psprintf("kind::pg_catalog.text OPERATOR(pg_catalog.<>) ALL (ARRAY[%s, %s]) "
-							 "AND (name OPERATOR(pg_catalog.<>) %s OR kind::pg_catalog.text OPERATOR(pg_catalog.=) ANY (ARRAY[%s, %s]))",
-							 table, view, back, prepared, fence);
+		MoveRecordsRunParams(m->ext, psprintf("%s AND kind::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+											  "AND (name OPERATOR(pg_catalog.<>) $2::pg_catalog.text "
+											  "OR kind::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($3::pg_catalog.text[]))", forget),
+							 SQL_ARGS(SqlTextArray(list_make2((char *) table, (char *) view)),
+									  MoveBackName(MoveLead(m)), revert_kinds),
+							 SPI_OK_DELETE);
 	else
-		which_sql = psprintf("kind::pg_catalog.text OPERATOR(pg_catalog.=) %s OR (name OPERATOR(pg_catalog.=) %s "
-							 "AND kind::pg_catalog.text OPERATOR(pg_catalog.<>) ALL (ARRAY[%s, %s]))",
-							 table, back, prepared, fence);
-	MoveRecordsRun(m->ext, psprintf("DELETE FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s) AND (%s)",
-					MoveExt(m, "snowseq_move_objects"), MoveGroupIds(m), which_sql),
-		   SPI_OK_DELETE);
+		MoveRecordsRunParams(m->ext, psprintf("%s AND (kind::pg_catalog.text OPERATOR(pg_catalog.=) $1::pg_catalog.text "
+											  "OR (name OPERATOR(pg_catalog.=) $2::pg_catalog.text "
+											  "AND kind::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($3::pg_catalog.text[])))", forget),
+							 SQL_ARGS(table, MoveBackName(MoveLead(m)), revert_kinds), SPI_OK_DELETE);
 }
 
 /* Forget the record of one object (of any move): it is gone. */
@@ -336,10 +339,10 @@ MoveForgetObject(Move *m, const char *server, MoveObjectKind kind, const char *n
 {
 	if (!MoveObjectsRecorded(m->ext))
 		return;
-	MoveRecordsRun(m->ext, psprintf("DELETE FROM %s WHERE server OPERATOR(pg_catalog.=) %s AND kind::pg_catalog.text OPERATOR(pg_catalog.=) %s "
-					"AND name OPERATOR(pg_catalog.=) %s", MoveExt(m, "snowseq_move_objects"), quote_literal_cstr(server),
-					quote_literal_cstr(MoveObjectName(kind)), quote_literal_cstr(name)),
-		   SPI_OK_DELETE);
+	MoveRecordsRunParams(m->ext, psprintf("DELETE FROM %s WHERE server OPERATOR(pg_catalog.=) $1::pg_catalog.name "
+										  "AND kind::pg_catalog.text OPERATOR(pg_catalog.=) $2::pg_catalog.text "
+										  "AND name OPERATOR(pg_catalog.=) $3::pg_catalog.text", MoveExt(m, "snowseq_move_objects")),
+						 SQL_ARGS(server, MoveObjectName(kind), name), SPI_OK_DELETE);
 }
 
 /* The names of the objects of a kind that a move's group recorded on a server (char *, in m->cxt). */
@@ -350,10 +353,11 @@ MoveRecordedNames(Move *m, const char *server, MoveObjectKind kind)
 
 	if (!MoveObjectsRecorded(m->ext))
 		return NIL;
-	MoveRecordsRun(m->ext, psprintf("SELECT name FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s) AND server OPERATOR(pg_catalog.=) %s "
-					"AND kind::pg_catalog.text OPERATOR(pg_catalog.=) %s ORDER BY name",
-					MoveExt(m, "snowseq_move_objects"), MoveGroupIds(m), quote_literal_cstr(server),
-					quote_literal_cstr(MoveObjectName(kind))), SPI_OK_SELECT);
+	MoveRecordsRunParams(m->ext, psprintf("SELECT name FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s) "
+										  "AND server OPERATOR(pg_catalog.=) $1::pg_catalog.name "
+										  "AND kind::pg_catalog.text OPERATOR(pg_catalog.=) $2::pg_catalog.text ORDER BY name",
+										  MoveExt(m, "snowseq_move_objects"), MoveGroupIds(m)),
+						 SQL_ARGS(server, MoveObjectName(kind)), SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		names = lappend(names, MemoryContextStrdup(m->cxt, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)));
 	return names;
@@ -400,13 +404,14 @@ void
 MoveRecordState(Move *m, MoveStateId state, const char *sets)
 {
 	Move	   *lead = MoveLead(m);
+	const char *name = MoveStateName(state);
 
-	MoveRecordSet(m, psprintf("state = %s%s%s", quote_literal_cstr(MoveStateName(state)),
-							  sets ? ", " : "", sets ? sets : ""));
+	MoveRecordSetParams(m, psprintf("state = $1::pg_catalog.text%s%s", sets ? ", " : "", sets ? sets : ""),
+						SQL_ARGS(name));
 	if (lead->members != NIL)
-		MoveRecordsRun(m->ext, psprintf("UPDATE %s SET state = %s WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
-						MoveExt(m, "snowseq_moves"), quote_literal_cstr(MoveStateName(state)), lead->id),
-			   SPI_OK_UPDATE);
+		MoveRecordsRunParams(m->ext, psprintf("UPDATE %s SET state = $1::pg_catalog.text WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
+											  MoveExt(m, "snowseq_moves"), lead->id),
+							 SQL_ARGS(name), SPI_OK_UPDATE);
 }
 
 /* Update the move's record (committed with the current transaction). */
@@ -584,11 +589,11 @@ MoveNewMember(Move *lead, Oid parent)
 bool
 MoveGroupsRecorded(const char *ext)
 {
-	char	   *v = SpiValue(CurrentMemoryContext,
-							 psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_attribute WHERE attrelid "
-									  "OPERATOR(pg_catalog.=) %s::pg_catalog.regclass AND attname OPERATOR(pg_catalog.=) 'group_move' "
-									  "AND NOT attisdropped",
-									  quote_literal_cstr(psprintf("%s.snowseq_moves", ext))));
+	char	   *v = SpiValueParams(CurrentMemoryContext,
+								   "SELECT pg_catalog.count(*) FROM pg_catalog.pg_attribute WHERE attrelid "
+								   "OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND attname OPERATOR(pg_catalog.=) 'group_move' "
+								   "AND NOT attisdropped",
+								   SQL_ARGS(psprintf("%s.snowseq_moves", ext)));
 
 	return v != NULL && strcmp(v, "0") != 0;
 }
@@ -600,9 +605,8 @@ MoveGroupsRecorded(const char *ext)
 bool
 MoveObjectsRecorded(const char *ext)
 {
-	return SpiValue(CurrentMemoryContext,
-					psprintf("SELECT pg_catalog.to_regclass(%s)",
-							 quote_literal_cstr(psprintf("%s.snowseq_move_objects", ext)))) != NULL;
+	return SpiValueParams(CurrentMemoryContext, "SELECT pg_catalog.to_regclass($1::pg_catalog.text)",
+						  SQL_ARGS(psprintf("%s.snowseq_move_objects", ext))) != NULL;
 }
 
 /*
@@ -619,9 +623,8 @@ MoveObjectsRecorded(const char *ext)
 static Oid
 MoveRecordsOwner(const char *ext)
 {
-	char	   *rel = SpiValue(CurrentMemoryContext,
-							   psprintf("SELECT pg_catalog.to_regclass(%s)::pg_catalog.oid",
-										quote_literal_cstr(psprintf("%s.snowseq_moves", ext))));
+	char	   *rel = SpiValueParams(CurrentMemoryContext, "SELECT pg_catalog.to_regclass($1::pg_catalog.text)::pg_catalog.oid",
+									 SQL_ARGS(psprintf("%s.snowseq_moves", ext)));
 
 	return rel == NULL ? GetUserId() : ExtRelationOwner((Oid) strtoul(rel, NULL, 10));
 }
@@ -711,10 +714,33 @@ MoveGroup(Move *m)
 }
 
 /*
- * The tables of a move's group as a list of oid expressions for an
- * ARRAY[...]: their source names (also the copies' names on the
- * destination until the block renames them), or their destination tables,
- * of those the move created only (created_only); NULL if there are none.
+ * The tables of a move's group (char *, the lead's first): their source
+ * names (also the copies' names on the destination until the block renames
+ * them), or their destination tables, of those the move created only
+ * (created_only).  SqlTextArray makes them a parameter.
+ */
+List *
+MoveGroupTables(Move *m, bool dst, bool created_only)
+{
+	List	   *tables = NIL;
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		if (created_only && t->dest_created != 1)
+			continue;
+		tables = lappend(tables, dst ? t->dst_table : t->src_table);
+	}
+	return tables;
+}
+
+/*
+ * MoveGroupTables as a list of oid expressions for an ARRAY[...] in SQL
+ * text; NULL if there are none.  The names are quoted into the text: a
+ * statement that takes parameters passes SqlTextArray(MoveGroupTables())
+ * instead.
  */
 char *
 MoveGroupRelations(Move *m, bool dst, bool created_only)
@@ -723,15 +749,9 @@ MoveGroupRelations(Move *m, bool dst, bool created_only)
 	ListCell   *lc;
 
 	initStringInfo(&rels);
-	foreach(lc, MoveGroup(m))
-	{
-		Move	   *t = lfirst(lc);
-
-		if (created_only && t->dest_created != 1)
-			continue;
+	foreach(lc, MoveGroupTables(m, dst, created_only))
 		appendStringInfo(&rels, "%spg_catalog.to_regclass(%s)", rels.len ? ", " : "",
-						 quote_literal_cstr(dst ? t->dst_table : t->src_table));
-	}
+						 quote_literal_cstr(lfirst(lc)));
 	return rels.len > 0 ? rels.data : NULL;
 }
 

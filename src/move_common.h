@@ -213,6 +213,7 @@ extern void MoveCloseSessions(Move *m);
 extern Move *MoveNew(const char *ext);
 extern Move *MoveNewMember(Move *lead, Oid parent);
 extern List *MoveGroup(Move *m);
+extern List *MoveGroupTables(Move *m, bool dst, bool created_only);
 extern char *MoveGroupRelations(Move *m, bool dst, bool created_only);
 extern bool MoveGroupsRecorded(const char *ext);
 extern bool MoveObjectsRecorded(const char *ext);

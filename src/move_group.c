@@ -148,33 +148,29 @@ void
 MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock)
 {
 	List	   *group = MoveGroup(m);
-	StringInfoData tables;
 	PGresult   *res;
 	ListCell   *lc;
 
 	if (list_length(group) < 2)
 		return;
-	initStringInfo(&tables);
-	foreach(lc, group)
-		appendStringInfo(&tables, "%s%s", tables.len ? ", " : "",
-						 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
-	res = RemoteExec(rc, psprintf("SELECT pg_catalog.quote_ident(c.conname), "
-								  "pg_catalog.quote_ident(cn.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(cc.relname), "
-								  "pg_catalog.quote_ident(pn.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(pc.relname), "
-								  "(SELECT pg_catalog.string_agg(pg_catalog.format('c.%%I OPERATOR(pg_catalog.=) p.%%I', ca.attname, pa.attname), ' AND ') "
-								  "FROM ROWS FROM (pg_catalog.unnest(c.conkey), pg_catalog.unnest(c.confkey)) k(ck, pk) "
-								  "JOIN pg_catalog.pg_attribute ca ON ca.attrelid OPERATOR(pg_catalog.=) c.conrelid AND ca.attnum OPERATOR(pg_catalog.=) k.ck "
-								  "JOIN pg_catalog.pg_attribute pa ON pa.attrelid OPERATOR(pg_catalog.=) c.confrelid AND pa.attnum OPERATOR(pg_catalog.=) k.pk) "
-								  "FROM pg_catalog.pg_constraint c "
-								  "JOIN pg_catalog.pg_class cc ON cc.oid OPERATOR(pg_catalog.=) c.conrelid "
-								  "JOIN pg_catalog.pg_namespace cn ON cn.oid OPERATOR(pg_catalog.=) cc.relnamespace "
-								  "JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) c.confrelid "
-								  "JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) pc.relnamespace "
-								  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
-								  "AND c.confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.regclass[]) "
-								  "AND c.conrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.regclass[]) "
-								  "ORDER BY 1", tables.data, tables.data),
-					 "look up foreign keys between the tables of the move");
+	res = RemoteExecParams(rc, "SELECT pg_catalog.quote_ident(c.conname), "
+						   "pg_catalog.quote_ident(cn.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(cc.relname), "
+						   "pg_catalog.quote_ident(pn.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(pc.relname), "
+						   "(SELECT pg_catalog.string_agg(pg_catalog.format('c.%I OPERATOR(pg_catalog.=) p.%I', ca.attname, pa.attname), ' AND ') "
+						   "FROM ROWS FROM (pg_catalog.unnest(c.conkey), pg_catalog.unnest(c.confkey)) k(ck, pk) "
+						   "JOIN pg_catalog.pg_attribute ca ON ca.attrelid OPERATOR(pg_catalog.=) c.conrelid AND ca.attnum OPERATOR(pg_catalog.=) k.ck "
+						   "JOIN pg_catalog.pg_attribute pa ON pa.attrelid OPERATOR(pg_catalog.=) c.confrelid AND pa.attnum OPERATOR(pg_catalog.=) k.pk) "
+						   "FROM pg_catalog.pg_constraint c "
+						   "JOIN pg_catalog.pg_class cc ON cc.oid OPERATOR(pg_catalog.=) c.conrelid "
+						   "JOIN pg_catalog.pg_namespace cn ON cn.oid OPERATOR(pg_catalog.=) cc.relnamespace "
+						   "JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) c.confrelid "
+						   "JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) pc.relnamespace "
+						   "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
+						   "AND c.confrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.regclass[]) "
+						   "AND c.conrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.regclass[]) "
+						   "ORDER BY 1",
+						   SQL_ARGS(SqlTextArray(MoveGroupTables(m, false, false))),
+						   "look up foreign keys between the tables of the move");
 	for (int i = 0; i < PQntuples(res); i++)
 	{
 		Move	   *child = NULL;
@@ -251,23 +247,19 @@ MoveDeleteOrder(Move *m, RemoteConn *rc)
 {
 	List	   *group = MoveGroup(m);
 	List	   *order = NIL;
-	StringInfoData tables;
 	PGresult   *res;
 	ListCell   *lc;
 
 	if (list_length(group) < 2)
 		return group;
-	initStringInfo(&tables);
-	foreach(lc, group)
-		appendStringInfo(&tables, "%spg_catalog.to_regclass(%s)", tables.len ? ", " : "",
-						 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
 	/* pairs (referencing, referenced) by position in the group, 1-based */
-	res = RemoteExec(rc, psprintf("SELECT pg_catalog.array_position(g.t, c.conrelid), pg_catalog.array_position(g.t, c.confrelid) "
-								  "FROM (SELECT ARRAY[%s]::pg_catalog.oid[] AS t) g, pg_catalog.pg_constraint c "
-								  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.conrelid OPERATOR(pg_catalog.<>) c.confrelid "
-								  "AND c.conrelid OPERATOR(pg_catalog.=) ANY (g.t) AND c.confrelid OPERATOR(pg_catalog.=) ANY (g.t)",
-								  tables.data),
-					 "look up foreign keys between the tables of the move");
+	res = RemoteExecParams(rc, "SELECT pg_catalog.array_position(g.t, c.conrelid), pg_catalog.array_position(g.t, c.confrelid) "
+						   "FROM (SELECT pg_catalog.array_agg(pg_catalog.to_regclass(u.n)::pg_catalog.oid ORDER BY u.o) AS t "
+						   "FROM pg_catalog.unnest($1::pg_catalog.text[]) WITH ORDINALITY u(n, o)) g, pg_catalog.pg_constraint c "
+						   "WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.conrelid OPERATOR(pg_catalog.<>) c.confrelid "
+						   "AND c.conrelid OPERATOR(pg_catalog.=) ANY (g.t) AND c.confrelid OPERATOR(pg_catalog.=) ANY (g.t)",
+						   SQL_ARGS(SqlTextArray(MoveGroupTables(m, false, false))),
+						   "look up foreign keys between the tables of the move");
 	while (list_length(order) < list_length(group))
 	{
 		int			added = 0;
