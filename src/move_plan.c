@@ -264,19 +264,21 @@ MoveCheckMap(Move *m)
 void
 MoveForeignOptions(Move *m, Oid rel, char **opts, char **colopts)
 {
-	*opts = SpiValue(m->cxt, psprintf("SELECT pg_catalog.string_agg(', ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(option_name) "
-									  "OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(option_value), '') "
-									  "FROM pg_catalog.pg_options_to_table((SELECT ftoptions FROM pg_catalog.pg_foreign_table "
-									  "WHERE ftrelid OPERATOR(pg_catalog.=) %u)) "
-									  "WHERE option_name OPERATOR(pg_catalog.<>) ALL (ARRAY['schema_name', 'table_name'])",
-									  rel));
-	*colopts = SpiValue(m->cxt, psprintf("SELECT pg_catalog.string_agg(', ALTER COLUMN ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname) "
-										 "OPERATOR(pg_catalog.||) ' OPTIONS (' OPERATOR(pg_catalog.||) (SELECT pg_catalog.string_agg("
-										 "pg_catalog.quote_ident(o.option_name) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
-										 "pg_catalog.quote_literal(o.option_value), ', ') FROM pg_catalog.pg_options_to_table(a.attfdwoptions) o) "
-										 "OPERATOR(pg_catalog.||) ')', '') FROM pg_catalog.pg_attribute a "
-										 "WHERE a.attrelid OPERATOR(pg_catalog.=) %u AND a.attfdwoptions IS NOT NULL AND NOT a.attisdropped",
-										 rel));
+	char	   *relid = psprintf("%u", rel);
+
+	/* text for the OPTIONS clauses of a new foreign table (DDL): values quoted as its literals */
+	*opts = SpiValueParams(m->cxt, "SELECT pg_catalog.string_agg(pg_catalog.format(', %I %L', option_name, option_value), '') "
+						   "FROM pg_catalog.pg_options_to_table((SELECT ftoptions FROM pg_catalog.pg_foreign_table "
+						   "WHERE ftrelid OPERATOR(pg_catalog.=) $1::pg_catalog.oid)) "
+						   "WHERE option_name OPERATOR(pg_catalog.<>) ALL (ARRAY['schema_name', 'table_name'])",
+						   SQL_ARGS(relid));
+	*colopts = SpiValueParams(m->cxt, "SELECT pg_catalog.string_agg(', ALTER COLUMN ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname) "
+							  "OPERATOR(pg_catalog.||) ' OPTIONS (' OPERATOR(pg_catalog.||) (SELECT pg_catalog.string_agg("
+							  "pg_catalog.format('%I %L', o.option_name, o.option_value), ', ') "
+							  "FROM pg_catalog.pg_options_to_table(a.attfdwoptions) o) "
+							  "OPERATOR(pg_catalog.||) ')', '') FROM pg_catalog.pg_attribute a "
+							  "WHERE a.attrelid OPERATOR(pg_catalog.=) $1::pg_catalog.oid AND a.attfdwoptions IS NOT NULL AND NOT a.attisdropped",
+							  SQL_ARGS(relid));
 }
 
 /* Everything the router can check, and what it needs later. */
@@ -404,13 +406,28 @@ MoveLocalNode(Move *m)
 	return node;
 }
 
+/* A new move id, from the identity of the records of moves. */
+static int64
+MoveNextId(Move *m)
+{
+	return pg_strtoint64(MoveRecordsValueParams(m->ext, m->cxt,
+												"SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence($1::pg_catalog.text, 'move_id'))",
+												SQL_ARGS(MoveExt(m, "snowseq_moves"))));
+}
+
+/* A bigint as the text of a parameter, or NULL for SQL NULL. */
+static char *
+PlanInt8Arg(bool has, int64 v)
+{
+	return has ? psprintf(INT64_FORMAT, v) : NULL;
+}
+
 /* Refuse overlapping moves; record this one and take its lock. */
 void
 MoveRecordNew(Move *m)
 {
 	char	   *part_rel;
 	char	   *name;
-	char	   *v;
 
 	m->node = MoveLocalNode(m);
 	MoveLockStart();
@@ -462,9 +479,7 @@ MoveRecordNew(Move *m)
 					 errhint("Run SELECT * FROM snowseq_move_cleanup(); once its servers are reachable.")));
 	}
 
-	v = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(%s, 'move_id'))",
-												  quote_literal_cstr(MoveExt(m, "snowseq_moves"))));
-	m->id = pg_strtoint64(v);
+	m->id = MoveNextId(m);
 	m->token = psprintf("snowseq_move_%s_" INT64_FORMAT, m->node, m->id);
 	m->token = MemoryContextStrdup(m->cxt, m->token);
 
@@ -484,18 +499,20 @@ MoveRecordNew(Move *m)
 	m->dst_rel = MemoryContextStrdup(m->cxt, name);
 	m->dst_table = MemoryContextStrdup(m->cxt, quote_qualified_identifier(m->dst_nsp, m->dst_rel));
 
-	MoveRecordsRun(m->ext, psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
-					"kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
-					"token, state) OVERRIDING SYSTEM VALUE VALUES (" INT64_FORMAT ", %u, %d, %d, %s, %s, %s, %s, "
-					"%s, %s, %s, %s, %s, %s, %s, %s)",
-					MoveExt(m, "snowseq_moves"), m->id, m->parent, m->first, m->last,
-					quote_literal_cstr(m->src_name), quote_literal_cstr(m->dst_name),
-					quote_literal_cstr(MoveKindName(m->kind)), quote_literal_cstr(m->part_q),
-					Int8OrNull(m->part_has_lo, m->part_lo), Int8OrNull(m->part_has_hi, m->part_hi),
-					quote_literal_cstr(m->new_part_q), quote_literal_cstr(m->src_table),
-					quote_literal_cstr(m->dst_table), quote_literal_cstr(m->id_col),
-					quote_literal_cstr(m->token), quote_literal_cstr(MoveStateName(MOVE_STATE_PREPARE))),
-		   SPI_OK_INSERT);
+	MoveRecordsRunParams(m->ext, psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
+										  "kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
+										  "token, state) OVERRIDING SYSTEM VALUE VALUES ($1::pg_catalog.int8, $2::pg_catalog.oid, "
+										  "$3::pg_catalog.int4, $4::pg_catalog.int4, $5::pg_catalog.name, $6::pg_catalog.name, "
+										  "$7::pg_catalog.text, $8::pg_catalog.text, $9::pg_catalog.int8, $10::pg_catalog.int8, "
+										  "$11::pg_catalog.text, $12::pg_catalog.text, $13::pg_catalog.text, $14::pg_catalog.text, "
+										  "$15::pg_catalog.text, $16::pg_catalog.text)",
+										  MoveExt(m, "snowseq_moves")),
+						 SQL_ARGS(psprintf(INT64_FORMAT, m->id), psprintf("%u", m->parent),
+								  psprintf("%d", m->first), psprintf("%d", m->last), m->src_name, m->dst_name,
+								  MoveKindName(m->kind), m->part_q, PlanInt8Arg(m->part_has_lo, m->part_lo),
+								  PlanInt8Arg(m->part_has_hi, m->part_hi), m->new_part_q, m->src_table,
+								  m->dst_table, m->id_col, m->token, MoveStateName(MOVE_STATE_PREPARE)),
+						 SPI_OK_INSERT);
 	/* the resolver at the router's start acts as this role, with its user mappings */
 	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
 	/*
@@ -559,7 +576,6 @@ MoveRevertNew(Move *o)
 		Move	   *ot = lfirst(lc);
 		Move	   *t = ot->lead == NULL ? r : MoveNewMember(r, ot->parent);
 		MemoryContext old = MemoryContextSwitchTo(r->cxt);
-		char	   *v;
 
 		t->revert_of = ot;
 		t->reverts = ot->id;
@@ -586,24 +602,25 @@ MoveRevertNew(Move *o)
 		t->dest_created = 0;
 		t->token = MoveBackName(ot);
 		t->node = r->node;
-		v = MoveRecordsValue(r->ext, r->cxt, psprintf("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(%s, 'move_id'))",
-													  quote_literal_cstr(MoveExt(r, "snowseq_moves"))));
-		t->id = pg_strtoint64(v);
+		t->id = MoveNextId(r);
 		MemoryContextSwitchTo(old);
-		MoveRecordsRun(r->ext, psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
-						"kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
-						"token, state, dest_created, reverts, mover, group_move) OVERRIDING SYSTEM VALUE VALUES ("
-						INT64_FORMAT ", %u, %d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, false, "
-						INT64_FORMAT ", %u, %s)",
-						MoveExt(r, "snowseq_moves"), t->id, t->parent, t->first, t->last,
-						quote_literal_cstr(t->src_name), quote_literal_cstr(t->dst_name),
-						quote_literal_cstr(MoveKindName(t->kind)), quote_literal_cstr(t->part_q),
-						Int8OrNull(t->part_has_lo, t->part_lo), Int8OrNull(t->part_has_hi, t->part_hi),
-						quote_literal_cstr(t->new_part_q), quote_literal_cstr(t->src_table),
-						quote_literal_cstr(t->dst_table), quote_literal_cstr(t->id_col),
-						quote_literal_cstr(t->token), quote_literal_cstr(MoveStateName(MOVE_STATE_PREPARE)),
-						t->reverts, GetUserId(), t->lead ? psprintf(INT64_FORMAT, r->id) : "NULL"),
-			   SPI_OK_INSERT);
+		MoveRecordsRunParams(r->ext, psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
+											  "kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
+											  "token, state, dest_created, reverts, mover, group_move) OVERRIDING SYSTEM VALUE VALUES ("
+											  "$1::pg_catalog.int8, $2::pg_catalog.oid, $3::pg_catalog.int4, $4::pg_catalog.int4, "
+											  "$5::pg_catalog.name, $6::pg_catalog.name, $7::pg_catalog.text, $8::pg_catalog.text, "
+											  "$9::pg_catalog.int8, $10::pg_catalog.int8, $11::pg_catalog.text, $12::pg_catalog.text, "
+											  "$13::pg_catalog.text, $14::pg_catalog.text, $15::pg_catalog.text, $16::pg_catalog.text, false, "
+											  "$17::pg_catalog.int8, $18::pg_catalog.oid, $19::pg_catalog.int8)",
+											  MoveExt(r, "snowseq_moves")),
+							 SQL_ARGS(psprintf(INT64_FORMAT, t->id), psprintf("%u", t->parent),
+									  psprintf("%d", t->first), psprintf("%d", t->last), t->src_name, t->dst_name,
+									  MoveKindName(t->kind), t->part_q, PlanInt8Arg(t->part_has_lo, t->part_lo),
+									  PlanInt8Arg(t->part_has_hi, t->part_hi), t->new_part_q, t->src_table,
+									  t->dst_table, t->id_col, t->token, MoveStateName(MOVE_STATE_PREPARE),
+									  psprintf(INT64_FORMAT, t->reverts), psprintf("%u", GetUserId()),
+									  PlanInt8Arg(t->lead != NULL, r->id)),
+							 SPI_OK_INSERT);
 		t->state = MOVE_STATE_PREPARE;
 		(void) MoveLock(t->id, true);
 		MoveRecordObject(t, t->src_name, MOVE_OBJECT_FENCE, t->token);
@@ -657,39 +674,37 @@ MoveRemoteNode(RemoteConn *rc)
 char *
 MoveRemoteColumns(RemoteConn *rc, const char *table)
 {
-	return RemoteValue(rc, psprintf(
-									"SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
-									"pg_catalog.format_type(a.atttypid, a.atttypmod) OPERATOR(pg_catalog.||) "
-									"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
-									"THEN ' COLLATE ' OPERATOR(pg_catalog.||) a.attcollation::pg_catalog.regcollation::text ELSE '' END "
-									"OPERATOR(pg_catalog.||) CASE WHEN a.attgenerated OPERATOR(pg_catalog.=) 's' THEN ' GENERATED ALWAYS AS (' "
-									"OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(ad.adbin, ad.adrelid) OPERATOR(pg_catalog.||) ') STORED' ELSE '' END "
-									"OPERATOR(pg_catalog.||) CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, ', ' ORDER BY a.attnum) "
-									"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
-									"LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid OPERATOR(pg_catalog.=) a.attrelid "
-									"AND ad.adnum OPERATOR(pg_catalog.=) a.attnum "
-									"WHERE a.attrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
-									"AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
-									quote_literal_cstr(table)),
-					   "read the columns of the table");
+	return RemoteValueParams(rc,
+							 "SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
+							 "pg_catalog.format_type(a.atttypid, a.atttypmod) OPERATOR(pg_catalog.||) "
+							 "CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
+							 "THEN ' COLLATE ' OPERATOR(pg_catalog.||) a.attcollation::pg_catalog.regcollation::text ELSE '' END "
+							 "OPERATOR(pg_catalog.||) CASE WHEN a.attgenerated OPERATOR(pg_catalog.=) 's' THEN ' GENERATED ALWAYS AS (' "
+							 "OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(ad.adbin, ad.adrelid) OPERATOR(pg_catalog.||) ') STORED' ELSE '' END "
+							 "OPERATOR(pg_catalog.||) CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, ', ' ORDER BY a.attnum) "
+							 "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
+							 "LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid OPERATOR(pg_catalog.=) a.attrelid "
+							 "AND ad.adnum OPERATOR(pg_catalog.=) a.attnum "
+							 "WHERE a.attrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+							 "AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
+							 SQL_ARGS(table), "read the columns of the table");
 }
 
 /* The primary key definition of a remote table. */
 char *
 MoveRemotePkey(RemoteConn *rc, const char *table)
 {
-	return RemoteValue(rc, psprintf("SELECT pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint "
-									"WHERE conrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass AND contype OPERATOR(pg_catalog.=) 'p'",
-									quote_literal_cstr(table)),
-					   "read the primary key of the table");
+	return RemoteValueParams(rc, "SELECT pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint "
+							 "WHERE conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND contype OPERATOR(pg_catalog.=) 'p'",
+							 SQL_ARGS(table), "read the primary key of the table");
 }
 
 /* Whether a table exists on a remote server. */
 static bool
 MoveDstHas(RemoteConn *rc, const char *table)
 {
-	char	   *v = RemoteValue(rc, psprintf("SELECT pg_catalog.to_regclass(%s) IS NOT NULL",
-											 quote_literal_cstr(table)), "look up a table");
+	char	   *v = RemoteValueParams(rc, "SELECT pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL",
+									  SQL_ARGS(table), "look up a table");
 
 	return strcmp(v, "t") == 0;
 }
@@ -698,19 +713,19 @@ MoveDstHas(RemoteConn *rc, const char *table)
 char *
 MoveTableReadBy(Move *m, const char *server, const char *nsp, const char *rel)
 {
-	return SpiValue(m->cxt, psprintf(
-									 "SELECT ft.ftrelid::pg_catalog.regclass::text FROM pg_catalog.pg_foreign_table ft "
-									 "JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) ft.ftserver "
-									 "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) ft.ftrelid "
-									 "WHERE s.srvname OPERATOR(pg_catalog.=) %s "
-									 "AND coalesce((SELECT option_value FROM pg_catalog.pg_options_to_table(ft.ftoptions) "
-									 "WHERE option_name OPERATOR(pg_catalog.=) 'schema_name'), "
-									 "(SELECT nspname FROM pg_catalog.pg_namespace WHERE oid OPERATOR(pg_catalog.=) c.relnamespace)) "
-									 "OPERATOR(pg_catalog.=) %s "
-									 "AND coalesce((SELECT option_value FROM pg_catalog.pg_options_to_table(ft.ftoptions) "
-									 "WHERE option_name OPERATOR(pg_catalog.=) 'table_name'), c.relname::text) OPERATOR(pg_catalog.=) %s "
-									 "LIMIT 1",
-									 quote_literal_cstr(server), quote_literal_cstr(nsp), quote_literal_cstr(rel)));
+	return SpiValueParams(m->cxt,
+						  "SELECT ft.ftrelid::pg_catalog.regclass::text FROM pg_catalog.pg_foreign_table ft "
+						  "JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) ft.ftserver "
+						  "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) ft.ftrelid "
+						  "WHERE s.srvname OPERATOR(pg_catalog.=) $1::pg_catalog.name "
+						  "AND coalesce((SELECT option_value FROM pg_catalog.pg_options_to_table(ft.ftoptions) "
+						  "WHERE option_name OPERATOR(pg_catalog.=) 'schema_name'), "
+						  "(SELECT nspname FROM pg_catalog.pg_namespace WHERE oid OPERATOR(pg_catalog.=) c.relnamespace)) "
+						  "OPERATOR(pg_catalog.=) $2::pg_catalog.text "
+						  "AND coalesce((SELECT option_value FROM pg_catalog.pg_options_to_table(ft.ftoptions) "
+						  "WHERE option_name OPERATOR(pg_catalog.=) 'table_name'), c.relname::text) OPERATOR(pg_catalog.=) $3::pg_catalog.text "
+						  "LIMIT 1",
+						  SQL_ARGS(server, nsp, rel));
 }
 
 /* The comment that marks a destination table as a copy made by this move. */
@@ -733,23 +748,22 @@ MoveCopyMark(Move *m)
 void
 MoveRefuseReferenced(Move *m, RemoteConn *rc)
 {
-	StringInfoData group;
+	List	   *group = NIL;
 	ListCell   *lc;
 	PGresult   *res;
 
 	/* foreign keys between tables of the group: MoveCheckGroupKeys */
-	initStringInfo(&group);
 	foreach(lc, MoveGroup(m))
-		appendStringInfo(&group, "%spg_catalog.to_regclass(%s)", group.len ? ", " : "",
-						 quote_literal_cstr(((Move *) lfirst(lc))->src_table));
-	res = RemoteExec(rc, psprintf("SELECT pg_catalog.quote_ident(c.conname), c.conrelid::pg_catalog.regclass::text, "
-											  "c.confdeltype::text FROM pg_catalog.pg_constraint c "
-											  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
-											  "AND c.confrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) "
-											  "AND NOT coalesce(c.conrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]), false) "
-											  "ORDER BY c.conrelid, c.conname LIMIT 1",
-											  quote_literal_cstr(m->src_table), group.data),
-								  "look up foreign keys referencing the source table");
+		group = lappend(group, ((Move *) lfirst(lc))->src_table);
+	res = RemoteExecParams(rc, "SELECT pg_catalog.quote_ident(c.conname), c.conrelid::pg_catalog.regclass::text, "
+						   "c.confdeltype::text FROM pg_catalog.pg_constraint c "
+						   "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
+						   "AND c.confrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text) "
+						   "AND NOT coalesce(c.conrelid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pg_catalog.to_regclass(g)::pg_catalog.oid "
+						   "FROM pg_catalog.unnest($2::pg_catalog.text[]) g)), false) "
+						   "ORDER BY c.conrelid, c.conname LIMIT 1",
+						   SQL_ARGS(m->src_table, SqlTextArray(group)),
+						   "look up foreign keys referencing the source table");
 
 	if (PQntuples(res) == 1)
 	{
@@ -834,16 +848,15 @@ MovePrepareChecks(Move *m)
 	}
 
 	/* the source table: a plain table whose replica identity holds the ID */
-	res = RemoteExec(src, psprintf(
-								   "SELECT c.relkind, c.relreplident, a.attnum IS NOT NULL, "
-								   "a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype, "
-								   "EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid OPERATOR(pg_catalog.=) c.oid "
-								   "AND i.indisprimary AND a.attnum OPERATOR(pg_catalog.=) ANY (i.indkey)) "
-								   "FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid "
-								   "AND a.attname OPERATOR(pg_catalog.=) %s AND NOT a.attisdropped "
-								   "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s)",
-								   quote_literal_cstr(m->id_col), quote_literal_cstr(m->src_table)),
-					 "look up the source table");
+	res = RemoteExecParams(src,
+						   "SELECT c.relkind, c.relreplident, a.attnum IS NOT NULL, "
+						   "a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype, "
+						   "EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid OPERATOR(pg_catalog.=) c.oid "
+						   "AND i.indisprimary AND a.attnum OPERATOR(pg_catalog.=) ANY (i.indkey)) "
+						   "FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid "
+						   "AND a.attname OPERATOR(pg_catalog.=) $1::pg_catalog.name AND NOT a.attisdropped "
+						   "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($2::pg_catalog.text)",
+						   SQL_ARGS(m->id_col, m->src_table), "look up the source table");
 	if (PQntuples(res) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),

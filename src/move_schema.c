@@ -47,6 +47,11 @@
 /* triggers of snowseq's own: move.c creates them on the destination */
 #define FENCE_TRIGGERS "'{snowseq_fence,snowseq_fence_truncate}'::pg_catalog.name[]"
 
+/*
+ * The queries about the source table get it as parameters: $1 as a
+ * regclass, and $2, where they build statements that name it, as text.
+ */
+
 /* The name of an object of the destination table, after its source name. */
 static char *
 SchemaObjectName(const MoveSchemaTables *t, const char *name)
@@ -89,9 +94,9 @@ SchemaFreeName(const MoveSchemaTables *t, const char *name, List **used)
 			taken |= strcmp(lfirst(lc), cand) == 0;
 		if (!taken)
 		{
-			char	   *v = RemoteValue(t->dst, psprintf("SELECT pg_catalog.to_regclass(%s) IS NULL",
-														 quote_literal_cstr(quote_qualified_identifier(t->nsp, cand))),
-										"look up an index name");
+			char	   *v = RemoteValueParams(t->dst, "SELECT pg_catalog.to_regclass($1::pg_catalog.text) IS NULL",
+											  SQL_ARGS(quote_qualified_identifier(t->nsp, cand)),
+											  "look up an index name");
 
 			taken = strcmp(v, "t") != 0;
 		}
@@ -113,72 +118,72 @@ SchemaFreeName(const MoveSchemaTables *t, const char *name, List **used)
 void
 MoveSchemaCheck(const MoveSchemaTables *t)
 {
-	char	   *tab = psprintf("%s::pg_catalog.regclass", quote_literal_cstr(t->table));
 	PGresult   *res;
-	StringInfoData values;
+	List	   *used[4] = {NIL, NIL, NIL, NIL}; /* kind, schema, name, arguments */
 	int			n;
 
-	res = RemoteExec(t->src, psprintf(
-									  "WITH o(classid, objid) AS ("
-									  "SELECT 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid, indexrelid FROM pg_catalog.pg_index "
-									  "WHERE indrelid OPERATOR(pg_catalog.=) %s "
-									  "UNION ALL SELECT 'pg_catalog.pg_constraint'::pg_catalog.regclass::pg_catalog.oid, oid FROM pg_catalog.pg_constraint "
-									  "WHERE conrelid OPERATOR(pg_catalog.=) %s AND contype OPERATOR(pg_catalog.<>) 'f' "
-									  "UNION ALL SELECT 'pg_catalog.pg_trigger'::pg_catalog.regclass::pg_catalog.oid, oid FROM pg_catalog.pg_trigger "
-									  "WHERE tgrelid OPERATOR(pg_catalog.=) %s AND NOT tgisinternal "
-									  "AND tgname OPERATOR(pg_catalog.<>) ALL (%s) "
-									  "UNION ALL SELECT 'pg_catalog.pg_policy'::pg_catalog.regclass::pg_catalog.oid, oid FROM pg_catalog.pg_policy "
-									  "WHERE polrelid OPERATOR(pg_catalog.=) %s "
-									  "UNION ALL SELECT 'pg_catalog.pg_attrdef'::pg_catalog.regclass::pg_catalog.oid, oid FROM pg_catalog.pg_attrdef "
-									  "WHERE adrelid OPERATOR(pg_catalog.=) %s), "
-									  "d AS (SELECT DISTINCT d.refclassid, d.refobjid FROM pg_catalog.pg_depend d JOIN o "
-									  "ON o.classid OPERATOR(pg_catalog.=) d.classid AND o.objid OPERATOR(pg_catalog.=) d.objid) "
-									  "SELECT * FROM ("
-									  "SELECT 'function' k, n.nspname::text nsp, p.proname::text nm, pg_catalog.oidvectortypes(p.proargtypes) args "
-									  "FROM d JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) d.refobjid "
-									  "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
-									  "WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass "
-									  "AND n.nspname OPERATOR(pg_catalog.<>) 'pg_catalog' "
-									  "UNION ALL SELECT 'sequence', n.nspname::text, s.relname::text, '' "
-									  "FROM d JOIN pg_catalog.pg_class s ON s.oid OPERATOR(pg_catalog.=) d.refobjid "
-									  "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) s.relnamespace "
-									  "WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
-									  "AND s.relkind OPERATOR(pg_catalog.=) 'S' "
-									  "UNION ALL SELECT 'role', '', r.rolname::text, '' FROM pg_catalog.pg_roles r "
-									  "WHERE r.oid OPERATOR(pg_catalog.=) ANY (SELECT x.grantee FROM pg_catalog.pg_class c, "
-									  "pg_catalog.aclexplode(c.relacl) x WHERE c.oid OPERATOR(pg_catalog.=) %s "
-									  "UNION SELECT pg_catalog.unnest(polroles) FROM pg_catalog.pg_policy WHERE polrelid OPERATOR(pg_catalog.=) %s "
-									  "UNION SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) %s)"
-									  ") x ORDER BY 1, 2, 3, 4",
-									  tab, tab, tab, FENCE_TRIGGERS, tab, tab, tab, tab, tab),
-					 "read what the source table uses");
+	res = RemoteExecParams(t->src,
+						   "WITH o(classid, objid) AS ("
+						   "SELECT 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid, indexrelid FROM pg_catalog.pg_index "
+						   "WHERE indrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+						   "UNION ALL SELECT 'pg_catalog.pg_constraint'::pg_catalog.regclass::pg_catalog.oid, oid FROM pg_catalog.pg_constraint "
+						   "WHERE conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND contype OPERATOR(pg_catalog.<>) 'f' "
+						   "UNION ALL SELECT 'pg_catalog.pg_trigger'::pg_catalog.regclass::pg_catalog.oid, oid FROM pg_catalog.pg_trigger "
+						   "WHERE tgrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND NOT tgisinternal "
+						   "AND tgname OPERATOR(pg_catalog.<>) ALL (" FENCE_TRIGGERS ") "
+						   "UNION ALL SELECT 'pg_catalog.pg_policy'::pg_catalog.regclass::pg_catalog.oid, oid FROM pg_catalog.pg_policy "
+						   "WHERE polrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+						   "UNION ALL SELECT 'pg_catalog.pg_attrdef'::pg_catalog.regclass::pg_catalog.oid, oid FROM pg_catalog.pg_attrdef "
+						   "WHERE adrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass), "
+						   "d AS (SELECT DISTINCT d.refclassid, d.refobjid FROM pg_catalog.pg_depend d JOIN o "
+						   "ON o.classid OPERATOR(pg_catalog.=) d.classid AND o.objid OPERATOR(pg_catalog.=) d.objid) "
+						   "SELECT * FROM ("
+						   "SELECT 'function' k, n.nspname::text nsp, p.proname::text nm, pg_catalog.oidvectortypes(p.proargtypes) args "
+						   "FROM d JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) d.refobjid "
+						   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
+						   "WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass "
+						   "AND n.nspname OPERATOR(pg_catalog.<>) 'pg_catalog' "
+						   "UNION ALL SELECT 'sequence', n.nspname::text, s.relname::text, '' "
+						   "FROM d JOIN pg_catalog.pg_class s ON s.oid OPERATOR(pg_catalog.=) d.refobjid "
+						   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) s.relnamespace "
+						   "WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+						   "AND s.relkind OPERATOR(pg_catalog.=) 'S' "
+						   "UNION ALL SELECT 'role', '', r.rolname::text, '' FROM pg_catalog.pg_roles r "
+						   "WHERE r.oid OPERATOR(pg_catalog.=) ANY (SELECT x.grantee FROM pg_catalog.pg_class c, "
+						   "pg_catalog.aclexplode(c.relacl) x WHERE c.oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+						   "UNION SELECT pg_catalog.unnest(polroles) FROM pg_catalog.pg_policy WHERE polrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+						   "UNION SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass)"
+						   ") x ORDER BY 1, 2, 3, 4",
+						   SQL_ARGS(t->table), "read what the source table uses");
 	n = PQntuples(res);
-	initStringInfo(&values);
 	for (int i = 0; i < n; i++)
-		appendStringInfo(&values, "%s(%s, %s, %s, %s)", i > 0 ? ", " : "",
-						 quote_literal_cstr(PQgetvalue(res, i, 0)), quote_literal_cstr(PQgetvalue(res, i, 1)),
-						 quote_literal_cstr(PQgetvalue(res, i, 2)), quote_literal_cstr(PQgetvalue(res, i, 3)));
+		for (int j = 0; j < 4; j++)
+			used[j] = lappend(used[j], pstrdup(PQgetvalue(res, i, j)));
 	PQclear(res);
 	if (n > 0)
 	{
 		/* by the catalogs, not to_regprocedure: a missing argument type must not raise */
-		res = RemoteExec(t->dst, psprintf(
-										  "SELECT v.k, CASE v.k WHEN 'role' THEN pg_catalog.quote_ident(v.nm) "
-										  "ELSE pg_catalog.quote_ident(v.nsp) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) "
-										  "pg_catalog.quote_ident(v.nm) END OPERATOR(pg_catalog.||) "
-										  "CASE v.k WHEN 'function' THEN '(' OPERATOR(pg_catalog.||) v.args OPERATOR(pg_catalog.||) ')' ELSE '' END "
-										  "FROM (VALUES %s) v(k, nsp, nm, args) WHERE NOT CASE v.k "
-										  "WHEN 'function' THEN EXISTS (SELECT 1 FROM pg_catalog.pg_proc p "
-										  "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
-										  "WHERE n.nspname OPERATOR(pg_catalog.=) v.nsp AND p.proname OPERATOR(pg_catalog.=) v.nm "
-										  "AND pg_catalog.oidvectortypes(p.proargtypes) OPERATOR(pg_catalog.=) v.args) "
-										  "WHEN 'sequence' THEN EXISTS (SELECT 1 FROM pg_catalog.pg_class s "
-										  "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) s.relnamespace "
-										  "WHERE n.nspname OPERATOR(pg_catalog.=) v.nsp AND s.relname OPERATOR(pg_catalog.=) v.nm "
-										  "AND s.relkind OPERATOR(pg_catalog.=) 'S') "
-										  "ELSE EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) v.nm) END "
-										  "LIMIT 1", values.data),
-						 "look up what the source table uses");
+		res = RemoteExecParams(t->dst,
+							   "SELECT v.k, CASE v.k WHEN 'role' THEN pg_catalog.quote_ident(v.nm) "
+							   "ELSE pg_catalog.quote_ident(v.nsp) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) "
+							   "pg_catalog.quote_ident(v.nm) END OPERATOR(pg_catalog.||) "
+							   "CASE v.k WHEN 'function' THEN '(' OPERATOR(pg_catalog.||) v.args OPERATOR(pg_catalog.||) ')' ELSE '' END "
+							   "FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[]), "
+							   "pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[])) "
+							   "WITH ORDINALITY v(k, nsp, nm, args, i) WHERE NOT CASE v.k "
+							   "WHEN 'function' THEN EXISTS (SELECT 1 FROM pg_catalog.pg_proc p "
+							   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
+							   "WHERE n.nspname OPERATOR(pg_catalog.=) v.nsp AND p.proname OPERATOR(pg_catalog.=) v.nm "
+							   "AND pg_catalog.oidvectortypes(p.proargtypes) OPERATOR(pg_catalog.=) v.args) "
+							   "WHEN 'sequence' THEN EXISTS (SELECT 1 FROM pg_catalog.pg_class s "
+							   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) s.relnamespace "
+							   "WHERE n.nspname OPERATOR(pg_catalog.=) v.nsp AND s.relname OPERATOR(pg_catalog.=) v.nm "
+							   "AND s.relkind OPERATOR(pg_catalog.=) 'S') "
+							   "ELSE EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) v.nm) END "
+							   "ORDER BY v.i LIMIT 1",
+							   SQL_ARGS(SqlTextArray(used[0]), SqlTextArray(used[1]), SqlTextArray(used[2]),
+										SqlTextArray(used[3])),
+							   "look up what the source table uses");
 		if (PQntuples(res) == 1)
 		{
 			char	   *kind = pstrdup(PQgetvalue(res, 0, 0));
@@ -197,12 +202,12 @@ MoveSchemaCheck(const MoveSchemaTables *t)
 	}
 
 	/* foreign keys reference a table that does not move with the genes (but those of its group) */
-	res = RemoteExec(t->src, psprintf("SELECT pg_catalog.quote_ident(conname), confrelid::pg_catalog.regclass::text "
-									  "FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) %s "
-									  "AND contype OPERATOR(pg_catalog.=) 'f' "
-									  "AND NOT coalesce(confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]), false) "
-									  "ORDER BY conname", tab, t->group ? t->group : "NULL"),
-					 "read the foreign keys of the source table");
+	res = RemoteExecParams(t->src, psprintf("SELECT pg_catalog.quote_ident(conname), confrelid::pg_catalog.regclass::text "
+											"FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+											"AND contype OPERATOR(pg_catalog.=) 'f' "
+											"AND NOT coalesce(confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]), false) "
+											"ORDER BY conname", t->group ? t->group : "NULL"),
+						   SQL_ARGS(t->table), "read the foreign keys of the source table");
 	for (int i = 0; i < PQntuples(res); i++)
 		ereport(NOTICE,
 				(errmsg("foreign key %s of table %s is not created on server \"%s\"",
@@ -220,50 +225,48 @@ MoveSchemaCheck(const MoveSchemaTables *t)
 void
 MoveSchemaCreate(const MoveSchemaTables *t)
 {
-	char	   *tab = psprintf("%s::pg_catalog.regclass", quote_literal_cstr(t->table));
-	char	   *tq = quote_literal_cstr(t->table);
 	char	   *genes = psprintf("%s_genes", t->dst_rel);
 	char	   *pkey = psprintf("%s_pkey", t->dst_rel);
 	PGresult   *res;
 	StringInfoData sql;
 
-	res = RemoteExec(t->src, psprintf(
-									  "SELECT k, nm, def FROM ("
-									  "SELECT 1 o, 'sql' k, a.attname::text nm, pg_catalog.format('ALTER TABLE %%s ALTER COLUMN %%I SET DEFAULT %%s', "
-									  "%s, a.attname, pg_catalog.pg_get_expr(d.adbin, d.adrelid)) def "
-									  "FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.adrelid "
-									  "AND a.attnum OPERATOR(pg_catalog.=) d.adnum WHERE d.adrelid OPERATOR(pg_catalog.=) %s "
-									  "AND a.attgenerated OPERATOR(pg_catalog.=) '' AND NOT a.attisdropped "
-									  "UNION ALL SELECT 2, 'check', conname::text, pg_catalog.pg_get_constraintdef(oid) "
-									  "FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) %s AND contype OPERATOR(pg_catalog.=) 'c' "
-									  "UNION ALL SELECT 3, 'sql', tgname::text, pg_catalog.pg_get_triggerdef(oid) OPERATOR(pg_catalog.||) "
-									  "CASE WHEN tgenabled OPERATOR(pg_catalog.=) 'O' THEN '' ELSE "
-									  "pg_catalog.format('; ALTER TABLE %%s DISABLE TRIGGER %%I', %s, tgname) END "
-									  "FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) %s AND NOT tgisinternal "
-									  "AND tgname OPERATOR(pg_catalog.<>) ALL (%s) "
-									  "UNION ALL SELECT 4, 'sql', polname::text, pg_catalog.format('CREATE POLICY %%I ON %%s AS %%s FOR %%s TO %%s%%s%%s', "
-									  "polname, %s, CASE WHEN polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END, "
-									  "CASE polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE' "
-									  "WHEN 'd' THEN 'DELETE' ELSE 'ALL' END, "
-									  "(SELECT pg_catalog.string_agg(CASE WHEN r OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' "
-									  "ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(r)) END, ', ') FROM pg_catalog.unnest(polroles) r), "
-									  "coalesce(' USING (' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(polqual, polrelid) OPERATOR(pg_catalog.||) ')', ''), "
-									  "coalesce(' WITH CHECK (' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(polwithcheck, polrelid) "
-									  "OPERATOR(pg_catalog.||) ')', '')) "
-									  "FROM pg_catalog.pg_policy WHERE polrelid OPERATOR(pg_catalog.=) %s "
-									  "UNION ALL SELECT 5, 'sql', '', pg_catalog.concat_ws('; ', "
-									  "CASE WHEN relrowsecurity THEN pg_catalog.format('ALTER TABLE %%s ENABLE ROW LEVEL SECURITY', %s) END, "
-									  "CASE WHEN relforcerowsecurity THEN pg_catalog.format('ALTER TABLE %%s FORCE ROW LEVEL SECURITY', %s) END, "
-									  "CASE WHEN relreplident OPERATOR(pg_catalog.=) 'f' THEN pg_catalog.format('ALTER TABLE %%s REPLICA IDENTITY FULL', %s) END) "
-									  "FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) %s "
-									  "UNION ALL SELECT 6, 'sql', a.attname::text, pg_catalog.format('COMMENT ON COLUMN %%s.%%I IS %%L', %s, a.attname, ds.description) "
-									  "FROM pg_catalog.pg_description ds JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) ds.objoid "
-									  "AND a.attnum OPERATOR(pg_catalog.=) ds.objsubid WHERE ds.objoid OPERATOR(pg_catalog.=) %s "
-									  "AND ds.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
-									  "AND ds.objsubid OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped"
-									  ") x WHERE def OPERATOR(pg_catalog.<>) '' ORDER BY o, nm",
-									  tq, tab, tab, tq, tab, FENCE_TRIGGERS, tq, tab, tq, tq, tq, tab, tq, tab),
-					 "read the definitions of the source table");
+	res = RemoteExecParams(t->src,
+						   "SELECT k, nm, def FROM ("
+						   "SELECT 1 o, 'sql' k, a.attname::text nm, pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', "
+						   "$2::pg_catalog.text, a.attname, pg_catalog.pg_get_expr(d.adbin, d.adrelid)) def "
+						   "FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.adrelid "
+						   "AND a.attnum OPERATOR(pg_catalog.=) d.adnum WHERE d.adrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+						   "AND a.attgenerated OPERATOR(pg_catalog.=) '' AND NOT a.attisdropped "
+						   "UNION ALL SELECT 2, 'check', conname::text, pg_catalog.pg_get_constraintdef(oid) "
+						   "FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND contype OPERATOR(pg_catalog.=) 'c' "
+						   "UNION ALL SELECT 3, 'sql', tgname::text, pg_catalog.pg_get_triggerdef(oid) OPERATOR(pg_catalog.||) "
+						   "CASE WHEN tgenabled OPERATOR(pg_catalog.=) 'O' THEN '' ELSE "
+						   "pg_catalog.format('; ALTER TABLE %s DISABLE TRIGGER %I', $2::pg_catalog.text, tgname) END "
+						   "FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND NOT tgisinternal "
+						   "AND tgname OPERATOR(pg_catalog.<>) ALL (" FENCE_TRIGGERS ") "
+						   "UNION ALL SELECT 4, 'sql', polname::text, pg_catalog.format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', "
+						   "polname, $2::pg_catalog.text, CASE WHEN polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END, "
+						   "CASE polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE' "
+						   "WHEN 'd' THEN 'DELETE' ELSE 'ALL' END, "
+						   "(SELECT pg_catalog.string_agg(CASE WHEN r OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' "
+						   "ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(r)) END, ', ') FROM pg_catalog.unnest(polroles) r), "
+						   "coalesce(' USING (' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(polqual, polrelid) OPERATOR(pg_catalog.||) ')', ''), "
+						   "coalesce(' WITH CHECK (' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(polwithcheck, polrelid) "
+						   "OPERATOR(pg_catalog.||) ')', '')) "
+						   "FROM pg_catalog.pg_policy WHERE polrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+						   "UNION ALL SELECT 5, 'sql', '', pg_catalog.concat_ws('; ', "
+						   "CASE WHEN relrowsecurity THEN pg_catalog.format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', $2::pg_catalog.text) END, "
+						   "CASE WHEN relforcerowsecurity THEN pg_catalog.format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', $2::pg_catalog.text) END, "
+						   "CASE WHEN relreplident OPERATOR(pg_catalog.=) 'f' THEN pg_catalog.format('ALTER TABLE %s REPLICA IDENTITY FULL', $2::pg_catalog.text) END) "
+						   "FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+						   "UNION ALL SELECT 6, 'sql', a.attname::text, pg_catalog.format('COMMENT ON COLUMN %s.%I IS %L', $2::pg_catalog.text, a.attname, ds.description) "
+						   "FROM pg_catalog.pg_description ds JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) ds.objoid "
+						   "AND a.attnum OPERATOR(pg_catalog.=) ds.objsubid WHERE ds.objoid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+						   "AND ds.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+						   "AND ds.objsubid OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped"
+						   ") x WHERE def OPERATOR(pg_catalog.<>) '' ORDER BY o, nm",
+						   SQL_ARGS(t->table, t->table),
+						   "read the definitions of the source table");
 	initStringInfo(&sql);
 	for (int i = 0; i < PQntuples(res); i++)
 	{
@@ -298,7 +301,6 @@ MoveSchemaCreate(const MoveSchemaTables *t)
 void
 MoveSchemaIndexes(const MoveSchemaTables *t)
 {
-	char	   *tab = psprintf("%s::pg_catalog.regclass", quote_literal_cstr(t->table));
 	PGresult   *res;
 	StringInfoData sql;
 	List	   *used = NIL;
@@ -306,23 +308,23 @@ MoveSchemaIndexes(const MoveSchemaTables *t)
 	int			n;
 
 	/* the text of pg_get_indexdef after "CREATE [UNIQUE] INDEX name ON table " */
-	res = RemoteExec(t->src, psprintf(
-									  "SELECT 'index', c.relname::text, CASE WHEN pg_catalog.starts_with(x.def, x.head) "
-									  "THEN pg_catalog.substr(x.def, pg_catalog.length(x.head) OPERATOR(pg_catalog.+) 1) END, "
-									  "i.indisunique FROM pg_catalog.pg_index i "
-									  "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid, "
-									  "LATERAL (SELECT pg_catalog.pg_get_indexdef(i.indexrelid) def, 'CREATE ' OPERATOR(pg_catalog.||) "
-									  "CASE WHEN i.indisunique THEN 'UNIQUE ' ELSE '' END OPERATOR(pg_catalog.||) 'INDEX ' OPERATOR(pg_catalog.||) "
-									  "pg_catalog.quote_ident(c.relname) OPERATOR(pg_catalog.||) ' ON ' OPERATOR(pg_catalog.||) %s "
-									  "OPERATOR(pg_catalog.||) ' ' head) x "
-									  "WHERE i.indrelid OPERATOR(pg_catalog.=) %s AND i.indisvalid AND NOT EXISTS (SELECT 1 "
-									  "FROM pg_catalog.pg_constraint k WHERE k.conindid OPERATOR(pg_catalog.=) i.indexrelid "
-									  "AND k.conrelid OPERATOR(pg_catalog.=) i.indrelid AND k.contype OPERATOR(pg_catalog.=) ANY ('{p,u,x}')) "
-									  "UNION ALL SELECT 'constraint', conname::text, pg_catalog.pg_get_constraintdef(oid), false "
-									  "FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) %s "
-									  "AND contype OPERATOR(pg_catalog.=) ANY ('{u,x}') ORDER BY 1, 2",
-									  quote_literal_cstr(t->table), tab, tab),
-					 "read the indexes of the source table");
+	res = RemoteExecParams(t->src,
+						   "SELECT 'index', c.relname::text, CASE WHEN pg_catalog.starts_with(x.def, x.head) "
+						   "THEN pg_catalog.substr(x.def, pg_catalog.length(x.head) OPERATOR(pg_catalog.+) 1) END, "
+						   "i.indisunique FROM pg_catalog.pg_index i "
+						   "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid, "
+						   "LATERAL (SELECT pg_catalog.pg_get_indexdef(i.indexrelid) def, 'CREATE ' OPERATOR(pg_catalog.||) "
+						   "CASE WHEN i.indisunique THEN 'UNIQUE ' ELSE '' END OPERATOR(pg_catalog.||) 'INDEX ' OPERATOR(pg_catalog.||) "
+						   "pg_catalog.quote_ident(c.relname) OPERATOR(pg_catalog.||) ' ON ' OPERATOR(pg_catalog.||) $2::pg_catalog.text "
+						   "OPERATOR(pg_catalog.||) ' ' head) x "
+						   "WHERE i.indrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND i.indisvalid AND NOT EXISTS (SELECT 1 "
+						   "FROM pg_catalog.pg_constraint k WHERE k.conindid OPERATOR(pg_catalog.=) i.indexrelid "
+						   "AND k.conrelid OPERATOR(pg_catalog.=) i.indrelid AND k.contype OPERATOR(pg_catalog.=) ANY ('{p,u,x}')) "
+						   "UNION ALL SELECT 'constraint', conname::text, pg_catalog.pg_get_constraintdef(oid), false "
+						   "FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+						   "AND contype OPERATOR(pg_catalog.=) ANY ('{u,x}') ORDER BY 1, 2",
+						   SQL_ARGS(t->table, t->table),
+						   "read the indexes of the source table");
 	n = PQntuples(res);
 	initStringInfo(&sql);
 	for (int i = 0; i < n; i++)
@@ -363,14 +365,14 @@ MoveSchemaIndexes(const MoveSchemaTables *t)
 void
 MoveSchemaTriggersOn(const MoveSchemaTables *t)
 {
-	char	   *v = RemoteValue(t->src, psprintf(
-												 "SELECT pg_catalog.string_agg(pg_catalog.format('ALTER TABLE %%s ENABLE %%s TRIGGER %%I', %s, "
-												 "CASE tgenabled WHEN 'R' THEN 'REPLICA' ELSE 'ALWAYS' END, tgname), '; ') "
-												 "FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass "
-												 "AND NOT tgisinternal AND tgenabled OPERATOR(pg_catalog.=) ANY ('{R,A}') "
-												 "AND tgname OPERATOR(pg_catalog.<>) ALL (%s)",
-												 quote_literal_cstr(t->table), quote_literal_cstr(t->table), FENCE_TRIGGERS),
-								 "read the replica triggers of the source table");
+	char	   *v = RemoteValueParams(t->src,
+									  "SELECT pg_catalog.string_agg(pg_catalog.format('ALTER TABLE %s ENABLE %s TRIGGER %I', $2::pg_catalog.text, "
+									  "CASE tgenabled WHEN 'R' THEN 'REPLICA' ELSE 'ALWAYS' END, tgname), '; ') "
+									  "FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+									  "AND NOT tgisinternal AND tgenabled OPERATOR(pg_catalog.=) ANY ('{R,A}') "
+									  "AND tgname OPERATOR(pg_catalog.<>) ALL (" FENCE_TRIGGERS ")",
+									  SQL_ARGS(t->table, t->table),
+									  "read the replica triggers of the source table");
 
 	if (v != NULL)
 		RemoteCommand(t->dst, v, "enable the replica triggers of the destination table");

@@ -370,9 +370,9 @@ snowseq_create_shards(PG_FUNCTION_ARGS)
 		if (existing == 0)
 		{
 			resetStringInfo(&q);
-			appendStringInfo(&q, "INSERT INTO %s (upper_gene, shard) VALUES (%d, %s)",
-							 qmap, (i + 1) * genes - 1, quote_literal_cstr(qpart));
-			SpiRun(q.data, SPI_OK_INSERT);
+			appendStringInfo(&q, "INSERT INTO %s (upper_gene, shard) "
+							 "VALUES ($1::pg_catalog.int4, $2::pg_catalog.text)", qmap);
+			SpiRunParams(q.data, SQL_ARGS(psprintf("%d", (i + 1) * genes - 1), qpart), SPI_OK_INSERT);
 		}
 	}
 	SPI_finish();

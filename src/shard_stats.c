@@ -74,12 +74,12 @@ static const struct
 /*
  * The writes and reads of a table from the cumulative statistics of its
  * server: rows inserted, updated and deleted; rows read by sequential scans
- * and fetched by index scans.
+ * and fetched by index scans.  $1: the table's name.
  */
 #define SHARD_STATS_ACCESS_SQL \
 	"SELECT s.n_tup_ins OPERATOR(pg_catalog.+) s.n_tup_upd OPERATOR(pg_catalog.+) s.n_tup_del, " \
 	"s.seq_tup_read OPERATOR(pg_catalog.+) coalesce(s.idx_tup_fetch, 0) " \
-	"FROM pg_catalog.pg_stat_all_tables s WHERE s.relid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass"
+	"FROM pg_catalog.pg_stat_all_tables s WHERE s.relid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
 
 /* One row of the result before a partition's writes and reads are shared out. */
 typedef struct ShardStatsPiece
@@ -155,8 +155,8 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 	List	   *part_first = NIL;
 	List	   *part_last = NIL;
 	ListCell   *lc;
-	Oid			arg_types[3] = {OIDARRAYOID, INT4ARRAYOID, INT4ARRAYOID};
-	Datum		args[3];
+	Oid			arg_types[4] = {OIDARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTOID};
+	Datum		args[4];
 	ShardStatsPiece *out;
 	Datum	   *writes;
 	Datum	   *reads;
@@ -205,6 +205,7 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 	args[0] = PointerGetDatum(ListArray(part_oids, true));
 	args[1] = PointerGetDatum(ListArray(part_first, false));
 	args[2] = PointerGetDatum(ListArray(part_last, false));
+	args[3] = CStringGetTextDatum(key);
 
 	SpiRunArgs(psprintf("WITH map AS (SELECT coalesce(pg_catalog.lag(upper_gene) OVER (ORDER BY upper_gene) OPERATOR(pg_catalog.+) 1, 0) AS f, "
 				 "upper_gene AS l, shard FROM %s), "
@@ -224,10 +225,10 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 				 "LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.oid "
 				 "LEFT JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
 				 "LEFT JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) p.oid "
-				 "LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) p.oid AND a.attname OPERATOR(pg_catalog.=) %s "
+				 "LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) p.oid AND a.attname OPERATOR(pg_catalog.=) $4::pg_catalog.name "
 				 "ORDER BY 1",
-				 MoveExt(m, "snowseq_shard_map"), quote_literal_cstr(key)),
-			   3, arg_types, args, NULL, SPI_OK_SELECT);
+				 MoveExt(m, "snowseq_shard_map")),
+			   4, arg_types, args, NULL, SPI_OK_SELECT);
 	pieces = SPI_tuptable;
 	n = SPI_processed;
 	out = palloc0(sizeof(ShardStatsPiece) * (n + 1));
@@ -280,8 +281,8 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 				}
 				else if (access)
 				{
-					res = RemoteExec(rc, psprintf(SHARD_STATS_ACCESS_SQL, quote_literal_cstr(remote)),
-									 "read table statistics");
+					res = RemoteExecParams(rc, SHARD_STATS_ACCESS_SQL, SQL_ARGS(remote),
+										   "read table statistics");
 					if (PQntuples(res) == 1)
 					{
 						out[i].part_writes = pg_strtoint64(PQgetvalue(res, 0, 0));
@@ -311,7 +312,7 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 				{
 					/* a fresh snapshot of the statistics, not this transaction's */
 					SpiRun("SELECT pg_catalog.pg_stat_clear_snapshot()", SPI_OK_SELECT);
-					SpiRun(psprintf(SHARD_STATS_ACCESS_SQL, quote_literal_cstr(SPI_getvalue(t, d, 10))), SPI_OK_SELECT);
+					SpiRunParams(SHARD_STATS_ACCESS_SQL, SQL_ARGS(SPI_getvalue(t, d, 10)), SPI_OK_SELECT);
 					if (SPI_processed == 1)
 					{
 						out[i].part_writes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
