@@ -738,16 +738,16 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 	bool		groups = MoveGroupsRecorded(ext);
 
 	/* the leading records (all, before 1.2), and those of the table's group */
-	MoveRecordsRun(ext, psprintf("SELECT " MOVE_LOAD_COLUMNS " "
-				 "FROM %s m WHERE %s state OPERATOR(pg_catalog.<>) ALL (%s) %s%s ORDER BY move_id",
+	MoveRecordsRunParams(ext, psprintf("SELECT " MOVE_LOAD_COLUMNS " "
+				 "FROM %s m WHERE %s state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) %s"
+				 "AND ($2::pg_catalog.text[] IS NULL OR state OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])) ORDER BY move_id",
 				 psprintf("%s.snowseq_moves", ext), groups ? "group_move IS NULL AND" : "",
-				 MoveStateList(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE),
 				 !OidIsValid(parent) ? "" : !groups ? psprintf("AND parent OPERATOR(pg_catalog.=) %u ", parent) :
 				 psprintf("AND (parent OPERATOR(pg_catalog.=) %u OR EXISTS (SELECT 1 FROM %s.snowseq_moves g "
 						  "WHERE g.group_move OPERATOR(pg_catalog.=) m.move_id AND g.parent OPERATOR(pg_catalog.=) %u)) ",
-						  parent, ext, parent),
-				 switching_only ? psprintf("AND state OPERATOR(pg_catalog.=) ANY (%s)",
-										   MoveStateList(MOVE_STATE_SWITCH, MOVE_STATE_SWITCHED, MOVE_STATE_NONE)) : ""),
+						  parent, ext, parent)),
+		SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE),
+				 switching_only ? MoveStateArray(MOVE_STATE_SWITCH, MOVE_STATE_SWITCHED, MOVE_STATE_NONE) : NULL),
 		SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;

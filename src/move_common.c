@@ -217,28 +217,26 @@ MoveStateFromName(const char *name)
 }
 
 /*
- * States as an SQL array of their stored names (text[]), for a query that
- * tests a record's state: MoveStateList(MOVE_STATE_DONE, MOVE_STATE_FAILED,
- * MOVE_STATE_NONE).  The list ends at MOVE_STATE_NONE.
+ * States as the value of an array parameter ($n::pg_catalog.text[]) of
+ * their stored names, for a query that tests a record's state:
+ * MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_NONE).  The
+ * list ends at MOVE_STATE_NONE.
  */
 char *
-MoveStateList(int first,...)
+MoveStateArray(int first,...)
 {
-	StringInfoData buf;
+	List	   *names = NIL;
 	va_list		args;
 	int			state = first;
 
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "ARRAY[");
 	va_start(args, first);
 	while (state != MOVE_STATE_NONE)
 	{
-		appendStringInfo(&buf, "%s%s", buf.len > 6 ? ", " : "", quote_literal_cstr(MoveStateName(state)));
+		names = lappend(names, (char *) MoveStateName(state));
 		state = va_arg(args, int);
 	}
 	va_end(args);
-	appendStringInfoString(&buf, "]::pg_catalog.text[]");
-	return buf.data;
+	return SqlTextArray(names);
 }
 
 /* The stored name of a kind of recorded object. */
@@ -737,22 +735,15 @@ MoveGroupTables(Move *m, bool dst, bool created_only)
 }
 
 /*
- * MoveGroupTables as a list of oid expressions for an ARRAY[...] in SQL
- * text; NULL if there are none.  The names are quoted into the text: a
- * statement that takes parameters passes SqlTextArray(MoveGroupTables())
- * instead.
+ * MoveGroupTables as the value of an array parameter, NULL if there are
+ * none: a statement takes it as MOVE_GROUP_OIDS(n), the tables' oids.
  */
 char *
 MoveGroupRelations(Move *m, bool dst, bool created_only)
 {
-	StringInfoData rels;
-	ListCell   *lc;
+	List	   *tables = MoveGroupTables(m, dst, created_only);
 
-	initStringInfo(&rels);
-	foreach(lc, MoveGroupTables(m, dst, created_only))
-		appendStringInfo(&rels, "%spg_catalog.to_regclass(%s)", rels.len ? ", " : "",
-						 quote_literal_cstr(lfirst(lc)));
-	return rels.len > 0 ? rels.data : NULL;
+	return tables != NIL ? SqlTextArray(tables) : NULL;
 }
 
 /* The committed state of a move (MOVE_STATE_NONE: no record). */

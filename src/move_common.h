@@ -178,7 +178,7 @@ typedef void (*MoveStep) (Move *m);
 extern const char *MoveStateName(MoveStateId state);
 extern MoveStateId MoveStateFromName(const char *name);
 extern const char *MoveKindName(MoveKind kind);
-extern char *MoveStateList(int first,...);
+extern char *MoveStateArray(int first,...);
 extern const char *MoveObjectName(MoveObjectKind kind);
 extern MoveObjectKind MoveObjectFromName(const char *name);
 extern void MoveRecordObject(Move *m, const char *server, MoveObjectKind kind, const char *name);
@@ -215,6 +215,7 @@ extern Move *MoveNewMember(Move *lead, Oid parent);
 extern List *MoveGroup(Move *m);
 extern List *MoveGroupTables(Move *m, bool dst, bool created_only);
 extern char *MoveGroupRelations(Move *m, bool dst, bool created_only);
+
 extern bool MoveGroupsRecorded(const char *ext);
 extern bool MoveObjectsRecorded(const char *ext);
 extern char *MoveRemoteInt(const char *v);

@@ -99,7 +99,8 @@ CleanupRecordedOne(Move *o)
 		bool		commit = o->state == MOVE_STATE_DONE || o->state == MOVE_STATE_REVERTED;
 
 		/* COMMIT PREPARED takes no parameters: the name is quoted */
-		RemoteCommand(rc, psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", quote_literal_cstr(name)),
+		RemoteCommand(rc, commit ? psprintf("COMMIT PREPARED %s", quote_literal_cstr(name)) :
+					  psprintf("ROLLBACK PREPARED %s", quote_literal_cstr(name)),
 					  "resolve the prepared transaction");
 		action = commit ? "committed" : "rolled back";
 	}
@@ -174,11 +175,12 @@ CleanupRecorded(Move *collect)
 					"m.parent, m.first_gene, m.last_gene "
 					"FROM %s o LEFT JOIN %s m ON m.move_id OPERATOR(pg_catalog.=) o.move_id "
 					"LEFT JOIN %s lead ON lead.move_id OPERATOR(pg_catalog.=) coalesce(m.group_move, m.move_id) "
-					"WHERE lead.move_id IS NULL OR lead.state OPERATOR(pg_catalog.=) ANY (%s) "
+					"WHERE lead.move_id IS NULL OR lead.state OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[]) "
 					"ORDER BY o.move_id, o.kind::pg_catalog.text OPERATOR(pg_catalog.=) $1::pg_catalog.text DESC, o.kind DESC",
-					MoveExt(collect, "snowseq_move_objects"), MoveExt(collect, "snowseq_moves"), MoveExt(collect, "snowseq_moves"),
-					MoveStateList(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_ROLLBACK, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
-		   SQL_ARGS(MoveObjectName(MOVE_OBJECT_PREPARED)), SPI_OK_SELECT);
+					MoveExt(collect, "snowseq_move_objects"), MoveExt(collect, "snowseq_moves"), MoveExt(collect, "snowseq_moves")),
+		   SQL_ARGS(MoveObjectName(MOVE_OBJECT_PREPARED),
+					MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_ROLLBACK, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
+		   SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)

@@ -431,12 +431,12 @@ MoveRecordNew(Move *m)
 
 	m->node = MoveLocalNode(m);
 	MoveLockStart();
-	MoveRecordsRun(m->ext, psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
-					"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
-					"AND state OPERATOR(pg_catalog.<>) ALL (%s) ORDER BY move_id",
-					MoveExt(m, "snowseq_moves"), m->parent,
-					MoveStateList(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
-		   SPI_OK_SELECT);
+	MoveRecordsRunParams(m->ext, psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
+										  "FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
+										  "AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) ORDER BY move_id",
+										  MoveExt(m, "snowseq_moves"), m->parent),
+						 SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
+						 SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	t = SPI_tuptable->vals[i];

@@ -202,12 +202,12 @@ MoveSchemaCheck(const MoveSchemaTables *t)
 	}
 
 	/* foreign keys reference a table that does not move with the genes (but those of its group) */
-	res = RemoteExecParams(t->src, psprintf("SELECT pg_catalog.quote_ident(conname), confrelid::pg_catalog.regclass::text "
-											"FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
-											"AND contype OPERATOR(pg_catalog.=) 'f' "
-											"AND NOT coalesce(confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]), false) "
-											"ORDER BY conname", t->group ? t->group : "NULL"),
-						   SQL_ARGS(t->table), "read the foreign keys of the source table");
+	res = RemoteExecParams(t->src, "SELECT pg_catalog.quote_ident(conname), confrelid::pg_catalog.regclass::pg_catalog.text "
+						   "FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+						   "AND contype OPERATOR(pg_catalog.=) 'f' "
+						   "AND NOT coalesce(confrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(2) "), false) "
+						   "ORDER BY conname",
+						   SQL_ARGS(t->table, t->group), "read the foreign keys of the source table");
 	for (int i = 0; i < PQntuples(res); i++)
 		ereport(NOTICE,
 				(errmsg("foreign key %s of table %s is not created on server \"%s\"",

@@ -24,9 +24,17 @@ typedef struct MoveSchemaTables
 	const char *nsp;			/* unquoted */
 	const char *src_rel;		/* unquoted */
 	const char *dst_rel;		/* unquoted */
-	const char *group;			/* the source tables moving with it, as a
-								 * list of oid expressions, or NULL */
+	const char *group;			/* the source tables moving with it, as the
+								 * value of a text[] parameter, or NULL */
 } MoveSchemaTables;
+
+/*
+ * SQL for the oids of the tables named by the text[] parameter n (a group's
+ * tables: MoveSchemaTables.group, MoveGroupRelations), in their order.
+ */
+#define MOVE_GROUP_OIDS(n) \
+	"ARRAY(SELECT pg_catalog.to_regclass(u.x)::pg_catalog.oid " \
+	"FROM pg_catalog.unnest($" #n "::pg_catalog.text[]) WITH ORDINALITY u(x, i) ORDER BY u.i)"
 
 extern void MoveSchemaCheck(const MoveSchemaTables *t);
 extern void MoveSchemaCreate(const MoveSchemaTables *t);

@@ -40,14 +40,14 @@
 #define MOVE_FK_ATTEMPTS		500 /* a foreign key on the destination: tries, 20 ms apart */
 
 /*
- * The two-phase name of the source transaction of a move, quoted: for
- * PREPARE TRANSACTION and COMMIT/ROLLBACK PREPARED, which take no
- * parameters.
+ * The two-phase name of the source transaction of a move: its token.  PREPARE
+ * TRANSACTION and COMMIT/ROLLBACK PREPARED take no parameters, so their
+ * statements quote it.
  */
-static char *
+static const char *
 MoveGid(Move *m)
 {
-	return quote_literal_cstr(m->token);
+	return m->token;
 }
 
 /*
@@ -72,7 +72,8 @@ MoveResolvePreparedOn(Move *m, RemoteConn *rc, const char *server, bool commit)
 
 	if (strcmp(v, "0") == 0)
 		return;
-	RemoteCommand(rc, psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", MoveGid(m)),
+	RemoteCommand(rc, commit ? psprintf("COMMIT PREPARED %s", quote_literal_cstr(MoveGid(m))) :
+				  psprintf("ROLLBACK PREPARED %s", quote_literal_cstr(MoveGid(m))),
 				  commit ? "commit the prepared source transaction" : "roll back the prepared source transaction");
 	MoveNote(m, server, psprintf("prepared transaction %s", m->token),
 			 commit ? "committed" : "rolled back");
@@ -107,7 +108,7 @@ MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col)
 	if (strcmp(v, "0") != 0)
 		return;
 	/* CREATE TRIGGER takes no parameters: its argument is quoted */
-	sql = psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true); "
+	sql = psprintf("SET LOCAL lock_timeout = %d; "
 				   "CREATE TRIGGER snowseq_fence BEFORE INSERT OR UPDATE OR DELETE ON %s "
 				   "FOR EACH ROW EXECUTE FUNCTION %s(%s); "
 				   "CREATE TRIGGER snowseq_fence_truncate BEFORE TRUNCATE ON %s "
@@ -207,7 +208,7 @@ MoveGroupForeignKeys(Move *m)
 
 	if (list_length(group) < 2)
 		return;
-	res = RemoteExec(MoveSrc(m), psprintf("SELECT c.conname, pg_catalog.array_position(g.t, c.conrelid), "
+	res = RemoteExecParams(MoveSrc(m), "SELECT c.conname, pg_catalog.array_position(g.t, c.conrelid), "
 										  "pg_catalog.array_position(g.t, c.confrelid), "
 										  "(SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY k.n) "
 										  "FROM ROWS FROM (pg_catalog.unnest(c.conkey)) WITH ORDINALITY k(att, n) "
@@ -222,10 +223,10 @@ MoveGroupForeignKeys(Move *m)
 										  "FROM ROWS FROM (pg_catalog.unnest(c.confdelsetcols)) WITH ORDINALITY k(att, n) "
 										  "JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.conrelid "
 										  "AND a.attnum OPERATOR(pg_catalog.=) k.att), c.convalidated "
-										  "FROM (SELECT ARRAY[%s]::pg_catalog.oid[] AS t) g, pg_catalog.pg_constraint c "
+										  "FROM (SELECT " MOVE_GROUP_OIDS(1) " AS t) g, pg_catalog.pg_constraint c "
 										  "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
 										  "AND c.conrelid OPERATOR(pg_catalog.=) ANY (g.t) AND c.confrelid OPERATOR(pg_catalog.=) ANY (g.t) "
-										  "ORDER BY 1", MoveGroupRelations(m, false, false)),
+										  "ORDER BY 1", SQL_ARGS(MoveGroupRelations(m, false, false)),
 					 "read the foreign keys between the tables of the move");
 	for (int i = 0; i < PQntuples(res); i++)
 	{
@@ -315,13 +316,13 @@ MoveValidateGroupKeys(Move *m)
 
 	if (list_length(MoveGroup(m)) < 2 || tables == NULL)
 		return;
-	res = RemoteExec(MoveDst(m), psprintf("SELECT conrelid::pg_catalog.regclass::pg_catalog.text, pg_catalog.quote_ident(conname) "
-										  "FROM pg_catalog.pg_constraint c WHERE contype OPERATOR(pg_catalog.=) 'f' AND NOT convalidated "
-										  "AND conrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]) "
-										  "AND confrelid OPERATOR(pg_catalog.=) ANY (ARRAY[%s]::pg_catalog.oid[]) "
-										  "AND coalesce(pg_catalog.obj_description(c.oid, 'pg_constraint'), '') "
-										  "OPERATOR(pg_catalog.<>) 'snowseq: not valid on the source' ORDER BY 1, 2",
-										  tables, tables),
+	res = RemoteExecParams(MoveDst(m), "SELECT conrelid::pg_catalog.regclass::pg_catalog.text, pg_catalog.quote_ident(conname) "
+						   "FROM pg_catalog.pg_constraint c WHERE contype OPERATOR(pg_catalog.=) 'f' AND NOT convalidated "
+						   "AND conrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
+						   "AND confrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
+						   "AND coalesce(pg_catalog.obj_description(c.oid, 'pg_constraint'), '') "
+						   "OPERATOR(pg_catalog.<>) 'snowseq: not valid on the source' ORDER BY 1, 2",
+						   SQL_ARGS(tables),
 					 "read the foreign keys to validate");
 	for (int i = 0; i < PQntuples(res); i++)
 	{
@@ -722,7 +723,8 @@ MoveRevertDestTransaction(Move *m)
 	RemoteCommand(rc, psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
 							   MOVE_SWITCH_MAX_WAIT_MS, tables.data),
 				  "lock the tables of the revert's destination");
-	RemoteCommand(rc, psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the transaction of the revert on its destination");
+	RemoteCommand(rc, psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(MoveGid(m))),
+				  "prepare the transaction of the revert on its destination");
 }
 
 /*
@@ -788,7 +790,8 @@ MoveSwitch(Move *m)
 	}
 	if (m->reverts != 0)
 		MoveRevertDestTransaction(m);
-	RemoteCommand(MoveHolder(m), psprintf("PREPARE TRANSACTION %s", MoveGid(m)), "prepare the source transaction");
+	RemoteCommand(MoveHolder(m), psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(MoveGid(m))),
+				  "prepare the source transaction");
 	MoveHoldParent(m);
 	SNOWSEQ_TESTPOINT("move_after_source_commit");
 	MoveRecordState(m, MOVE_STATE_SWITCHED, "switched_at = pg_catalog.clock_timestamp(), "

@@ -338,7 +338,8 @@ snowseq_create_shards(PG_FUNCTION_ARGS)
 	initStringInfo(&q);
 	/* a map already there must describe the same gene ranges */
 	appendStringInfo(&q,
-					 "SELECT count(*), count(*) FILTER (WHERE upper_gene %% %d = %d) FROM %s",
+					 "SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE (upper_gene OPERATOR(pg_catalog.%%) %d) "
+					 "OPERATOR(pg_catalog.=) %d) FROM %s",
 					 genes, genes - 1, qmap);
 	SpiRun(q.data, SPI_OK_SELECT);
 	{

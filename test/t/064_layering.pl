@@ -197,8 +197,8 @@ ok(scalar(records_as_caller(q{SpiRun(psprintf("UPDATE %s SET a = 1", MoveExt(m, 
 
 # A value goes into a statement as a parameter ($1, SQL_ARGS), never quoted
 # into its text (issue 30): a quote_literal is left only in a utility
-# statement, which takes no parameters (CREATE, ALTER, DROP, COMMENT ON,
-# GRANT, REVOKE).  A C statement that quotes a literal is judged by the
+# statement, which takes no parameters (SET, CREATE, ALTER, DROP, COMMENT
+# ON, GRANT, REVOKE, PREPARE TRANSACTION, COMMIT and ROLLBACK PREPARED).  A C statement that quotes a literal is judged by the
 # first SQL text it holds.
 sub c_statements
 {
@@ -230,7 +230,8 @@ sub quoted_values
 	{
 		next unless $st =~ /\bquote_literal(?:_cstr)?\s*\(/;
 		my ($sql) = $st =~ /"((?:[^"\\]|\\.)*)"/;
-		next if defined $sql && $sql =~ /^\s*(?:CREATE|ALTER|DROP|COMMENT\s+ON|GRANT|REVOKE)\b/;
+		next if defined $sql
+		  && $sql =~ /^\s*(?:SET|CREATE|ALTER|DROP|COMMENT\s+ON|GRANT|REVOKE|PREPARE\s+TRANSACTION|(?:COMMIT|ROLLBACK)\s+PREPARED)\b/;
 		(my $line = $st) =~ s/\s+/ /g;
 		push @hits, substr($line, 0, 160);
 	}
