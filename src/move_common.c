@@ -628,19 +628,6 @@ MoveRecordsOwner(const char *ext)
 }
 
 /*
- * A number another server answered, for the SQL text of a record: read as
- * an int8 (anything else is an ERROR) and printed again, never spliced as
- * it came, since the records are written as their owner; NULL: "NULL".
- */
-char *
-MoveRemoteInt(const char *v)
-{
-	if (v == NULL)
-		return "NULL";
-	return psprintf(INT64_FORMAT, pg_strtoint64(v));
-}
-
-/*
  * snowseq_move_cleanup resolves every role's moves: it is for a role with
  * the privileges of the records' owner, not for a router administrator
  * (whose own interrupted moves a move of the same table resolves first).

@@ -218,7 +218,6 @@ extern char *MoveGroupRelations(Move *m, bool dst, bool created_only);
 
 extern bool MoveGroupsRecorded(const char *ext);
 extern bool MoveObjectsRecorded(const char *ext);
-extern char *MoveRemoteInt(const char *v);
 extern void MoveCheckCleaner(const char *ext);
 extern uint64 MoveRecordsRun(const char *ext, const char *sql, int expect);
 extern char *MoveRecordsValue(const char *ext, MemoryContext cxt, const char *sql);

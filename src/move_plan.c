@@ -480,7 +480,16 @@ MoveRecordNew(Move *m)
 	}
 
 	m->id = MoveNextId(m);
-	m->token = psprintf("snowseq_move_%s_" INT64_FORMAT, m->node, m->id);
+
+	/*
+	 * Its objects are named after it: the router's node, this database and
+	 * the move.  Slot names and the names of prepared transactions are one
+	 * space per server, and every database of a router numbers its moves
+	 * from 1: without the database, the moves of two router databases from
+	 * one server took one name, and the second one's undo dropped the
+	 * first one's slot.
+	 */
+	m->token = psprintf("snowseq_move_%s_%u_" INT64_FORMAT, m->node, MyDatabaseId, m->id);
 	m->token = MemoryContextStrdup(m->cxt, m->token);
 
 	/* names of the new objects: the parent's, with the range */

@@ -369,7 +369,7 @@ note "cleanup:\n$cleanup3d";
 my @cleanup3d = split /\n/, $cleanup3d;
 is($cleanup3d[0], '- move: undone', '(3d) snowseq_move_cleanup() undoes the move');
 # (3b)'s move was finished by the resolver, which leaves the keep view to the next cleanup
-is(join("\n", @cleanup3d[ 1 .. $#cleanup3d ]) =~ s/_\d+_keep_\d+:/_N_keep_N:/r, 'shard_a view public.snowseq_move_1_N_keep_N: dropped',
+is(join("\n", @cleanup3d[ 1 .. $#cleanup3d ]) =~ s/_\d+_\d+_keep_\d+:/_D_N_keep_N:/r, 'shard_a view public.snowseq_move_1_D_N_keep_N: dropped',
 	'(3d) ... and reports no object of it, none was made; the one other line is the keep view that (3b)\'s finish by the resolver left, dropped by its record');
 is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_move_objects}), '0', '(3d) ... and forgets the records');
 is(layout(), $before, '(3d) the old placement serves');

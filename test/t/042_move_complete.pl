@@ -287,7 +287,7 @@ like(layout(), qr/^8191=shard_a,16383=shard_b,32767=shard_a /, '(3) ... and the 
 # already (made before the source transaction): a reader of it waits for the
 # source table's lock, held by the prepared transaction, rather than failing
 my $view3 = $sa->safe_psql('postgres', q{SELECT viewname FROM pg_views WHERE viewname ~ '^snowseq_move_.*_keep_'});
-like($view3, qr/^snowseq_move_1_\d+_keep_\d+$/, "(3) the keep view $view3 exists before the source commits");
+like($view3, qr/^snowseq_move_1_\d+_\d+_keep_\d+$/, "(3) the keep view $view3 exists before the source commits");
 like($router->safe_psql('postgres', q{SELECT ftoptions::text FROM pg_foreign_table WHERE ftrelid = 'orders_0'::regclass}),
 	qr/table_name=\Q$view3\E/, '(3) ... and the router\'s committed partition reads it');
 $sa->psql('postgres', qq{SET lock_timeout = '300ms'; SELECT count(*) FROM "$view3"}, stdout => \$out, stderr => \$err);
@@ -340,7 +340,7 @@ is($router->safe_psql('postgres', q{SELECT state FROM snowseq_moves ORDER BY mov
 is($sa->safe_psql('postgres', "SELECT count(*) FROM orders WHERE order_id >= $lo4 AND order_id < $hi4"), $in_moved4,
 	"(4) the source still holds the $in_moved4 moved rows: the switch deleted none");
 my $view = $sa->safe_psql('postgres', q{SELECT viewname FROM pg_views WHERE viewname ~ '^snowseq_move_.*_keep_'});
-like($view, qr/^snowseq_move_1_\d+_keep_\d+$/, "(4) the source has the keep view $view");
+like($view, qr/^snowseq_move_1_\d+_\d+_keep_\d+$/, "(4) the source has the keep view $view");
 like($router->safe_psql('postgres', q{SELECT ftoptions::text FROM pg_foreign_table WHERE ftrelid = 'orders_0'::regclass}),
 	qr/table_name=\Q$view\E/, '(4) the partition that keeps genes 0..4095 reads it');
 my $first_moved = $router->safe_psql('postgres', "SELECT $lo4");

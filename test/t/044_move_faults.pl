@@ -39,6 +39,12 @@
 #     move's will have (pg_subscription is shared by a server's databases;
 #     a name is unique in one database only): the move takes its own for
 #     it nowhere, succeeds, and leaves the other one alone.
+# (5) Two databases of the router move from shard_a at once, each with its
+#     own move of the same number (every router database numbers its moves
+#     from 1): the second one's slot, publication and prepared transaction
+#     on shard_a, which are one name space per server, are not the first
+#     one's.  Before, both moves took one name: the second failed ("replication
+#     slot ... already exists") and its undo dropped the first one's slot.
 use strict;
 use warnings;
 use lib 'test';
@@ -315,6 +321,7 @@ is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT ev
 # ---------------------------------------------------------------------
 $sb->safe_psql('postgres', 'CREATE DATABASE other');
 my $twin = $router->safe_psql('postgres', q{SELECT 'snowseq_move_' || (SELECT node_id FROM snowseq_status) || '_'
+	|| (SELECT oid FROM pg_database WHERE datname = current_database()) || '_'
 	|| pg_sequence_last_value(pg_get_serial_sequence('snowseq_moves', 'move_id')) + 1});
 $sb->safe_psql('other', qq{CREATE SUBSCRIPTION "$twin" CONNECTION 'host=127.0.0.1 port=1 dbname=postgres'
 	PUBLICATION p WITH (connect = false)});
@@ -329,6 +336,52 @@ is($sb->safe_psql('other', qq{SELECT count(*) FROM pg_subscription WHERE subname
 	(SELECT oid FROM pg_database WHERE datname = 'other')}), 1, '(4) the other database\'s subscription is still there');
 $sb->safe_psql('other', qq{ALTER SUBSCRIPTION "$twin" SET (slot_name = NONE); DROP SUBSCRIPTION "$twin"});
 is(join(',', leftovers()), '', '(4) nothing else is left behind');
+
+# ---------------------------------------------------------------------
+# (5) Moves of the same number from two router databases at once
+# ---------------------------------------------------------------------
+$sa->safe_psql('postgres', 'CREATE DATABASE other2');
+$sa->safe_psql('other2', q{CREATE EXTENSION snowseq;
+	CREATE TABLE events (event_id bigint PRIMARY KEY, payload text NOT NULL);
+	INSERT INTO events SELECT ((i % 8192)::bigint << 48) | (i::bigint << 10) | 1023, 'r2' FROM generate_series(1, 500) i});
+$sb->safe_psql('other', 'CREATE EXTENSION snowseq');
+$router->safe_psql('postgres', 'CREATE DATABASE r2');
+$router->safe_psql('r2', "CREATE EXTENSION snowseq; CREATE EXTENSION postgres_fdw;\n"
+	  . fdw_servers_sql('other2', [ 'shard_a', $sa ]) . fdw_servers_sql('other', [ 'shard_b', $sb ]) . q{
+	CREATE TABLE events (event_id bigint NOT NULL, payload text NOT NULL) PARTITION BY RANGE (event_id);
+	CREATE FOREIGN TABLE events_0 PARTITION OF events FOR VALUES FROM (0) TO (MAXVALUE)
+		SERVER shard_a OPTIONS (table_name 'events');
+	INSERT INTO snowseq_shard_map VALUES (32767, 'shard_a');
+});
+# the first database's move stops at the gate mid-copy
+landing_table(0);
+$gate->query_safe("SELECT pg_advisory_lock($gate_lock)");
+($out, $err) = ('', '');
+# (before the fix the second move's undo dropped this one's slot, and it waited for ever)
+my $timer = IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default);
+$move = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
+	'-c', q{CALL snowseq_move_genes('events', 16384, 24575, 'shard_b')} ], '>', \$out, '2>', \$err, $timer);
+wait_gate_waiter('', '(5) the move of the first router database stops at the gate row mid-copy');
+my $id5 = $router->safe_psql('postgres', q{SELECT max(move_id) FROM snowseq_moves});
+# the second database's next move gets the same number
+$router->safe_psql('r2', qq{SELECT setval(pg_get_serial_sequence('snowseq_moves', 'move_id'), @{[ $id5 - 1 ]}, true)});
+my ($rc5, $o5, $e5) = $router->psql('r2', q{CALL snowseq_move_genes('events', 0, 8191, 'shard_b')});
+note "second database's move:\n$e5";
+is($rc5, 0, "(5) the move of the second router database, also move $id5, succeeds meanwhile");
+my $token5 = $router->safe_psql('postgres', "SELECT token FROM snowseq_moves WHERE move_id = $id5");
+my $token5b = $router->safe_psql('r2', "SELECT token FROM snowseq_moves WHERE move_id = $id5");
+isnt($token5b, $token5, "(5) ... under a name of its own ($token5b, the first one's $token5)");
+is($router->safe_psql('r2', 'SELECT count(*) FROM events'), 500, '(5) ... and its router returns each of its 500 rows once');
+like(shard_layout($router, 'r2', 'events'), qr/^8191=shard_b,32767=shard_a /, '(5) ... genes 0..8191 of the second database are on shard_b');
+$gate->query_safe("SELECT pg_advisory_unlock($gate_lock)");
+my $finished = eval { $move->finish; 1 };
+$move->kill_kill unless $finished;
+note "first database's move:\n$err";
+ok($finished && $move->result(0) == 0, '(5) the move of the first router database, its copy let go, succeeds too');
+like(layout(), qr/^32767=shard_b /, '(5) ... genes 16384..24575 are on shard_b: shard_b holds every gene');
+is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT event_id) FROM events'), "$total $total",
+	"(5) ... and the router returns each of the $total rows once");
+is(join(',', leftovers()), '', '(5) nothing is left behind');
 
 $gate->quit;
 $locker->quit;
