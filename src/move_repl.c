@@ -69,6 +69,18 @@ ReplSubscriptionOid(RemoteConn *rc, const char *name)
 	return RemoteValueParams(rc, "SELECT " REPL_SUBSCRIPTION(1), SQL_ARGS(name), "look up the subscription");
 }
 
+/*
+ * Whether CREATE SUBSCRIPTION failed to connect to its publisher (SQLSTATE
+ * class 08), not on the publisher once connected: PostgreSQL reports a slot
+ * it could not create there ("already exists") as 08P01, which no password
+ * file mends.
+ */
+static bool
+ReplConnectFailed(const char *sqlstate)
+{
+	return strncmp(sqlstate, "08", 2) == 0 && strcmp(sqlstate, "08P01") != 0;
+}
+
 /* Whether a server has a replication slot of this name. */
 static bool
 ReplSlotExists(RemoteConn *rc, const char *name)
@@ -100,7 +112,7 @@ MoveCreateSubscription(Move *m)
 													 quote_identifier(m->token), quote_literal_cstr(m->token)),
 									   "create the subscription", state);
 
-	if (err != NULL && strncmp(state, "08", 2) == 0)
+	if (err != NULL && ReplConnectFailed(state))
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 				 errmsg("server \"%s\" could not connect to server \"%s\" to copy the genes", m->dst_name, m->src_name),
@@ -618,7 +630,7 @@ MoveBackSubscribe(Move *m, bool advance)
 										 quote_identifier(name), quote_literal_cstr(name),
 										 strcmp(v, "t") == 0 ? ", origin = none" : ""),
 						   "create the subscription back to the source", state);
-	if (err != NULL && strncmp(state, "08", 2) == 0)
+	if (err != NULL && ReplConnectFailed(state))
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 				 errmsg("server \"%s\" could not connect to server \"%s\" to keep the source of the move current", m->src_name, m->dst_name),
