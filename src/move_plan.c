@@ -422,6 +422,36 @@ PlanInt8Arg(bool has, int64 v)
 	return has ? psprintf(INT64_FORMAT, v) : NULL;
 }
 
+/*
+ * Record a move, or a table of its group, in snowseq_moves in state prepare,
+ * as the records' owner (ext: the extension's schema): dest_created,
+ * reverts and group_move as given (NULL: SQL NULL); its mover is the
+ * session's role, as which the resolver at the router's start acts, with
+ * its user mappings.
+ */
+static void
+MoveInsertRecord(Move *t, const char *ext, const char *dest_created, const char *reverts,
+				 const char *group_move)
+{
+	MoveRecordsRunParams(ext, psprintf("INSERT INTO %s.snowseq_moves (move_id, parent, first_gene, last_gene, "
+									   "source_server, dest_server, kind, part_name, part_lower, part_upper, new_part_name, "
+									   "source_table, dest_table, id_column, token, state, dest_created, reverts, mover, "
+									   "group_move) OVERRIDING SYSTEM VALUE VALUES ("
+									   "$1::pg_catalog.int8, $2::pg_catalog.oid, $3::pg_catalog.int4, $4::pg_catalog.int4, "
+									   "$5::pg_catalog.name, $6::pg_catalog.name, $7::pg_catalog.text, $8::pg_catalog.text, "
+									   "$9::pg_catalog.int8, $10::pg_catalog.int8, $11::pg_catalog.text, $12::pg_catalog.text, "
+									   "$13::pg_catalog.text, $14::pg_catalog.text, $15::pg_catalog.text, $16::pg_catalog.text, "
+									   "$17::pg_catalog.bool, $18::pg_catalog.int8, $19::pg_catalog.oid, $20::pg_catalog.int8)",
+									   ext),
+						 SQL_ARGS(psprintf(INT64_FORMAT, t->id), psprintf("%u", t->parent),
+								  psprintf("%d", t->first), psprintf("%d", t->last), t->src_name, t->dst_name,
+								  MoveKindName(t->kind), t->part_q, PlanInt8Arg(t->part_has_lo, t->part_lo),
+								  PlanInt8Arg(t->part_has_hi, t->part_hi), t->new_part_q, t->src_table,
+								  t->dst_table, t->id_col, t->token, MoveStateName(MOVE_STATE_PREPARE),
+								  dest_created, reverts, psprintf("%u", GetUserId()), group_move),
+						 SPI_OK_INSERT);
+}
+
 /* Refuse overlapping moves; record this one and take its lock. */
 void
 MoveRecordNew(Move *m)
@@ -508,22 +538,7 @@ MoveRecordNew(Move *m)
 	m->dst_rel = MemoryContextStrdup(m->cxt, name);
 	m->dst_table = MemoryContextStrdup(m->cxt, quote_qualified_identifier(m->dst_nsp, m->dst_rel));
 
-	MoveRecordsRunParams(m->ext, psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
-										  "kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
-										  "token, state) OVERRIDING SYSTEM VALUE VALUES ($1::pg_catalog.int8, $2::pg_catalog.oid, "
-										  "$3::pg_catalog.int4, $4::pg_catalog.int4, $5::pg_catalog.name, $6::pg_catalog.name, "
-										  "$7::pg_catalog.text, $8::pg_catalog.text, $9::pg_catalog.int8, $10::pg_catalog.int8, "
-										  "$11::pg_catalog.text, $12::pg_catalog.text, $13::pg_catalog.text, $14::pg_catalog.text, "
-										  "$15::pg_catalog.text, $16::pg_catalog.text)",
-										  MoveExt(m, "snowseq_moves")),
-						 SQL_ARGS(psprintf(INT64_FORMAT, m->id), psprintf("%u", m->parent),
-								  psprintf("%d", m->first), psprintf("%d", m->last), m->src_name, m->dst_name,
-								  MoveKindName(m->kind), m->part_q, PlanInt8Arg(m->part_has_lo, m->part_lo),
-								  PlanInt8Arg(m->part_has_hi, m->part_hi), m->new_part_q, m->src_table,
-								  m->dst_table, m->id_col, m->token, MoveStateName(MOVE_STATE_PREPARE)),
-						 SPI_OK_INSERT);
-	/* the resolver at the router's start acts as this role, with its user mappings */
-	MoveRecordSet(m, psprintf("mover = %u", GetUserId()));
+	MoveInsertRecord(m, m->ext, NULL, NULL, NULL);
 	/*
 	 * What the move will make is recorded now, committed (MoveGenes) before
 	 * any of it is made: the lead's publication and slot on the source, its
@@ -613,23 +628,7 @@ MoveRevertNew(Move *o)
 		t->node = r->node;
 		t->id = MoveNextId(r);
 		MemoryContextSwitchTo(old);
-		MoveRecordsRunParams(r->ext, psprintf("INSERT INTO %s (move_id, parent, first_gene, last_gene, source_server, dest_server, "
-											  "kind, part_name, part_lower, part_upper, new_part_name, source_table, dest_table, id_column, "
-											  "token, state, dest_created, reverts, mover, group_move) OVERRIDING SYSTEM VALUE VALUES ("
-											  "$1::pg_catalog.int8, $2::pg_catalog.oid, $3::pg_catalog.int4, $4::pg_catalog.int4, "
-											  "$5::pg_catalog.name, $6::pg_catalog.name, $7::pg_catalog.text, $8::pg_catalog.text, "
-											  "$9::pg_catalog.int8, $10::pg_catalog.int8, $11::pg_catalog.text, $12::pg_catalog.text, "
-											  "$13::pg_catalog.text, $14::pg_catalog.text, $15::pg_catalog.text, $16::pg_catalog.text, false, "
-											  "$17::pg_catalog.int8, $18::pg_catalog.oid, $19::pg_catalog.int8)",
-											  MoveExt(r, "snowseq_moves")),
-							 SQL_ARGS(psprintf(INT64_FORMAT, t->id), psprintf("%u", t->parent),
-									  psprintf("%d", t->first), psprintf("%d", t->last), t->src_name, t->dst_name,
-									  MoveKindName(t->kind), t->part_q, PlanInt8Arg(t->part_has_lo, t->part_lo),
-									  PlanInt8Arg(t->part_has_hi, t->part_hi), t->new_part_q, t->src_table,
-									  t->dst_table, t->id_col, t->token, MoveStateName(MOVE_STATE_PREPARE),
-									  psprintf(INT64_FORMAT, t->reverts), psprintf("%u", GetUserId()),
-									  PlanInt8Arg(t->lead != NULL, r->id)),
-							 SPI_OK_INSERT);
+		MoveInsertRecord(t, r->ext, "false", psprintf(INT64_FORMAT, t->reverts), PlanInt8Arg(t->lead != NULL, r->id));
 		t->state = MOVE_STATE_PREPARE;
 		(void) MoveLock(t->id, true);
 		MoveRecordObject(t, t->src_name, MOVE_OBJECT_FENCE, t->token);
