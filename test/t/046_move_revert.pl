@@ -203,8 +203,8 @@ ok($sa->safe_psql('postgres', "SELECT count(*) FROM orders WHERE order_id >= $lo
 	'(1) the source keeps the moved rows');
 my @objects = back_objects();
 note "objects of the way back:\n" . join("\n", @objects);
-ok((grep { /^shard_a: subscription snowseq_move_\d+_\d+_back$/ } @objects), '(1) shard_a subscribes to the way back');
-ok((grep { /^shard_b: slot snowseq_move_\d+_\d+_back$/ } @objects) && (grep { /^shard_b: publication snowseq_move_\d+_\d+_back$/ } @objects),
+ok((grep { /^shard_a: subscription snowseq_move_\d+_\d+_\d+_back$/ } @objects), '(1) shard_a subscribes to the way back');
+ok((grep { /^shard_b: slot snowseq_move_\d+_\d+_\d+_back$/ } @objects) && (grep { /^shard_b: publication snowseq_move_\d+_\d+_\d+_back$/ } @objects),
 	'(1) shard_b publishes it, with its slot');
 is(join(',', sort grep { /partitioned/ } @objects), 'shard_b: partitioned order_items,shard_b: partitioned orders',
 	'(1) shard_b publishes through tables named like the source tables');
