@@ -109,13 +109,6 @@ MoveCheckNonAtomic(FunctionCallInfo fcinfo)
 				 errhint("It commits between its steps: CALL it outside BEGIN ... COMMIT and outside functions.")));
 }
 
-/* A bigint parameter, or NULL (SQL NULL). */
-static const char *
-Int8Param(bool has, int64 v)
-{
-	return has ? psprintf(INT64_FORMAT, v) : NULL;
-}
-
 /*
  * Open a fence of one table of a move on the source (its group's), on the
  * IDs that move, for its destination; returns the fence's id.
@@ -133,8 +126,8 @@ MoveOpenFence(Move *t)
 	return pg_strtoint32(RemoteValueParams(src, psprintf("SELECT %s($1::pg_catalog.text, $2::pg_catalog.regclass, "
 														 "$3::pg_catalog.int8, $4::pg_catalog.int8, $5::pg_catalog.text)",
 														 MoveRemoteExt(src, "snowseq_fence_open")),
-										   SQL_ARGS(t->token, t->src_table, Int8Param(has_lo, lo),
-													Int8Param(has_hi, hi), t->dst_name),
+										   SQL_ARGS(t->token, t->src_table, Int8Arg(has_lo, lo),
+													Int8Arg(has_hi, hi), t->dst_name),
 										   "open the fence"));
 }
 
@@ -676,8 +669,7 @@ MoveRevertPrepare(Move *m)
 	ListCell   *lc;
 
 	MoveBackSubscribe(o, false);
-	v = RemoteValueParams(MoveDst(m), "SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) $1::pg_catalog.name",
-						  SQL_ARGS(m->token), "look up the subscription back to the source");
+	v = MoveSubscriptionOid(MoveDst(m), m->token);
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 	/* the errors it had before the revert are not the revert's */
 	v = RemoteValue(MoveDst(m), psprintf("SELECT coalesce(sync_error_count, 0) OPERATOR(pg_catalog.+) coalesce(apply_error_count, 0) "

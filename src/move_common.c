@@ -98,11 +98,11 @@ MoveRemoteExt(RemoteConn *rc, const char *name)
 	return psprintf("%s.%s", rc->extschema, name);
 }
 
-/* A bigint, or NULL, as SQL. */
+/* A bigint as the text of a parameter (SQL_ARGS), or NULL for SQL NULL. */
 char *
-Int8OrNull(bool has, int64 v)
+Int8Arg(bool has, int64 v)
 {
-	return has ? psprintf(INT64_FORMAT, v) : "NULL";
+	return has ? psprintf(INT64_FORMAT, v) : NULL;
 }
 
 /* A range partition bound as SQL. */

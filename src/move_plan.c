@@ -415,13 +415,6 @@ MoveNextId(Move *m)
 												SQL_ARGS(MoveExt(m, "snowseq_moves"))));
 }
 
-/* A bigint as the text of a parameter, or NULL for SQL NULL. */
-static char *
-PlanInt8Arg(bool has, int64 v)
-{
-	return has ? psprintf(INT64_FORMAT, v) : NULL;
-}
-
 /*
  * Record a move, or a table of its group, in snowseq_moves in state prepare,
  * as the records' owner (ext: the extension's schema): dest_created,
@@ -445,8 +438,8 @@ MoveInsertRecord(Move *t, const char *ext, const char *dest_created, const char 
 									   ext),
 						 SQL_ARGS(psprintf(INT64_FORMAT, t->id), psprintf("%u", t->parent),
 								  psprintf("%d", t->first), psprintf("%d", t->last), t->src_name, t->dst_name,
-								  MoveKindName(t->kind), t->part_q, PlanInt8Arg(t->part_has_lo, t->part_lo),
-								  PlanInt8Arg(t->part_has_hi, t->part_hi), t->new_part_q, t->src_table,
+								  MoveKindName(t->kind), t->part_q, Int8Arg(t->part_has_lo, t->part_lo),
+								  Int8Arg(t->part_has_hi, t->part_hi), t->new_part_q, t->src_table,
 								  t->dst_table, t->id_col, t->token, MoveStateName(MOVE_STATE_PREPARE),
 								  dest_created, reverts, psprintf("%u", GetUserId()), group_move),
 						 SPI_OK_INSERT);
@@ -628,7 +621,7 @@ MoveRevertNew(Move *o)
 		t->node = r->node;
 		t->id = MoveNextId(r);
 		MemoryContextSwitchTo(old);
-		MoveInsertRecord(t, r->ext, "false", psprintf(INT64_FORMAT, t->reverts), PlanInt8Arg(t->lead != NULL, r->id));
+		MoveInsertRecord(t, r->ext, "false", psprintf(INT64_FORMAT, t->reverts), Int8Arg(t->lead != NULL, r->id));
 		t->state = MOVE_STATE_PREPARE;
 		(void) MoveLock(t->id, true);
 		MoveRecordObject(t, t->src_name, MOVE_OBJECT_FENCE, t->token);

@@ -63,8 +63,8 @@ MoveCreatePublication(Move *m)
 	"WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))"
 
 /* The oid of a subscription of this database on a server, or NULL if there is none. */
-static char *
-ReplSubscriptionOid(RemoteConn *rc, const char *name)
+char *
+MoveSubscriptionOid(RemoteConn *rc, const char *name)
 {
 	return RemoteValueParams(rc, "SELECT " REPL_SUBSCRIPTION(1), SQL_ARGS(name), "look up the subscription");
 }
@@ -124,7 +124,7 @@ MoveCreateSubscription(Move *m)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
 				 errmsg("could not create the subscription on server \"%s\": %s", m->dst_name, err)));
-	v = ReplSubscriptionOid(dst, m->token);
+	v = MoveSubscriptionOid(dst, m->token);
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 }
 
@@ -333,7 +333,7 @@ MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 void
 MoveDropSubscription(Move *m)
 {
-	char	   *oid = ReplSubscriptionOid(MoveDst(m), m->token);
+	char	   *oid = MoveSubscriptionOid(MoveDst(m), m->token);
 
 	if (oid == NULL)
 		return;
@@ -352,7 +352,7 @@ char *
 MoveDropSubscriptionNamed(RemoteConn *rc, const char *name, bool keep_slot)
 {
 	const char *q = quote_identifier(name);
-	char	   *oid = ReplSubscriptionOid(rc, name);
+	char	   *oid = MoveSubscriptionOid(rc, name);
 	char		state[6];
 
 	if (oid == NULL)
@@ -618,7 +618,7 @@ MoveBackSubscribe(Move *m, bool advance)
 	if (advance)
 		RemoteCommandParams(dst, "SELECT pg_catalog.pg_replication_slot_advance($1::pg_catalog.name, $2::pg_catalog.pg_lsn)",
 							SQL_ARGS(name, lead->back_lsn), "start the replication back to the source at the block");
-	if (ReplSubscriptionOid(src, name) != NULL)
+	if (MoveSubscriptionOid(src, name) != NULL)
 		return;
 	v = RemoteValue(src, "SELECT pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 160000",
 					"read the version of the source");

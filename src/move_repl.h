@@ -28,6 +28,7 @@ extern char *MoveSourceLsn(Move *m);
 extern bool MoveWaitApplied(Move *m, const char *lsn, int timeout_ms);
 extern void MoveDropSubscription(Move *m);
 extern char *MoveDropSubscriptionNamed(RemoteConn *rc, const char *name, bool keep_slot);
+extern char *MoveSubscriptionOid(RemoteConn *rc, const char *name);
 extern void MoveDropSlotNamed(RemoteConn *rc, const char *name);
 extern void MoveDropSlots(Move *m);
 extern void MoveDropPublication(Move *m);

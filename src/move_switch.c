@@ -67,7 +67,8 @@ static void
 MoveResolvePreparedOn(Move *m, RemoteConn *rc, const char *server, bool commit)
 {
 	char	   *v = RemoteValueParams(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
-									  "WHERE gid OPERATOR(pg_catalog.=) $1::pg_catalog.text",
+									  "WHERE gid OPERATOR(pg_catalog.=) $1::pg_catalog.text "
+									  "AND database OPERATOR(pg_catalog.=) pg_catalog.current_database()",
 									  SQL_ARGS(m->token), "look up the prepared source transaction");
 
 	if (strcmp(v, "0") == 0)

@@ -222,31 +222,69 @@ sub c_statements
 	}
 	return @out;
 }
+# The SQL texts of a C statement: each run of adjacent string literals, as C
+# joins them.
+sub c_texts
+{
+	my ($st) = @_;
+	my @texts;
+	while ($st =~ /((?:"(?:[^"\\]|\\.)*"\s*)+)/g)
+	{
+		(my $t = $1) =~ s/"\s*"//g;
+		$t =~ s/^"|"\s*$//g;
+		push @texts, $t;
+	}
+	return @texts;
+}
+my $utility = qr/^\s*(?:SET|CREATE|ALTER|DROP|COMMENT\s+ON|GRANT|REVOKE|PREPARE\s+TRANSACTION|(?:COMMIT|ROLLBACK)\s+PREPARED)\b/;
 sub quoted_values
 {
 	my ($text) = @_;
 	my @hits;
 	for my $st (c_statements($text))
 	{
-		next unless $st =~ /\bquote_literal(?:_cstr)?\s*\(/;
-		my ($sql) = $st =~ /"((?:[^"\\]|\\.)*)"/;
-		next if defined $sql
-		  && $sql =~ /^\s*(?:SET|CREATE|ALTER|DROP|COMMENT\s+ON|GRANT|REVOKE|PREPARE\s+TRANSACTION|(?:COMMIT|ROLLBACK)\s+PREPARED)\b/;
+		my @texts = c_texts($st);
+		(my $code = $st) =~ s/"(?:[^"\\]|\\.)*"//g;
+		my $bad;
+		# a value quoted in C: every SQL statement of the texts that takes a
+		# value (%s) is a utility statement, and there is one (fragments
+		# that begin with no keyword, such as ", %s", are judged by the
+		# statement around them)
+		if ($code =~ /\bquote_literal(?:_cstr)?\s*\(/)
+		{
+			my @parts = grep { /%s/ && /^\s*[A-Z]{2,}\b/ } map { split /;/ } @texts;
+			$bad = !@parts || grep { !/$utility/ } @parts;
+		}
+		# or quoted in the SQL text itself: '%s' in a query
+		$bad ||= grep { /^\s*(?:SELECT|INSERT|UPDATE|DELETE|WITH)\b/ && /'%s'/ } @texts;
+		next unless $bad;
 		(my $line = $st) =~ s/\s+/ /g;
 		push @hits, substr($line, 0, 160);
 	}
 	return @hits;
 }
-for my $f (sort keys %code)
+for my $f ((sort keys %code), glob('src/*.h'))
 {
-	my @hits = quoted_values($code{$f});
+	my $text = $code{$f};
+	if (!defined $text)
+	{
+		open(my $fh, '<', $f) or die "$f: $!";
+		$text = do { local $/; <$fh> };
+		close($fh);
+		$text =~ s{/\*.*?\*/}{}gs;
+	}
+	my @hits = quoted_values($text);
 	is(scalar(@hits), 0, "$f quotes no value into a query" . (@hits ? ":\n" . join("\n", @hits) : ''));
 }
 ok(scalar(quoted_values(q{v = RemoteValue(rc, psprintf("SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) %s", quote_literal_cstr(name)), "look up");})) == 1
 	  && scalar(quoted_values(q{lit = quote_literal_cstr(name);})) == 1
+	  && scalar(quoted_values(q{SpiRun(psprintf("SET LOCAL x = 1; SELECT f(%s)", quote_literal_cstr(v)), 0);})) == 1
+	  && scalar(quoted_values(q{v = c ? "DROP" : RemoteValue(rc, psprintf("SELECT %s", quote_literal_cstr(v)), "get");})) == 1
+	  && scalar(quoted_values(q{SpiRun(psprintf("SELECT f('%s')", v), 0);})) == 1
 	  && scalar(quoted_values(q{RemoteCommand(rc, psprintf("COMMENT ON TABLE %s IS %s", t, quote_literal_cstr(mark)), "mark"); x = ';';})) == 0
+	  && scalar(quoted_values(q{sql = psprintf("SET LOCAL lock_timeout = %d; " "CREATE TRIGGER t BEFORE INSERT ON %s " "FOR EACH ROW EXECUTE FUNCTION %s(%s)", 5, t, f, quote_literal_cstr(c));})) == 0
 	  && scalar(quoted_values(q{v = RemoteValueParams(rc, "SELECT oid FROM pg_catalog.pg_subscription WHERE subname OPERATOR(pg_catalog.=) $1::pg_catalog.name", SQL_ARGS(name), "look up");})) == 0,
-	'the check finds a value quoted into a query, and passes a utility statement and a parameter');
+	'the check finds a value quoted into a query (also after a SET, in one arm of a condition, or between quotes in the SQL), and passes a utility statement and a parameter');
 
 # OPERATOR(schema.op) takes the precedence of any other operator, whatever
 # op is: a OPERATOR(pg_catalog.+) b OPERATOR(pg_catalog.*) c is (a + b) * c.
