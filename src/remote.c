@@ -404,14 +404,19 @@ RemoteExec(RemoteConn *rc, const char *sql, const char *what)
 bool
 RemoteTry(RemoteConn *rc, const char *sql, const char *what, char *sqlstate)
 {
-	return RemoteTryMessageParams(rc, sql, 0, NULL, what, sqlstate) == NULL;
+	return RemoteTryParams(rc, sql, 0, NULL, what, sqlstate);
 }
 
 bool
 RemoteTryParams(RemoteConn *rc, const char *sql, int nargs, const char *const *values,
 				const char *what, char *sqlstate)
 {
-	return RemoteTryMessageParams(rc, sql, nargs, values, what, sqlstate) == NULL;
+	char	   *message = RemoteTryMessageParams(rc, sql, nargs, values, what, sqlstate);
+
+	if (message == NULL)
+		return true;
+	pfree(message);				/* a caller may try many times */
+	return false;
 }
 
 /*
