@@ -105,6 +105,27 @@ Int8Arg(bool has, int64 v)
 	return has ? psprintf(INT64_FORMAT, v) : NULL;
 }
 
+/*
+ * Cancel the autovacuums (VACUUM or ANALYZE by an autovacuum worker) that
+ * hold a lock on any of tables (a list of names) on a server, as PostgreSQL
+ * itself cancels one that a waiting lock finds after deadlock_timeout: a
+ * switch about to lock them neither waits for one nor fails on a lock it
+ * only tries (NOWAIT).  Only where the session's role is a superuser, who
+ * alone may cancel them; the autovacuum runs again later.
+ */
+void
+MoveCancelAutovacuum(RemoteConn *rc, List *tables)
+{
+	RemoteCommandParams(rc, "SELECT pg_catalog.pg_cancel_backend(a.pid) FROM pg_catalog.pg_stat_activity a "
+						"WHERE a.backend_type OPERATOR(pg_catalog.=) 'autovacuum worker' "
+						"AND (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER) "
+						"AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.pid OPERATOR(pg_catalog.=) a.pid "
+						"AND l.locktype OPERATOR(pg_catalog.=) 'relation' "
+						"AND l.relation OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pg_catalog.to_regclass(t)::pg_catalog.oid "
+						"FROM pg_catalog.unnest($1::pg_catalog.text[]) t)))",
+						SQL_ARGS(SqlTextArray(tables)), "cancel the autovacuum of the tables");
+}
+
 /* A range partition bound as SQL. */
 char *
 BoundSql(bool has, int64 v, const char *infinite)

@@ -212,6 +212,8 @@ MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock)
 								child->src_table, parent->src_table, MoveLead(m)->src_name, PQgetvalue(res, i, 0)),
 						 errhint("Retry when the source is less busy.")));
 			RemoteCommand(rc, "ROLLBACK TO SAVEPOINT snowseq_keys", "wait for the writers of a foreign key");
+			/* an autovacuum would hold the lock for long: cancelled, as a waiting lock would */
+			MoveCancelAutovacuum(rc, list_make2(child->src_table, parent->src_table));
 			MoveSleep(Min(5 * attempt, 50));
 		}
 		/* rows on either side of the moved range, joined on the key */

@@ -36,6 +36,7 @@
 #define MOVE_SWITCH_NOWAIT_MS	1000	/* router lock: tries that never queue */
 #define MOVE_SWITCH_MAX_WAIT_MS 2000	/* then queued tries, lock_timeout up to */
 #define MOVE_TRIGGER_LOCK_MS	100 /* lock_timeout for the fence trigger */
+#define MOVE_AUTOVACUUM_WAIT_MS 20	/* deadlock_timeout of the switch's locks */
 #define MOVE_TRIGGER_ATTEMPTS	50	/* source table lock tries for the trigger */
 #define MOVE_FK_ATTEMPTS		500 /* a foreign key on the destination: tries, 20 ms apart */
 
@@ -60,6 +61,25 @@ SwitchFenceState(RemoteConn *rc, int fence_id, FenceState state, const char *wha
 	RemoteCommandParams(rc, psprintf("SELECT %s($1::pg_catalog.int4, $2::pg_catalog.text)",
 									 MoveRemoteExt(rc, "snowseq_fence_state")),
 						SQL_ARGS(psprintf("%d", fence_id), FenceStateName(state)), what);
+}
+
+/*
+ * In the transaction that is about to lock a server's tables for the switch
+ * (the router holds its parent's lock, so every writer waits): an
+ * autovacuum of those tables, likely on tables a move has just filled, is
+ * cancelled by a waiting lock only after deadlock_timeout (1 s by default),
+ * and the writers would wait that long.  One running now is cancelled
+ * (MoveCancelAutovacuum), and the switch waits MOVE_AUTOVACUUM_WAIT_MS for
+ * one that starts before its lock, where its role may set deadlock_timeout
+ * (a superuser, or one granted SET on it).
+ */
+static void
+SwitchCancelsAutovacuum(RemoteConn *rc, List *tables)
+{
+	MoveCancelAutovacuum(rc, tables);
+	RemoteCommandParams(rc, "SELECT pg_catalog.set_config('deadlock_timeout', $1::pg_catalog.text, true) "
+						"WHERE pg_catalog.has_parameter_privilege('deadlock_timeout', 'SET')",
+						SQL_ARGS(psprintf("%dms", MOVE_AUTOVACUUM_WAIT_MS)), "shorten the wait for an autovacuum");
 }
 
 /* Commit or roll back the prepared transaction of a move on one server, if it is there. */
@@ -721,6 +741,7 @@ MoveRevertDestTransaction(Move *m)
 							SQL_ARGS(ot->token), "remove the fence of the moved genes");
 		appendStringInfo(&tables, "%s%s", tables.len ? ", " : "", t->dst_table);
 	}
+	SwitchCancelsAutovacuum(rc, MoveGroupTables(m, true, false));
 	RemoteCommand(rc, psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
 							   MOVE_SWITCH_MAX_WAIT_MS, tables.data),
 				  "lock the tables of the revert's destination");
@@ -783,6 +804,7 @@ MoveSwitch(Move *m)
 		initStringInfo(&tables);
 		foreach(lc, MoveGroup(m))
 			appendStringInfo(&tables, "%s%s", tables.len ? ", " : "", ((Move *) lfirst(lc))->src_table);
+		SwitchCancelsAutovacuum(MoveHolder(m), MoveGroupTables(m, false, false));
 		RemoteCommand(MoveHolder(m), psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
 											  MOVE_SWITCH_MAX_WAIT_MS, tables.data),
 					  "lock the source tables");

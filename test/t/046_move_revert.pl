@@ -27,6 +27,13 @@
 #     back ends, the moved rows leave shard_a, the partition reads its table.
 # (5) A split with a window of one second: once it has passed,
 #     snowseq_move_cleanup() finalizes it.
+# (6) An autovacuum of the tables the switch locks (likely on tables a move
+#     has just filled) is cancelled by a waiting lock only after
+#     deadlock_timeout, and every writer waits for the router's lock that
+#     long: here 5 s, more than the switch's lock_timeout (2 s), with an
+#     autovacuum that crawls on shard_b's copy of orders when the revert
+#     switches.  The switch waits 20 ms for it, and the revert succeeds
+#     (before, it failed on its lock_timeout).
 # On PostgreSQL 16 and later the subscription back has origin = none.
 use strict;
 use warnings;
@@ -328,4 +335,30 @@ unlike($errors, qr/duplicate key|violates/, 'no writer hit a duplicate key or a 
 # switch (its fences go in a transaction committed with it): no write
 # through the router is refused there as if the genes were elsewhere
 unlike($errors, qr/have moved to server/, 'no writer was refused by a fence of genes that had come back');
+
+# ---------------------------------------------------------------------
+# (6) An autovacuum of a table the revert's switch locks
+# ---------------------------------------------------------------------
+($rc, $out, $err) = $router->psql('postgres', q{SET snowseq.move_revert_window = '1h';
+	CALL snowseq_move_genes('orders', 16384, 32767, 'shard_b')});
+is($rc, 0, '(6) genes 16384..32767 move to shard_b, revertable');
+$move = $router->safe_psql('postgres', q{SELECT move_id FROM snowseq_moves WHERE group_move IS NULL AND reverts IS NULL ORDER BY move_id DESC LIMIT 1});
+my $dest = $router->safe_psql('postgres', "SELECT dest_table FROM snowseq_moves WHERE move_id = $move");
+$sb->safe_psql('postgres', qq{ALTER SYSTEM SET deadlock_timeout = '5s'; ALTER SYSTEM SET autovacuum_naptime = '1s';
+	SELECT pg_reload_conf();
+	ALTER TABLE $dest SET (autovacuum_vacuum_cost_delay = 100, autovacuum_vacuum_cost_limit = 1,
+		autovacuum_vacuum_threshold = 0, autovacuum_vacuum_scale_factor = 0)});
+# 20,000 rows and as many dead ones in the moved genes (written on shard_b,
+# they come back to shard_a): autovacuum crawls over them, 100 ms a page
+$router->safe_psql('postgres', q{INSERT INTO orders (order_id, buyer_id)
+	SELECT ((16384 + i % 16384)::bigint << 48) | (i::bigint << 10) | 1023, 'bulk' FROM generate_series(1, 20000) i});
+$router->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id >= 16384::bigint << 48');
+ok($sb->poll_query_until('postgres', qq{SELECT count(*) > 0 FROM pg_stat_progress_vacuum WHERE relid = '$dest'::regclass}),
+	"(6) an autovacuum of $dest runs on shard_b");
+($rc, $out, $err) = $router->psql('postgres', "CALL snowseq_move_revert($move)");
+note "revert during an autovacuum:\n$err";
+is($rc, 0, '(6) the revert switches all the same: its lock cancels the autovacuum without waiting for deadlock_timeout');
+like(layout(), qr/^32767=shard_a /, '(6) all genes are on shard_a again');
+like(slurp_file($sb->logfile), qr/canceling autovacuum task/, '(6) shard_b says it cancelled the autovacuum');
+is(join(',', back_objects()), '', '(6) no slot, publication, subscription or table of the way back is left');
 done_testing();
