@@ -110,14 +110,17 @@ Int8Arg(bool has, int64 v)
  * hold a lock on any of tables (a list of names) on a server, as PostgreSQL
  * itself cancels one that a waiting lock finds after deadlock_timeout: a
  * switch about to lock them neither waits for one nor fails on a lock it
- * only tries (NOWAIT).  Only where the session's role is a superuser, who
- * alone may cancel them; the autovacuum runs again later.
+ * only tries (NOWAIT).  Not one that prevents wraparound, which PostgreSQL
+ * does not cancel either (its worker's query says so).  Only where the
+ * session's role is a superuser, who alone may cancel them; the autovacuum
+ * runs again later.
  */
 void
 MoveCancelAutovacuum(RemoteConn *rc, List *tables)
 {
 	RemoteCommandParams(rc, "SELECT pg_catalog.pg_cancel_backend(a.pid) FROM pg_catalog.pg_stat_activity a "
 						"WHERE a.backend_type OPERATOR(pg_catalog.=) 'autovacuum worker' "
+						"AND pg_catalog.strpos(a.query, '(to prevent wraparound)') OPERATOR(pg_catalog.=) 0 "
 						"AND (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER) "
 						"AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.pid OPERATOR(pg_catalog.=) a.pid "
 						"AND l.locktype OPERATOR(pg_catalog.=) 'relation' "

@@ -438,13 +438,9 @@ MoveBlock(Move *m)
 	MoveFence(m, FENCE_REJECT);
 	MoveFenceLocks(m, false);
 	MoveRecordState(m, MOVE_STATE_SWITCH, NULL);
-	/* back_lsn: only a revertable move has one */
-	if (m->back_lsn != NULL)
-		MoveRecordSetParams(m, "blocked_at = $1::pg_catalog.timestamptz, back_lsn = $2::pg_catalog.pg_lsn",
-							SQL_ARGS(timestamptz_to_str(m->blocked_at), m->back_lsn));
-	else
-		MoveRecordSetParams(m, "blocked_at = $1::pg_catalog.timestamptz",
-							SQL_ARGS(timestamptz_to_str(m->blocked_at)));
+	/* back_lsn: only a revertable move has one (NULL keeps the record's) */
+	MoveRecordSetParams(m, "blocked_at = $1::pg_catalog.timestamptz, back_lsn = coalesce($2::pg_catalog.pg_lsn, back_lsn)",
+						SQL_ARGS(timestamptz_to_str(m->blocked_at), m->back_lsn));
 }
 
 /* Rewrite the router's partitions of one table of the group. */

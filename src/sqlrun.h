@@ -3,7 +3,8 @@
  *		Running SQL through SPI, and naming snowseq's own objects (sqlrun.c).
  *
  * SQL that changes something, run in the server snowseq is called in, goes
- * through SpiRun and SpiRunArgs: one rule for a failed statement (an
+ * through SpiRun, SpiRunArgs and SpiRunParams (values as parameters,
+ * SQL_ARGS): one rule for a failed statement (an
  * internal ERROR naming the statement's result code); and every part finds
  * the extension's schema one way (the schema of the SQL function called,
  * which is where the install script put every object).
