@@ -114,10 +114,17 @@ Int8Arg(bool has, int64 v)
  * does not cancel either (its worker's query says so).  Only where the
  * session's role is a superuser, who alone may cancel them; the autovacuum
  * runs again later.
+ *
+ * The session's view of pg_stat_activity is a snapshot taken at its first
+ * read in a transaction and kept to its end, so a worker that started
+ * since (the launcher starts one again after autovacuum_naptime) would
+ * stay unseen through the switch's retries: the snapshot is dropped first.
+ * pg_locks is read afresh by each statement.
  */
 void
 MoveCancelAutovacuum(RemoteConn *rc, List *tables)
 {
+	RemoteCommand(rc, "SELECT pg_catalog.pg_stat_clear_snapshot()", "see the autovacuum workers running now");
 	RemoteCommandParams(rc, "SELECT pg_catalog.pg_cancel_backend(a.pid) FROM pg_catalog.pg_stat_activity a "
 						"WHERE a.backend_type OPERATOR(pg_catalog.=) 'autovacuum worker' "
 						"AND pg_catalog.strpos(a.query, '(to prevent wraparound)') OPERATOR(pg_catalog.=) 0 "

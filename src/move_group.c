@@ -32,6 +32,7 @@
 #include "nodes.h"
 #include "snowseq.h"
 #include "sqlrun.h"
+#include "testpoint.h"
 
 #define MOVE_KEYS_LOCK_ATTEMPTS 400	/* tries to lock the tables of a foreign key */
 
@@ -194,6 +195,8 @@ MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock)
 		 * for the other would deadlock with it): tried again until the
 		 * writers under way are done.
 		 */
+		if (lock)
+			SNOWSEQ_TESTPOINT("move_before_keys_lock");
 		for (int attempt = 1; lock; attempt++)
 		{
 			char		state[6];

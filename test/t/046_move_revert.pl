@@ -34,6 +34,9 @@
 #     autovacuum that crawls on shard_b's copy of orders when the revert
 #     switches.  The switch waits 20 ms for it, and the revert succeeds
 #     (before, it failed on its lock_timeout).
+# (7) An autovacuum that the launcher starts again while the switch retries
+#     its lock of a foreign key's tables (a writer holds them) is cancelled
+#     too: the switch reads pg_stat_activity afresh at each try.
 # On PostgreSQL 16 and later the subscription back has origin = none.
 use strict;
 use warnings;
@@ -361,4 +364,63 @@ is($rc, 0, '(6) the revert switches all the same: its lock cancels the autovacuu
 like(layout(), qr/^32767=shard_a /, '(6) all genes are on shard_a again');
 like(slurp_file($sb->logfile), qr/canceling autovacuum task/, '(6) shard_b says it cancelled the autovacuum');
 is(join(',', back_objects()), '', '(6) no slot, publication, subscription or table of the way back is left');
+
+# ---------------------------------------------------------------------
+# (7) An autovacuum that starts while the switch retries its lock
+# ---------------------------------------------------------------------
+# The switch tries the lock of a foreign key's tables again while writers
+# hold them, cancelling each time the autovacuums that hold them.  Its
+# source transaction reads pg_stat_activity, which a transaction sees as it
+# was at its first read: a worker the launcher starts again after the first
+# was cancelled (autovacuum_naptime, 1 s here) was never cancelled, and the
+# switch failed after its tries (as a test run on a busy machine saw).
+# Here a writer holds shard_b's orders from the moment the revert is about
+# to lock until such a second autovacuum has come (or been cancelled).
+($rc, $out, $err) = $router->psql('postgres', q{SET snowseq.move_revert_window = '1h';
+	CALL snowseq_move_genes('orders', 16384, 32767, 'shard_b')});
+is($rc, 0, '(7) genes 16384..32767 move to shard_b, revertable');
+$move = $router->safe_psql('postgres', q{SELECT move_id FROM snowseq_moves WHERE group_move IS NULL AND reverts IS NULL ORDER BY move_id DESC LIMIT 1});
+$dest = $router->safe_psql('postgres', "SELECT dest_table FROM snowseq_moves WHERE move_id = $move");
+$sb->safe_psql('postgres', qq{ALTER TABLE $dest SET (autovacuum_vacuum_cost_delay = 100, autovacuum_vacuum_cost_limit = 1,
+	autovacuum_vacuum_threshold = 0, autovacuum_vacuum_scale_factor = 0)});
+$router->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id >= 16384::bigint << 48');
+my $vacuums = qq{SELECT string_agg(pid::text, ',') FROM pg_stat_progress_vacuum WHERE relid = '$dest'::regclass};
+ok(wait_until(sub { $sb->safe_psql('postgres', $vacuums) ne '' }), "(7) an autovacuum of $dest runs on shard_b");
+my $locker = $router->background_psql('postgres');
+$locker->query_safe('SELECT pg_advisory_lock(7236949375)');
+my ($rout, $rerr) = ('', '');
+my $revert = IPC::Run::start([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $router->connstr('postgres'),
+	'-c', "SET snowseq.test_pause_at = 'move_before_keys_lock'",
+	'-c', "CALL snowseq_move_revert($move)" ], '>', \$rout, '2>', \$rerr);
+ok($router->poll_query_until('postgres', q{SELECT count(*) > 0 FROM pg_locks
+	WHERE locktype = 'advisory' AND NOT granted AND objid = (7236949375 & 4294967295)}),
+	'(7) the revert is about to lock the tables of the foreign key');
+my $writer = $sb->background_psql('postgres');
+$writer->query_safe("BEGIN; LOCK TABLE $dest IN ROW EXCLUSIVE MODE");
+my $first = '';
+ok(wait_until(sub { ($first = $sb->safe_psql('postgres', $vacuums)) =~ /^\d+$/ }), '(7) one autovacuum of it runs');
+my $log_from = -s $sb->logfile;
+# the workers whose autovacuum of it was cancelled since (one worker may
+# be cancelled again on the next table of its list)
+sub cancelled
+{
+	my %pid = map { $_ => 1 } substr(slurp_file($sb->logfile), $log_from)
+	  =~ /\[(\d+)\] ERROR:  canceling autovacuum task\n[^\n]*CONTEXT:  (?:[^\n]*\n\s*)?automatic vacuum of table "postgres\.\Q$dest\E"/g;
+	return sort keys %pid;
+}
+$locker->query_safe('SELECT pg_advisory_unlock(7236949375)');
+# the first is cancelled; another starts: it runs, or it is cancelled too
+ok(wait_until(sub { grep { $_ ne $first } (cancelled(), split /,/, $sb->safe_psql('postgres', $vacuums)) }),
+	'(7) the first autovacuum is cancelled, and another one starts');
+$writer->query_safe('COMMIT');
+$writer->quit;
+$locker->quit;
+$revert->finish;
+note "revert while autovacuums come and go:\n$rerr";
+is($revert->result(0), 0, '(7) the revert switches: it cancels the autovacuum that started after its first try');
+like(layout(), qr/^32767=shard_a /, '(7) all genes are on shard_a again');
+is(join(',', cancelled()), join(',', sort($first, grep { $_ ne $first } cancelled())),
+	'(7) shard_b says it cancelled the first autovacuum');
+ok(scalar(grep { $_ ne $first } cancelled()), '(7) ... and the one that started after it');
+is(join(',', back_objects()), '', '(7) no slot, publication, subscription or table of the way back is left');
 done_testing();
