@@ -388,6 +388,16 @@ COMMENT ON FUNCTION @extschema@.snowseq_shard_counters(regclass) IS
 	'one row per partition of a sharded table: the rows written and read in its table on its server, as snowseq_shard_stats reads them, without counting rows; keeps no lock on the table';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_shard_counters(regclass) FROM PUBLIC;
 
+-- The tables that move with a table (a placement group): what the
+-- rebalancer counts as the load of its partitions.
+CREATE FUNCTION @extschema@.snowseq_placement_group(parent regclass)
+	RETURNS TABLE (member regclass)
+	AS 'MODULE_PATHNAME', 'snowseq_placement_group'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_placement_group(regclass) IS
+	'the tables a move of the table''s genes moves along, the table first: every gene-sharded table (partitioned by range on one bigint column into foreign tables on the servers snowseq_shard_map names) if it is one, else the table alone';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_placement_group(regclass) FROM PUBLIC;
+
 -- ---- rebalance: plans and runs of moves that even out the servers (1.3) ----
 -- A rebalance plans moves from the servers of the map above threshold x the
 -- mean load to the least loaded ones (and everything off drained servers),
@@ -482,6 +492,21 @@ DECLARE
 	pload double precision;
 	pt pg_catalog.text[] := '{}';			-- the remote table it reads (NULL: a new one)
 	po pg_catalog.oid[] := '{}';			-- its partition on this router (NULL: a new one)
+	p0s pg_catalog.name[] := '{}';		-- its server when the plan read it (NULL: a new one)
+	-- the partitions of the other tables of the placement group, which
+	-- move with the table's: their rows, bytes and writes count with
+	-- those of the table's partition on the same server and genes
+	gf integer[] := '{}';
+	gl integer[] := '{}';
+	gs pg_catalog.name[] := '{}';
+	gr double precision[] := '{}';
+	gb double precision[] := '{}';
+	gv double precision[] := '{}';
+	gpo pg_catalog.oid[] := '{}';
+	gk pg_catalog.name[] := '{}';			-- the partition key of its table
+	g record;
+	hp record;								-- a partition of a histogram
+	hcount double precision[];			-- a histogram of the group's rows, by bucket
 	keycol pg_catalog.name;					-- the parent's partition key
 	hb integer[];							-- a histogram of a partition's rows: buckets
 	hc bigint[];							-- and their rows
@@ -601,13 +626,54 @@ BEGIN
 		IF t0 IS NULL THEN
 			t0 := pg_catalog.clock_timestamp();
 			SELECT pg_catalog.array_agg(CAST(sc.partition AS pg_catalog.oid)), pg_catalog.array_agg(sc.writes) INTO w0p, w0
-				FROM @extschema@.snowseq_shard_counters(parent) sc;
+				FROM @extschema@.snowseq_placement_group(parent) pg,
+					LATERAL @extschema@.snowseq_shard_counters(pg.member) sc;
 			PERFORM pg_catalog.pg_sleep_for(sample);
 		END IF;
 		secs := pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t0);
 	END IF;
 
+	-- the partitions of the other tables of the group, and their loads
+	FOR r IN SELECT s.partition, pg_catalog.min(s.first_gene) AS f, pg_catalog.max(s.last_gene) AS l,
+			pg_catalog.min(s.shard) AS shard, pg_catalog.count(DISTINCT s.shard) AS shards,
+			pg_catalog.sum(s.rows) AS rows, pg_catalog.sum(s.bytes) AS bytes, pg_catalog.sum(s.writes) AS writes,
+			(SELECT a.attname FROM pg_catalog.pg_partitioned_table t
+				JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) t.partrelid
+					AND a.attnum OPERATOR(pg_catalog.=) t.partattrs[0]
+				WHERE t.partrelid OPERATOR(pg_catalog.=) m.member) AS key
+			FROM @extschema@.snowseq_placement_group(parent) m,
+				LATERAL @extschema@.snowseq_shard_stats(m.member) s
+			WHERE m.member OPERATOR(pg_catalog.<>) parent
+			GROUP BY m.member, s.partition ORDER BY 2 LOOP
+		IF r.shards OPERATOR(pg_catalog.>) 1 THEN
+			RAISE EXCEPTION 'snowseq_shard_map names more than one server for genes % to % of partition %',
+				r.f, r.l, r.partition
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'Make the map name the foreign server of each partition before rebalancing.';
+		END IF;
+		gf := gf OPERATOR(pg_catalog.||) r.f;
+		gl := gl OPERATOR(pg_catalog.||) r.l;
+		gs := gs OPERATOR(pg_catalog.||) CAST(r.shard AS pg_catalog.name);
+		gr := gr OPERATOR(pg_catalog.||) CAST(r.rows AS double precision);
+		gb := gb OPERATOR(pg_catalog.||) CAST(r.bytes AS double precision);
+		gpo := gpo OPERATOR(pg_catalog.||) CAST(r.partition AS pg_catalog.oid);
+		gk := gk OPERATOR(pg_catalog.||) r.key;
+		IF strategy OPERATOR(pg_catalog.=) 'rows' THEN
+			pload := r.rows;
+		ELSIF strategy OPERATOR(pg_catalog.=) 'bytes' THEN
+			pload := r.bytes;
+		ELSE
+			i := pg_catalog.array_position(w0p, CAST(r.partition AS pg_catalog.oid));
+			pload := CASE WHEN i IS NULL OR w0[i] OPERATOR(pg_catalog.>) r.writes THEN r.writes
+				ELSE r.writes OPERATOR(pg_catalog.-) w0[i] END;
+			pload := pload OPERATOR(pg_catalog./) secs;
+		END IF;
+		gv := gv OPERATOR(pg_catalog.||) pload;
+	END LOOP;
+
 	-- the partitions that moves can take genes from, and their loads
+	-- with those of the group's partitions of their genes on their server
+	-- (shared out by genes where one spans more)
 	FOR r IN SELECT s.partition, pg_catalog.min(s.first_gene) AS f, pg_catalog.max(s.last_gene) AS l,
 			pg_catalog.min(s.shard) AS shard, pg_catalog.count(DISTINCT s.shard) AS shards,
 			pg_catalog.sum(s.rows) AS rows, pg_catalog.sum(s.bytes) AS bytes, pg_catalog.sum(s.writes) AS writes,
@@ -628,11 +694,21 @@ BEGIN
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					HINT = 'Make the map name the foreign server of each partition before rebalancing.';
 		END IF;
+		SELECT COALESCE(pg_catalog.sum(gr[x.j] OPERATOR(pg_catalog.*) x.ov), 0) AS rows,
+				COALESCE(pg_catalog.sum(gb[x.j] OPERATOR(pg_catalog.*) x.ov), 0) AS bytes,
+				COALESCE(pg_catalog.sum(gv[x.j] OPERATOR(pg_catalog.*) x.ov), 0) AS load
+			INTO g
+			FROM (SELECT o.j, CAST(LEAST(gl[o.j], r.l) OPERATOR(pg_catalog.-) GREATEST(gf[o.j], r.f) OPERATOR(pg_catalog.+) 1
+					AS double precision) OPERATOR(pg_catalog./) (gl[o.j] OPERATOR(pg_catalog.-) gf[o.j] OPERATOR(pg_catalog.+) 1) AS ov
+				FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+				WHERE gs[o.j] OPERATOR(pg_catalog.=) r.shard
+					AND gf[o.j] OPERATOR(pg_catalog.<=) r.l AND gl[o.j] OPERATOR(pg_catalog.>=) r.f) x;
 		pf := pf OPERATOR(pg_catalog.||) r.f;
 		pl := pl OPERATOR(pg_catalog.||) r.l;
 		ps := ps OPERATOR(pg_catalog.||) CAST(r.shard AS pg_catalog.name);
-		pr := pr OPERATOR(pg_catalog.||) CAST(r.rows AS double precision);
-		pb := pb OPERATOR(pg_catalog.||) CAST(r.bytes AS double precision);
+		p0s := p0s OPERATOR(pg_catalog.||) CAST(r.shard AS pg_catalog.name);
+		pr := pr OPERATOR(pg_catalog.||) (r.rows OPERATOR(pg_catalog.+) g.rows);
+		pb := pb OPERATOR(pg_catalog.||) (r.bytes OPERATOR(pg_catalog.+) g.bytes);
 		pt := pt OPERATOR(pg_catalog.||) r.remote;
 		po := po OPERATOR(pg_catalog.||) CAST(r.partition AS pg_catalog.oid);
 		IF strategy OPERATOR(pg_catalog.=) 'rows' THEN
@@ -648,10 +724,11 @@ BEGIN
 				ELSE r.writes OPERATOR(pg_catalog.-) w0[i] END;
 			pload := pload OPERATOR(pg_catalog./) secs;
 		END IF;
+		pload := pload OPERATOR(pg_catalog.+) g.load;
 		pv := pv OPERATOR(pg_catalog.||) pload;
 		i := pg_catalog.array_position(sv, CAST(r.shard AS pg_catalog.name));
 		sload[i] := sload[i] OPERATOR(pg_catalog.+) pload;
-		srows[i] := srows[i] OPERATOR(pg_catalog.+) r.rows;
+		srows[i] := srows[i] OPERATOR(pg_catalog.+) pr[pg_catalog.array_length(pr, 1)];
 		total := total OPERATOR(pg_catalog.+) pload;
 	END LOOP;
 	mean := total OPERATOR(pg_catalog./) kept;
@@ -747,8 +824,9 @@ BEGIN
 			ELSIF strategy OPERATOR(pg_catalog.<>) 'writes' AND po[best] IS NOT NULL
 				AND pr[best] OPERATOR(pg_catalog.>) 0 THEN
 				-- rows, bytes: as many of the last genes as hold amount, by a
-				-- histogram of the partition's rows over 64 buckets of its
-				-- genes, counted where they live (postgres_fdw sends the
+				-- histogram of the rows of the partition and of the group's
+				-- partitions of its genes on its server over 64 buckets of
+				-- its genes, counted where they live (postgres_fdw sends each
 				-- count there); bytes taken as even over its rows
 				IF keycol IS NULL THEN
 					SELECT a.attname INTO keycol FROM pg_catalog.pg_partitioned_table t
@@ -757,18 +835,26 @@ BEGIN
 						WHERE t.partrelid OPERATOR(pg_catalog.=) parent;
 				END IF;
 				w := CAST(pg_catalog.ceil(genes OPERATOR(pg_catalog./) 64.0) AS integer);
-				EXECUTE pg_catalog.format('SELECT pg_catalog.array_agg(x.b ORDER BY x.b), pg_catalog.array_agg(x.c ORDER BY x.b) '
-					'FROM (SELECT CAST(((t.%1$I OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.-) $1) OPERATOR(pg_catalog./) $2 AS integer) AS b, '
-					'pg_catalog.count(*) AS c FROM %2$s t WHERE t.%1$I OPERATOR(pg_catalog.>=) (CAST($1 AS bigint) OPERATOR(pg_catalog.<<) 48) '
-					'AND (t.%1$I OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.<=) $3 GROUP BY 1) x',
-					keycol, CAST(po[best] AS pg_catalog.regclass))
-					INTO hb, hc USING pf[best], w, pl[best];
+				hcount := pg_catalog.array_fill(CAST(0 AS double precision), ARRAY[64]);
+				FOR hp IN SELECT po[best] AS part, keycol AS key
+						UNION ALL SELECT gpo[o.j], gk[o.j] FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+						WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[best]
+							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[best] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[best] LOOP
+					EXECUTE pg_catalog.format('SELECT pg_catalog.array_agg(x.b ORDER BY x.b), pg_catalog.array_agg(x.c ORDER BY x.b) '
+						'FROM (SELECT CAST(((t.%1$I OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.-) $1) OPERATOR(pg_catalog./) $2 AS integer) AS b, '
+						'pg_catalog.count(*) AS c FROM %2$s t WHERE t.%1$I OPERATOR(pg_catalog.>=) (CAST($1 AS bigint) OPERATOR(pg_catalog.<<) 48) '
+						'AND (t.%1$I OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.<=) $3 GROUP BY 1) x',
+						hp.key, CAST(hp.part AS pg_catalog.regclass))
+						INTO hb, hc USING pf[best], w, pl[best];
+					FOR i IN 1 .. COALESCE(pg_catalog.array_length(hb, 1), 0) LOOP
+						hcount[hb[i] OPERATOR(pg_catalog.+) 1] := hcount[hb[i] OPERATOR(pg_catalog.+) 1] OPERATOR(pg_catalog.+) hc[i];
+					END LOOP;
+				END LOOP;
 				need := amount OPERATOR(pg_catalog.*) pr[best] OPERATOR(pg_catalog./) share;
 				cut_rows := 0;
 				k := 0;
 				FOR bg IN REVERSE (genes OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog./) w .. 0 LOOP
-					i := pg_catalog.array_position(hb, bg);
-					cnt := CASE WHEN i IS NULL THEN 0 ELSE hc[i] END;
+					cnt := hcount[bg OPERATOR(pg_catalog.+) 1];
 					-- the genes of bucket bg (the last one may be short)
 					w := LEAST(CAST(pg_catalog.ceil(genes OPERATOR(pg_catalog./) 64.0) AS integer),
 						genes OPERATOR(pg_catalog.-) (bg OPERATOR(pg_catalog.*) CAST(pg_catalog.ceil(genes OPERATOR(pg_catalog./) 64.0) AS integer)));
@@ -829,6 +915,7 @@ BEGIN
 			pf := pf OPERATOR(pg_catalog.||) first_gene;
 			pl := pl OPERATOR(pg_catalog.||) last_gene;
 			ps := ps OPERATOR(pg_catalog.||) sv[lo];
+			p0s := p0s OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.name);
 			pt := pt OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.text);
 			po := po OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.oid);
 			pr := pr OPERATOR(pg_catalog.||) CAST(rows AS double precision);
@@ -1008,7 +1095,8 @@ DECLARE
 BEGIN
 	taken_at := pg_catalog.clock_timestamp();
 	SELECT pg_catalog.array_agg(CAST(sc.partition AS pg_catalog.oid)), pg_catalog.array_agg(sc.writes) INTO parts, writes
-		FROM @extschema@.snowseq_shard_counters(parent) sc;
+		FROM @extschema@.snowseq_placement_group(parent) pg,
+			LATERAL @extschema@.snowseq_shard_counters(pg.member) sc;
 	COMMIT;
 	LOOP
 		remaining := taken_at OPERATOR(pg_catalog.+) sample OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp();
@@ -1019,7 +1107,7 @@ BEGIN
 END
 $sample$;
 COMMENT ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval, oid[], bigint[], timestamptz) IS
-	'for snowseq_rebalance: the write counters of each partition (snowseq_shard_counters) and when they were read, committed, then sample slept a second at a time, each committed';
+	'for snowseq_rebalance: the write counters of each partition of the table and of the other tables of its placement group (snowseq_shard_counters) and when they were read, committed, then sample slept a second at a time, each committed';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval, oid[], bigint[], timestamptz) FROM PUBLIC;
 
 -- The run: not in a transaction block (it commits between moves), so no

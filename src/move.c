@@ -2,7 +2,8 @@
  * move.c
  *		Elastic shards, the router side: the entry points
  *		(snowseq_move_genes and its conveniences snowseq_split_shard and
- *		snowseq_merge_shards, snowseq_move_cleanup, snowseq_shard_stats) and
+ *		snowseq_merge_shards, snowseq_move_cleanup, snowseq_placement_group,
+ *		snowseq_shard_stats) and
  *		the orchestration of a move: its steps in order, each committed,
  *		and the state it records.  The steps themselves live in
  *		move_plan.c (planning and checks), move_repl.c (logical
@@ -806,6 +807,7 @@ PG_FUNCTION_INFO_V1(snowseq_move_genes_all);
 PG_FUNCTION_INFO_V1(snowseq_split_shard);
 PG_FUNCTION_INFO_V1(snowseq_merge_shards);
 PG_FUNCTION_INFO_V1(snowseq_move_cleanup);
+PG_FUNCTION_INFO_V1(snowseq_placement_group);
 
 /* snowseq_move_genes(parent, first_gene, last_gene, to_server): a procedure. */
 Datum
@@ -880,6 +882,42 @@ snowseq_merge_shards(PG_FUNCTION_ARGS)
 				 errmsg("the partition holding gene %d has no neighbour on another server", gene)));
 	MoveGenes(fcinfo, parent, first, last, to);
 	PG_RETURN_VOID();
+}
+
+/*
+ * snowseq_placement_group(parent): the tables that move with parent, parent
+ * first: every gene-sharded table of the database (MoveGeneShardedTables) if
+ * parent is one, else parent alone.  What the rebalancer counts as the
+ * load of parent's partitions.  Reads the catalogs and snowseq_shard_map
+ * only.
+ */
+Datum
+snowseq_placement_group(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			parent = PG_GETARG_OID(0);
+	List	   *tables;
+	ListCell   *lc;
+	Datum		v[1];
+	bool		n[1] = {false};
+
+	/* one column, of a scalar type: the descriptor the caller expects */
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	SPI_connect();
+	tables = MoveGeneShardedTables(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
+	SPI_finish();
+	v[0] = ObjectIdGetDatum(parent);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+	if (!list_member_oid(tables, parent))
+		return (Datum) 0;
+	foreach(lc, tables)
+	{
+		if (lfirst_oid(lc) == parent)
+			continue;
+		v[0] = ObjectIdGetDatum(lfirst_oid(lc));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+	}
+	return (Datum) 0;
 }
 
 /* snowseq_move_cleanup(): resolve every move that is not running; one row per object. */

@@ -64,17 +64,51 @@ PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server)
 }
 
 /*
- * The placement group of a move: the gene-sharded tables, that is, every
- * table partitioned by range on one bigint column whose partitions are all
- * foreign tables on servers that snowseq_shard_map names (the map governs
- * them all), that hold gene m->first in a partition on another server than
- * to_server.  m->parent comes first (InvalidOid: every such table, in oid
- * order); a table outside the group moves alone, as the checks allow.
+ * The gene-sharded tables of this database, in oid order: every table
+ * partitioned by range on one bigint column whose partitions are all
+ * foreign tables on servers that snowseq_shard_map (of the schema ext, quoted)
+ * names, so that the map governs them all.  Inside SPI.
+ */
+List *
+MoveGeneShardedTables(const char *ext)
+{
+	List	   *tables = NIL;
+
+	SpiRun(psprintf("SELECT c.oid FROM pg_catalog.pg_class c "
+					"JOIN pg_catalog.pg_partitioned_table pt ON pt.partrelid OPERATOR(pg_catalog.=) c.oid "
+					"JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid "
+					"AND a.attnum OPERATOR(pg_catalog.=) pt.partattrs[0] "
+					"WHERE c.relkind OPERATOR(pg_catalog.=) 'p' AND pt.partstrat OPERATOR(pg_catalog.=) 'r' "
+					"AND pt.partnatts OPERATOR(pg_catalog.=) 1 "
+					"AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype "
+					"AND EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid) "
+					"AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i "
+					"LEFT JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) i.inhrelid "
+					"LEFT JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) ft.ftserver "
+					"WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid AND (s.srvname IS NULL OR NOT EXISTS "
+					"(SELECT 1 FROM %s.snowseq_shard_map map WHERE map.shard OPERATOR(pg_catalog.=) s.srvname))) "
+					"ORDER BY c.oid", ext), SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		tables = lappend_oid(tables, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																	SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+	return tables;
+}
+
+/*
+ * The placement group of a move: the gene-sharded tables
+ * (MoveGeneShardedTables) that hold gene m->first in a partition on another
+ * server than to_server.  m->parent comes first (InvalidOid: every such
+ * table, in oid order); a table outside the group moves alone, as the
+ * checks allow.
  */
 List *
 MovePlacementGroup(Move *m, const char *to_server)
 {
-	List	   *tables = NIL;
+	List	   *tables;
 	List	   *group = NIL;
 	ListCell   *lc;
 
@@ -89,27 +123,7 @@ MovePlacementGroup(Move *m, const char *to_server)
 		return list_make1_oid(m->parent);
 	}
 
-	SpiRun(psprintf("SELECT c.oid FROM pg_catalog.pg_class c "
-					"JOIN pg_catalog.pg_partitioned_table pt ON pt.partrelid OPERATOR(pg_catalog.=) c.oid "
-					"JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid "
-					"AND a.attnum OPERATOR(pg_catalog.=) pt.partattrs[0] "
-					"WHERE c.relkind OPERATOR(pg_catalog.=) 'p' AND pt.partstrat OPERATOR(pg_catalog.=) 'r' "
-					"AND pt.partnatts OPERATOR(pg_catalog.=) 1 "
-					"AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype "
-					"AND EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid) "
-					"AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i "
-					"LEFT JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) i.inhrelid "
-					"LEFT JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) ft.ftserver "
-					"WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid AND (s.srvname IS NULL OR NOT EXISTS "
-					"(SELECT 1 FROM %s map WHERE map.shard OPERATOR(pg_catalog.=) s.srvname))) "
-					"ORDER BY c.oid", MoveExt(m, "snowseq_shard_map")), SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-
-		tables = lappend_oid(tables, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-																	SPI_tuptable->tupdesc, 1, &isnull)));
-	}
+	tables = MoveGeneShardedTables(m->ext);
 	if (OidIsValid(m->parent))
 	{
 		if (!list_member_oid(tables, m->parent))

@@ -9,6 +9,7 @@
 #include "move_common.h"
 
 extern bool PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server);
+extern List *MoveGeneShardedTables(const char *ext);
 extern List *MovePlacementGroup(Move *m, const char *to_server);
 extern void MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock);
 extern List *MoveDeleteOrder(Move *m, RemoteConn *rc);

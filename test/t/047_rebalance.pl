@@ -111,7 +111,7 @@ $router->safe_psql('postgres', qq{CREATE ROLE radmin LOGIN;
 		snowseq_rebalance_runner_alive(integer, timestamptz), snowseq_rebalance_open_run(regclass),
 		snowseq_rebalance_save_run(snowseq_rebalance_runs, boolean), snowseq_rebalance_save_steps(snowseq_rebalance_steps[]),
 		snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], timestamptz, boolean),
-		snowseq_shard_counters(regclass)
+		snowseq_shard_counters(regclass), snowseq_placement_group(regclass)
 		TO radmin;
 	GRANT EXECUTE ON PROCEDURE snowseq_rebalance(regclass, text, double precision, name[], name[], interval),
 		snowseq_rebalance_sample(regclass, interval, oid[], bigint[], timestamptz) TO radmin;

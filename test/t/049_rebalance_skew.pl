@@ -15,6 +15,11 @@
 # which hold about 3,400 rows (all of the hot ones); the histogram cuts a
 # little over 200 genes, which hold what the plan says.  The CALL then
 # evens the servers out in one move, in its first round.
+# Then a second table, notes, partitioned as items are (a placement group:
+# it moves with them), gets 4,000 rows in s2's genes: items alone are
+# even, the group is not.  The plan by rows counts both tables (its
+# histogram too: each step's genes hold the rows it says) and the CALL
+# evens the group out; the plan by writes counts the writes of notes.
 use strict;
 use warnings;
 use lib 'test';
@@ -82,5 +87,105 @@ is($after->{s1} + $after->{s2}, 4072, 'every row is there');
 is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT item_id) FROM items'), '4072 4072',
 	'once');
 is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+
+# ---------------------------------------------------------------------
+# The placement group: a second gene-sharded table moves with items, and
+# its rows and writes count with theirs
+# ---------------------------------------------------------------------
+# notes: a partition for each of items' partitions, on its server, reading
+# a table of its own name (a move copies into the table of that name)
+my @parts = map { [ split /\|/ ] } split /\n/, $router->safe_psql('postgres', q{
+	SELECT pg_get_expr(c.relpartbound, c.oid), s.srvname FROM pg_inherits i
+	JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_foreign_table ft ON ft.ftrelid = c.oid
+	JOIN pg_foreign_server s ON s.oid = ft.ftserver
+	WHERE i.inhparent = 'items'::regclass ORDER BY c.oid});
+my $notes_sql = "CREATE TABLE notes (note_id bigint NOT NULL, body text NOT NULL) PARTITION BY RANGE (note_id);\n";
+for my $i (0 .. $#parts)
+{
+	my ($bound, $server) = @{ $parts[$i] };
+	$node{$server}->safe_psql('postgres', "CREATE TABLE notes_$i (note_id bigint PRIMARY KEY, body text NOT NULL)");
+	$notes_sql .= "CREATE FOREIGN TABLE notes_$i PARTITION OF notes $bound SERVER $server OPTIONS (table_name 'notes_$i');\n";
+}
+$router->safe_psql('postgres', $notes_sql);
+is($router->safe_psql('postgres', q{SELECT string_agg(member::text, ',') FROM snowseq_placement_group('items')}),
+	'items,notes', 'group: snowseq_placement_group says notes moves with items');
+is($router->safe_psql('postgres', q{SELECT string_agg(member::text, ',') FROM snowseq_placement_group('pg_class')}),
+	'pg_class', 'group: a table that is not gene-sharded moves alone');
+# 4,000 notes in genes 20000..23999, all on s2: items are even, the group is not
+$router->safe_psql('postgres', q{INSERT INTO notes SELECT (g::bigint << 48) | 1, 'note ' || g FROM generate_series(20000, 23999) g});
+sub group_loads
+{
+	return { map { split /\|/ } split /\n/, $router->safe_psql('postgres',
+			q{SELECT shard, sum(rows) FROM snowseq_placement_group('items') g, LATERAL snowseq_shard_stats(g.member) s GROUP BY shard}) };
+}
+my $items = loads();
+$before = group_loads();
+note 'group rows per server: ' . join(', ', map { "$_ $before->{$_}" } @servers) . '; items alone: ' . join(', ', map { "$_ $items->{$_}" } @servers);
+ok(!grep({ $items->{$_} > 1.1 * ($items->{s1} + $items->{s2}) / 2 } @servers), 'group: items alone are even');
+cmp_ok($before->{s2}, '>', 2 * $before->{s1}, 'group: with notes, s2 holds most rows');
+sub group_rows_in
+{
+	my ($f, $l) = @_;
+	return rows_in($f, $l) + $router->safe_psql('postgres',
+		"SELECT count(*) FROM notes WHERE note_id >= (${f}::bigint << 48) AND (note_id >> 48) <= $l");
+}
+@plan = map { [ split /\|/ ] } split /\n/, $router->safe_psql('postgres',
+	q{SELECT step, first_gene, last_gene, from_server, to_server, rows FROM snowseq_rebalance_plan('items', 'rows', 1.1)});
+note 'plan: ' . join('; ', map { join ' ', @$_ } @plan);
+ok(scalar(@plan) >= 1 && !grep({ $_->[3] ne 's2' || $_->[4] ne 's1' } @plan),
+	'group: the plan by rows counts the notes: genes go from s2 to s1');
+$mean = ($before->{s1} + $before->{s2}) / 2;
+my ($planned_all, $actual_all) = (0, 0);
+for my $p (@plan)
+{
+	($step, $first, $last, $from, $to, $planned) = @$p;
+	$actual = group_rows_in($first, $last);
+	ok(abs($actual - $planned) <= 0.1 * $planned,
+		"group: step $step, genes $first to $last hold the rows of both tables the plan says (planned $planned, hold $actual)");
+	$planned_all += $planned;
+	$actual_all += $actual;
+}
+note "planned $planned_all rows of items and notes, the genes hold $actual_all; s2 should give " . ($before->{s2} - $mean);
+ok(abs($actual_all - ($before->{s2} - $mean)) <= 0.1 * $mean, 'group: the plan moves about what evens the servers out');
+
+($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items', 'rows', 1.1)},
+	timeout => $PostgreSQL::Test::Utils::timeout_default * 3);
+is($rc, 0, 'group: the rebalance succeeds') or diag($err);
+note $err;
+$after = group_loads();
+note 'group rows per server after: ' . join(', ', map { "$_ $after->{$_}" } @servers);
+$amean = ($after->{s1} + $after->{s2}) / 2;
+ok(!grep({ $after->{$_} > 1.1 * $amean } @servers), 'group: no server holds more than 1.1 x the mean rows of both tables');
+is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items})
+	. ' ' . $router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT note_id) FROM notes}),
+	'4072 4072 4000 4000', 'group: every item and note is there, once');
+is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'group: no replication object or fence is left');
+
+# writes: the notes of s1's genes are updated, items are not written; the
+# plan by writes, given the counters read before, counts them
+# the moves' sessions and workers are gone (a backend reports its counts
+# as it exits): what is counted from here on is the updates
+for my $server (@servers)
+{
+	ok($node{$server}->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pg_stat_activity
+		WHERE application_name = 'snowseq move' OR backend_type = 'logical replication worker'}),
+		"group: no session or worker of a move is left on $server");
+}
+my $first_reading = $router->safe_psql('postgres', q{SELECT array_agg(sc.partition::oid)::text || '|' || array_agg(sc.writes)::text
+	FROM snowseq_placement_group('items') g, LATERAL snowseq_shard_counters(g.member) sc});
+my ($w0p, $w0) = split /\|/, $first_reading;
+my $updated = $router->safe_psql('postgres', q{WITH u AS (UPDATE notes n SET body = body || '.' FROM snowseq_shard_stats('notes') s
+	WHERE s.shard = 's1' AND (n.note_id >> 48) BETWEEN s.first_gene AND s.last_gene RETURNING 1) SELECT count(*) FROM u});
+note "notes updated on s1: $updated";
+cmp_ok($updated, '>', 100, 'group: notes on s1 are updated');
+ok($router->poll_query_until('postgres', qq{SELECT sum(writes) >= (SELECT sum(w) FROM unnest('$w0'::bigint[]) w) + $updated
+	FROM snowseq_placement_group('items') g, LATERAL snowseq_shard_counters(g.member) sc}),
+	'group: the servers have counted the updates');
+@plan = map { [ split /\|/ ] } split /\n/, $router->safe_psql('postgres',
+	qq{SELECT step, first_gene, last_gene, from_server, to_server, rows FROM snowseq_rebalance_plan_from('items', 'writes', 1.1,
+		'{}', '{}', '1 s', '$w0p', '$w0', now() - interval '10 s', false)});
+note 'plan by writes: ' . join('; ', map { join ' ', @$_ } @plan);
+ok(scalar(@plan) >= 1 && !grep({ $_->[3] ne 's1' || $_->[4] ne 's2' } @plan),
+	'group: the plan by writes counts the writes of notes: genes go from s1 to s2');
 
 done_testing();
