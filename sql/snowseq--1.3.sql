@@ -1260,6 +1260,12 @@ ALTER TABLE @extschema@.snowseq_moves
 				'switched', 'done', 'failed', 'rollback', 'revertable', 'reverted']::pg_catalog.text[]));
 COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
 	'prepare, copy, block, switch, switched: in progress (or interrupted); revertable: switched, the source kept current; done, failed, reverted: over; rollback: leftovers remain';
+-- A revert is named after the move it reverts (the way back's name), and
+-- a revert that failed (over: its undo left nothing) leaves that name to
+-- the next revert of the move: unique among the moves not failed.
+ALTER TABLE @extschema@.snowseq_moves DROP CONSTRAINT snowseq_moves_token_key;
+CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
+	WHERE state OPERATOR(pg_catalog.<>) 'failed';
 
 -- What moves create on any server, recorded in a router transaction that
 -- commits before each is made and removed once it is dropped (or stays for
@@ -1593,7 +1599,8 @@ BEGIN
 				WHERE t.partrelid OPERATOR(pg_catalog.=) m.member) AS key
 			FROM @extschema@.snowseq_placement_group(parent) m,
 				LATERAL @extschema@.snowseq_shard_stats(m.member) s
-			WHERE m.member OPERATOR(pg_catalog.<>) parent
+			-- a map entry the table has no partition for: no row of it
+			WHERE m.member OPERATOR(pg_catalog.<>) parent AND s.partition IS NOT NULL
 			GROUP BY m.member, s.partition ORDER BY 2 LOOP
 		IF r.shards OPERATOR(pg_catalog.>) 1 THEN
 			RAISE EXCEPTION 'snowseq_shard_map names more than one server for genes % to % of partition %',

@@ -582,6 +582,16 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	MemoryContextDelete(m->cxt);
 }
 
+/* Let go of the locks of a move's group (MoveRevertable's). */
+static void
+MoveUnlockGroup(Move *m)
+{
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+		MoveUnlock(((Move *) lfirst(lc))->id);
+}
+
 /*
  * A revertable move (its leading record), loaded with its group and
  * locked, for snowseq_move_revert and snowseq_move_finalize; errors if
@@ -593,6 +603,7 @@ MoveRevertable(FunctionCallInfo fcinfo, int64 id)
 {
 	char	   *ext = ExtSchemaQuoted(fcinfo->flinfo->fn_oid);
 	char	   *lead;
+	char	   *earlier;
 	Move	   *o;
 	ListCell   *lc;
 
@@ -644,17 +655,29 @@ MoveRevertable(FunctionCallInfo fcinfo, int64 id)
 					 errmsg("move " INT64_FORMAT " is being reverted or finalized", id)));
 		}
 	}
+	/*
+	 * An earlier revert that is not over (cut by a crash, or undone with
+	 * leftovers) holds the way back's name, which the next revert takes:
+	 * it is resolved first.  One that failed is over, and left nothing.
+	 */
+	earlier = MoveRecordsValueParams(ext, CurrentMemoryContext,
+									 psprintf("SELECT move_id::pg_catalog.text OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) state "
+											  "FROM %s.snowseq_moves WHERE reverts OPERATOR(pg_catalog.=) $1::pg_catalog.int8 "
+											  "AND group_move IS NULL AND state OPERATOR(pg_catalog.<>) $2::pg_catalog.text "
+											  "ORDER BY move_id DESC LIMIT 1", ext),
+									 SQL_ARGS(psprintf(INT64_FORMAT, id), MoveStateName(MOVE_STATE_FAILED)));
+	if (earlier != NULL)
+	{
+		char	   *state = strchr(earlier, ' ');
+
+		*state++ = '\0';
+		MoveUnlockGroup(o);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("move %s, an earlier revert of move " INT64_FORMAT ", is %s", earlier, id, state),
+				 errhint("Run snowseq_move_cleanup() to resolve it, then revert again.")));
+	}
 	return o;
-}
-
-/* Let go of the locks of a move's group (MoveRevertable's). */
-static void
-MoveUnlockGroup(Move *m)
-{
-	ListCell   *lc;
-
-	foreach(lc, MoveGroup(m))
-		MoveUnlock(((Move *) lfirst(lc))->id);
 }
 
 /*
@@ -903,20 +926,22 @@ snowseq_placement_group(PG_FUNCTION_ARGS)
 
 	/* one column, of a scalar type: the descriptor the caller expects */
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	SPI_connect();
-	tables = MoveGeneShardedTables(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
-	SPI_finish();
 	v[0] = ObjectIdGetDatum(parent);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
-	if (!list_member_oid(tables, parent))
-		return (Datum) 0;
-	foreach(lc, tables)
+	SPI_connect();
+	/* in SPI's memory, gone with SPI_finish: the rows are stored first */
+	tables = MoveGeneShardedTables(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
+	if (list_member_oid(tables, parent))
 	{
-		if (lfirst_oid(lc) == parent)
-			continue;
-		v[0] = ObjectIdGetDatum(lfirst_oid(lc));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+		foreach(lc, tables)
+		{
+			if (lfirst_oid(lc) == parent)
+				continue;
+			v[0] = ObjectIdGetDatum(lfirst_oid(lc));
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+		}
 	}
+	SPI_finish();
 	return (Datum) 0;
 }
 

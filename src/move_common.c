@@ -136,6 +136,35 @@ MoveCancelAutovacuum(RemoteConn *rc, List *tables)
 						SQL_ARGS(SqlTextArray(tables)), "cancel the autovacuum of the tables");
 }
 
+/*
+ * Who holds a lock on any of tables (a list of names) on a server that a
+ * SHARE lock waits for, for an error message: "process 123 (client
+ * backend, idle in transaction)", "a prepared transaction", comma
+ * separated; NULL if none (any more).  Kinds and states only: the text of
+ * another session's query is not the mover's to read out.
+ */
+char *
+MoveLockHolders(RemoteConn *rc, List *tables)
+{
+	char	   *v;
+
+	RemoteCommand(rc, "SELECT pg_catalog.pg_stat_clear_snapshot()", "see the sessions running now");
+	v = RemoteValueParams(rc, "SELECT pg_catalog.string_agg(DISTINCT CASE WHEN l.pid IS NULL THEN 'a prepared transaction' "
+						  "ELSE pg_catalog.format('process %s (%s)', l.pid, "
+						  "pg_catalog.concat_ws(', ', a.backend_type, a.state)) END, ', ') "
+						  "FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) l.pid "
+						  "WHERE l.locktype OPERATOR(pg_catalog.=) 'relation' AND l.granted "
+						  "AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid() "
+						  "AND l.mode OPERATOR(pg_catalog.=) ANY (ARRAY['RowExclusiveLock', 'ShareUpdateExclusiveLock', "
+						  "'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock']) "
+						  "AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d "
+						  "WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) "
+						  "AND l.relation OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pg_catalog.to_regclass(t)::pg_catalog.oid "
+						  "FROM pg_catalog.unnest($1::pg_catalog.text[]) t))",
+						  SQL_ARGS(SqlTextArray(tables)), "look up who holds the tables");
+	return v;
+}
+
 /* A range partition bound as SQL. */
 char *
 BoundSql(bool has, int64 v, const char *infinite)

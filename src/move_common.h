@@ -197,6 +197,7 @@ extern char *MoveExt(Move *m, const char *name);
 extern char *MoveRemoteExt(RemoteConn *rc, const char *name);
 extern char *Int8Arg(bool has, int64 v);
 extern void MoveCancelAutovacuum(RemoteConn *rc, List *tables);
+extern char *MoveLockHolders(RemoteConn *rc, List *tables);
 extern char *BoundSql(bool has, int64 v, const char *infinite);
 extern void MoveIds(Move *m, bool *has_lo, int64 *lo, bool *has_hi, int64 *hi);
 extern char *MoveIdCondition(Move *m);

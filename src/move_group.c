@@ -67,7 +67,8 @@ PartitionOfGene(Oid parent, int gene, int *first, int *last, char **server)
  * The gene-sharded tables of this database, in oid order: every table
  * partitioned by range on one bigint column whose partitions are all
  * foreign tables on servers that snowseq_shard_map (of the schema ext, quoted)
- * names, so that the map governs them all.  Inside SPI.
+ * names, so that the map governs them all.  Inside SPI; the list is in
+ * SPI's memory, gone with SPI_finish.
  */
 List *
 MoveGeneShardedTables(const char *ext)
@@ -223,11 +224,21 @@ MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock)
 				break;
 			}
 			if (strcmp(state, "55P03") != 0 || attempt == MOVE_KEYS_LOCK_ATTEMPTS)
+			{
+				char	   *holders = NULL;
+
+				if (strcmp(state, "55P03") == 0)
+				{
+					RemoteCommand(rc, "ROLLBACK TO SAVEPOINT snowseq_keys", "look up who holds the tables");
+					holders = MoveLockHolders(rc, list_make2(child->src_table, parent->src_table));
+				}
 				ereport(ERROR,
 						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 						 errmsg("could not lock tables %s and %s on server \"%s\" to check foreign key %s",
 								child->src_table, parent->src_table, MoveLead(m)->src_name, PQgetvalue(res, i, 0)),
+						 holders ? errdetail("They were held through %d tries, at the last by %s.", attempt, holders) : 0,
 						 errhint("Retry when the source is less busy.")));
+			}
 			RemoteCommand(rc, "ROLLBACK TO SAVEPOINT snowseq_keys", "wait for the writers of a foreign key");
 			/* an autovacuum would hold the lock for long: cancelled, as a waiting lock would */
 			MoveCancelAutovacuum(rc, list_make2(child->src_table, parent->src_table));

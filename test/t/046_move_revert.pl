@@ -37,6 +37,10 @@
 # (7) An autovacuum that the launcher starts again while the switch retries
 #     its lock of a foreign key's tables (a writer holds them) is cancelled
 #     too: the switch reads pg_stat_activity afresh at each try.
+# (8) A writer that holds those tables through every try: the revert
+#     fails, names the writer's process, and can be run again.
+# (9) A revert whose session ends in its switch: another revert is
+#     refused until snowseq_move_cleanup() has resolved it, then succeeds.
 # On PostgreSQL 16 and later the subscription back has origin = none.
 use strict;
 use warnings;
@@ -423,4 +427,83 @@ is(join(',', cancelled()), join(',', sort($first, grep { $_ ne $first } cancelle
 	'(7) shard_b says it cancelled the first autovacuum');
 ok(scalar(grep { $_ ne $first } cancelled()), '(7) ... and the one that started after it');
 is(join(',', back_objects()), '', '(7) no slot, publication, subscription or table of the way back is left');
+
+# ---------------------------------------------------------------------
+# (8) A writer that holds the tables through every try
+# ---------------------------------------------------------------------
+# The revert fails, says who held them, and leaves the move revertable:
+# once the writer is done, the revert succeeds.
+($rc, $out, $err) = $router->psql('postgres', q{SET snowseq.move_revert_window = '1h';
+	CALL snowseq_move_genes('orders', 16384, 32767, 'shard_b')});
+is($rc, 0, '(8) genes 16384..32767 move to shard_b, revertable');
+$move = $router->safe_psql('postgres', q{SELECT move_id FROM snowseq_moves WHERE group_move IS NULL AND reverts IS NULL ORDER BY move_id DESC LIMIT 1});
+$dest = $router->safe_psql('postgres', "SELECT dest_table FROM snowseq_moves WHERE move_id = $move");
+my $sums = q{SELECT (SELECT count(*) || ' ' || count(DISTINCT order_id) || ' ' || sum(amount) FROM orders) || ' '
+	|| (SELECT count(*) || ' ' || count(DISTINCT item_id) FROM order_items)};
+my $before8 = $router->safe_psql('postgres', $sums);
+$locker = $router->background_psql('postgres');
+$locker->query_safe('SELECT pg_advisory_lock(7236949375)');
+($rout, $rerr) = ('', '');
+$revert = IPC::Run::start([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $router->connstr('postgres'),
+	'-c', "SET snowseq.test_pause_at = 'move_before_keys_lock'",
+	'-c', "CALL snowseq_move_revert($move)" ], '>', \$rout, '2>', \$rerr);
+ok($router->poll_query_until('postgres', q{SELECT count(*) > 0 FROM pg_locks
+	WHERE locktype = 'advisory' AND NOT granted AND objid = (7236949375 & 4294967295)}),
+	'(8) the revert is about to lock the tables of the foreign key');
+$writer = $sb->background_psql('postgres');
+my $wpid = $writer->query_safe("BEGIN; LOCK TABLE $dest IN ROW EXCLUSIVE MODE; SELECT pg_backend_pid()");
+$locker->query_safe('SELECT pg_advisory_unlock(7236949375)');
+$revert->finish;
+note "revert while a writer holds the tables:\n$rerr";
+isnt($revert->result(0), 0, '(8) the revert fails');
+like($rerr, qr/ERROR:  could not lock tables \S+ and \S+ on server "shard_b" to check foreign key/, '(8) ... on the lock of the foreign key\'s tables');
+like($rerr, qr/DETAIL:  They were held through \d+ tries, at the last by process $wpid \(client backend, idle in transaction\)\./,
+	'(8) ... and says which session held them');
+like(layout(), qr/^16383=shard_a,32767=shard_b /, '(8) the genes stay on shard_b');
+is($router->safe_psql('postgres', $sums), $before8, '(8) every order and item is there once, as before');
+is($router->safe_psql('postgres', "SELECT string_agg(state, ',' ORDER BY move_id) FROM snowseq_moves WHERE reverts = $move AND group_move IS NULL"),
+	'failed', '(8) the revert\'s record says it failed');
+$writer->query_safe('COMMIT');
+$writer->quit;
+$locker->quit;
+($rc, $out, $err) = $router->psql('postgres', "CALL snowseq_move_revert($move)");
+is($rc, 0, '(8) once the writer is done, the move is reverted') or diag($err);
+like(layout(), qr/^32767=shard_a /, '(8) all genes are on shard_a again');
+is(join(',', back_objects()), '', '(8) no slot, publication, subscription or table of the way back is left');
+is($router->safe_psql('postgres', "SELECT string_agg(state, ',' ORDER BY move_id) || ' ' || count(DISTINCT token) FROM snowseq_moves WHERE reverts = $move AND group_move IS NULL"),
+	'failed,done 1', '(8) the second revert took the name of the failed one');
+is($router->safe_psql('postgres', $sums), $before8, '(8) after the revert: every order and item is there once, as before');
+
+# ---------------------------------------------------------------------
+# (9) A revert cut off mid-switch: resolved before the next one
+# ---------------------------------------------------------------------
+($rc, $out, $err) = $router->psql('postgres', q{SET snowseq.move_revert_window = '1h';
+	CALL snowseq_move_genes('orders', 16384, 32767, 'shard_b')});
+is($rc, 0, '(9) genes 16384..32767 move to shard_b, revertable');
+$move = $router->safe_psql('postgres', q{SELECT move_id FROM snowseq_moves WHERE group_move IS NULL AND reverts IS NULL ORDER BY move_id DESC LIMIT 1});
+$locker = $router->background_psql('postgres');
+$locker->query_safe('SELECT pg_advisory_lock(7236949375)');
+($rout, $rerr) = ('', '');
+$revert = IPC::Run::start([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $router->connstr('postgres'),
+	'-c', "SET snowseq.test_pause_at = 'move_before_keys_lock'",
+	'-c', "CALL snowseq_move_revert($move)" ], '>', \$rout, '2>', \$rerr);
+my $paused = q{SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = (7236949375 & 4294967295)};
+ok($router->poll_query_until('postgres', "SELECT count(*) > 0 FROM ($paused) p"), '(9) the revert is in its switch');
+is($router->safe_psql('postgres', "SELECT pg_terminate_backend(pid) FROM ($paused) p"), 't', '(9) ... and its session is ended there');
+$revert->finish;
+$locker->query_safe('SELECT pg_advisory_unlock(7236949375)');
+$locker->quit;
+($rc, $out, $err) = $router->psql('postgres', "CALL snowseq_move_revert($move)");
+like($err, qr/ERROR:  move \d+, an earlier revert of move $move, is \w+\nHINT:  Run snowseq_move_cleanup\(\) to resolve it, then revert again\./,
+	'(9) another revert is refused until the one cut off is resolved, and says so');
+my $cleanup9 = $router->safe_psql('postgres', q{SELECT coalesce(move_id::text, '-') || ' ' || object || ': ' || action FROM snowseq_move_cleanup()});
+note "cleanup:\n$cleanup9";
+is($router->safe_psql('postgres', "SELECT string_agg(state, ',' ORDER BY move_id) FROM snowseq_moves WHERE reverts = $move AND group_move IS NULL"),
+	'failed', '(9) cleanup resolves it: it failed');
+like(layout(), qr/^16383=shard_a,32767=shard_b /, '(9) the genes are on shard_b still');
+($rc, $out, $err) = $router->psql('postgres', "CALL snowseq_move_revert($move)");
+is($rc, 0, '(9) the move is reverted then') or diag($err);
+like(layout(), qr/^32767=shard_a /, '(9) all genes are on shard_a again');
+is(join(',', back_objects()), '', '(9) no slot, publication, subscription or table of the way back is left');
+is($router->safe_psql('postgres', $sums), $before8, '(9) every order and item is there once, as before');
 done_testing();
