@@ -639,49 +639,14 @@ BEGIN
 		secs := pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t0);
 	END IF;
 
-	-- the partitions of the other tables of the group, and their loads
-	FOR r IN SELECT s.partition, pg_catalog.min(s.first_gene) AS f, pg_catalog.max(s.last_gene) AS l,
-			pg_catalog.min(s.shard) AS shard, pg_catalog.count(DISTINCT s.shard) AS shards,
-			pg_catalog.sum(s.rows) AS rows, pg_catalog.sum(s.bytes) AS bytes, pg_catalog.sum(s.writes) AS writes,
-			(SELECT a.attname FROM pg_catalog.pg_partitioned_table t
-				JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) t.partrelid
-					AND a.attnum OPERATOR(pg_catalog.=) t.partattrs[0]
-				WHERE t.partrelid OPERATOR(pg_catalog.=) m.member) AS key
-			FROM @extschema@.snowseq_placement_group(parent) m,
-				LATERAL @extschema@.snowseq_shard_stats(m.member) s
-			-- a map entry the table has no partition for: no row of it
-			WHERE m.member OPERATOR(pg_catalog.<>) parent AND s.partition IS NOT NULL
-			GROUP BY m.member, s.partition ORDER BY 2 LOOP
-		IF r.shards OPERATOR(pg_catalog.>) 1 THEN
-			RAISE EXCEPTION 'snowseq_shard_map names more than one server for genes % to % of partition %',
-				r.f, r.l, r.partition
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					HINT = 'Make the map name the foreign server of each partition before rebalancing.';
-		END IF;
-		gf := gf OPERATOR(pg_catalog.||) r.f;
-		gl := gl OPERATOR(pg_catalog.||) r.l;
-		gs := gs OPERATOR(pg_catalog.||) CAST(r.shard AS pg_catalog.name);
-		gr := gr OPERATOR(pg_catalog.||) CAST(r.rows AS double precision);
-		gb := gb OPERATOR(pg_catalog.||) CAST(r.bytes AS double precision);
-		gpo := gpo OPERATOR(pg_catalog.||) CAST(r.partition AS pg_catalog.oid);
-		gk := gk OPERATOR(pg_catalog.||) r.key;
-		IF strategy OPERATOR(pg_catalog.=) 'rows' THEN
-			pload := r.rows;
-		ELSIF strategy OPERATOR(pg_catalog.=) 'bytes' THEN
-			pload := r.bytes;
-		ELSE
-			i := pg_catalog.array_position(w0p, CAST(r.partition AS pg_catalog.oid));
-			pload := CASE WHEN i IS NULL OR w0[i] OPERATOR(pg_catalog.>) r.writes THEN r.writes
-				ELSE r.writes OPERATOR(pg_catalog.-) w0[i] END;
-			pload := pload OPERATOR(pg_catalog./) secs;
-		END IF;
-		gv := gv OPERATOR(pg_catalog.||) pload;
-	END LOOP;
-
-	-- the partitions that moves can take genes from, and their loads
-	-- with those of the group's partitions of their genes on their server
-	-- (shared out by genes where one spans more)
-	FOR r IN SELECT s.partition, pg_catalog.min(s.first_gene) AS f, pg_catalog.max(s.last_gene) AS l,
+	-- the partitions of the table and of the other tables of its group,
+	-- and their loads; the group's first (named false): each of the
+	-- table's partitions, those that moves can take genes from, counts the
+	-- group's partitions of its genes on its server with its own (shared
+	-- out by genes where one spans more); a map entry a table has no
+	-- partition for has no row here
+	FOR r IN SELECT m.member OPERATOR(pg_catalog.=) parent AS named, s.partition,
+			pg_catalog.min(s.first_gene) AS f, pg_catalog.max(s.last_gene) AS l,
 			pg_catalog.min(s.shard) AS shard, pg_catalog.count(DISTINCT s.shard) AS shards,
 			pg_catalog.sum(s.rows) AS rows, pg_catalog.sum(s.bytes) AS bytes, pg_catalog.sum(s.writes) AS writes,
 			(SELECT pg_catalog.quote_ident(COALESCE((SELECT o.option_value FROM pg_catalog.pg_options_to_table(x.ftoptions) o
@@ -691,15 +656,44 @@ BEGIN
 					WHERE o.option_name OPERATOR(pg_catalog.=) 'table_name'), pc.relname::pg_catalog.text))
 				FROM pg_catalog.pg_foreign_table x JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) x.ftrelid
 				JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) pc.relnamespace
-				WHERE x.ftrelid OPERATOR(pg_catalog.=) s.partition) AS remote
-			FROM @extschema@.snowseq_shard_stats(parent) s
+				WHERE x.ftrelid OPERATOR(pg_catalog.=) s.partition) AS remote,
+			(SELECT a.attname FROM pg_catalog.pg_partitioned_table t
+				JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) t.partrelid
+					AND a.attnum OPERATOR(pg_catalog.=) t.partattrs[0]
+				WHERE t.partrelid OPERATOR(pg_catalog.=) m.member) AS key
+			FROM @extschema@.snowseq_placement_group(parent) m,
+				LATERAL @extschema@.snowseq_shard_stats(m.member) s
 			JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) s.partition
-			GROUP BY s.partition ORDER BY 2 LOOP
+			GROUP BY m.member, s.partition ORDER BY 1, 3 LOOP
 		IF r.shards OPERATOR(pg_catalog.>) 1 THEN
 			RAISE EXCEPTION 'snowseq_shard_map names more than one server for genes % to % of partition %',
 				r.f, r.l, r.partition
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					HINT = 'Make the map name the foreign server of each partition before rebalancing.';
+		END IF;
+		IF strategy OPERATOR(pg_catalog.=) 'rows' THEN
+			pload := r.rows;
+		ELSIF strategy OPERATOR(pg_catalog.=) 'bytes' THEN
+			pload := r.bytes;
+		ELSE
+			-- writes in the sample: a partition new since the first reading,
+			-- or whose counters went back (a table created again, a reset),
+			-- counts from 0
+			i := pg_catalog.array_position(w0p, CAST(r.partition AS pg_catalog.oid));
+			pload := CASE WHEN i IS NULL OR w0[i] OPERATOR(pg_catalog.>) r.writes THEN r.writes
+				ELSE r.writes OPERATOR(pg_catalog.-) w0[i] END;
+			pload := pload OPERATOR(pg_catalog./) secs;
+		END IF;
+		IF NOT r.named THEN
+			gf := gf OPERATOR(pg_catalog.||) r.f;
+			gl := gl OPERATOR(pg_catalog.||) r.l;
+			gs := gs OPERATOR(pg_catalog.||) CAST(r.shard AS pg_catalog.name);
+			gr := gr OPERATOR(pg_catalog.||) CAST(r.rows AS double precision);
+			gb := gb OPERATOR(pg_catalog.||) CAST(r.bytes AS double precision);
+			gv := gv OPERATOR(pg_catalog.||) pload;
+			gpo := gpo OPERATOR(pg_catalog.||) CAST(r.partition AS pg_catalog.oid);
+			gk := gk OPERATOR(pg_catalog.||) r.key;
+			CONTINUE;
 		END IF;
 		SELECT COALESCE(pg_catalog.sum(gr[x.j] OPERATOR(pg_catalog.*) x.ov), 0) AS rows,
 				COALESCE(pg_catalog.sum(gb[x.j] OPERATOR(pg_catalog.*) x.ov), 0) AS bytes,
@@ -718,19 +712,6 @@ BEGIN
 		pb := pb OPERATOR(pg_catalog.||) (r.bytes OPERATOR(pg_catalog.+) g.bytes);
 		pt := pt OPERATOR(pg_catalog.||) r.remote;
 		po := po OPERATOR(pg_catalog.||) CAST(r.partition AS pg_catalog.oid);
-		IF strategy OPERATOR(pg_catalog.=) 'rows' THEN
-			pload := r.rows;
-		ELSIF strategy OPERATOR(pg_catalog.=) 'bytes' THEN
-			pload := r.bytes;
-		ELSE
-			-- writes in the sample: a partition new since the first reading,
-			-- or whose counters went back (a table created again, a reset),
-			-- counts from 0
-			i := pg_catalog.array_position(w0p, CAST(r.partition AS pg_catalog.oid));
-			pload := CASE WHEN i IS NULL OR w0[i] OPERATOR(pg_catalog.>) r.writes THEN r.writes
-				ELSE r.writes OPERATOR(pg_catalog.-) w0[i] END;
-			pload := pload OPERATOR(pg_catalog./) secs;
-		END IF;
 		pload := pload OPERATOR(pg_catalog.+) g.load;
 		pv := pv OPERATOR(pg_catalog.||) pload;
 		i := pg_catalog.array_position(sv, CAST(r.shard AS pg_catalog.name));

@@ -369,6 +369,39 @@ like(layout(), qr/^32767=shard_a /, '(6) all genes are on shard_a again');
 like(slurp_file($sb->logfile), qr/canceling autovacuum task/, '(6) shard_b says it cancelled the autovacuum');
 is(join(',', back_objects()), '', '(6) no slot, publication, subscription or table of the way back is left');
 
+# Genes 16384..32767 to shard_b, revertable: the move's id
+sub revertable_split
+{
+	my ($step) = @_;
+	my ($rc, $out, $err) = $router->psql('postgres', q{SET snowseq.move_revert_window = '1h';
+		CALL snowseq_move_genes('orders', 16384, 32767, 'shard_b')});
+	is($rc, 0, "$step genes 16384..32767 move to shard_b, revertable") or diag($err);
+	return $router->safe_psql('postgres',
+		q{SELECT move_id FROM snowseq_moves WHERE group_move IS NULL AND reverts IS NULL ORDER BY move_id DESC LIMIT 1});
+}
+
+# The router's session waiting at a pause point (the advisory lock of
+# snowseq.test_pause_at)
+my $paused = q{SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = (7236949375 & 4294967295)};
+
+# A revert of $move that stops before it locks the tables of the foreign
+# key, until the returned locker session lets go of the pause's lock:
+# (locker, harness); its errors go to $$err_ref
+sub paused_revert
+{
+	my ($step, $move, $err_ref) = @_;
+	my $locker = $router->background_psql('postgres');
+	$locker->query_safe('SELECT pg_advisory_lock(7236949375)');
+	my $out = '';
+	$$err_ref = '';
+	my $h = IPC::Run::start([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $router->connstr('postgres'),
+		'-c', "SET snowseq.test_pause_at = 'move_before_keys_lock'",
+		'-c', "CALL snowseq_move_revert($move)" ], '>', \$out, '2>', $err_ref);
+	ok($router->poll_query_until('postgres', "SELECT count(*) > 0 FROM ($paused) p"),
+		"$step the revert is about to lock the tables of the foreign key");
+	return ($locker, $h);
+}
+
 # ---------------------------------------------------------------------
 # (7) An autovacuum that starts while the switch retries its lock
 # ---------------------------------------------------------------------
@@ -380,25 +413,15 @@ is(join(',', back_objects()), '', '(6) no slot, publication, subscription or tab
 # switch failed after its tries (as a test run on a busy machine saw).
 # Here a writer holds shard_b's orders from the moment the revert is about
 # to lock until such a second autovacuum has come (or been cancelled).
-($rc, $out, $err) = $router->psql('postgres', q{SET snowseq.move_revert_window = '1h';
-	CALL snowseq_move_genes('orders', 16384, 32767, 'shard_b')});
-is($rc, 0, '(7) genes 16384..32767 move to shard_b, revertable');
-$move = $router->safe_psql('postgres', q{SELECT move_id FROM snowseq_moves WHERE group_move IS NULL AND reverts IS NULL ORDER BY move_id DESC LIMIT 1});
+$move = revertable_split('(7)');
 $dest = $router->safe_psql('postgres', "SELECT dest_table FROM snowseq_moves WHERE move_id = $move");
 $sb->safe_psql('postgres', qq{ALTER TABLE $dest SET (autovacuum_vacuum_cost_delay = 100, autovacuum_vacuum_cost_limit = 1,
 	autovacuum_vacuum_threshold = 0, autovacuum_vacuum_scale_factor = 0)});
 $router->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id >= 16384::bigint << 48');
 my $vacuums = qq{SELECT string_agg(pid::text, ',') FROM pg_stat_progress_vacuum WHERE relid = '$dest'::regclass};
 ok(wait_until(sub { $sb->safe_psql('postgres', $vacuums) ne '' }), "(7) an autovacuum of $dest runs on shard_b");
-my $locker = $router->background_psql('postgres');
-$locker->query_safe('SELECT pg_advisory_lock(7236949375)');
-my ($rout, $rerr) = ('', '');
-my $revert = IPC::Run::start([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $router->connstr('postgres'),
-	'-c', "SET snowseq.test_pause_at = 'move_before_keys_lock'",
-	'-c', "CALL snowseq_move_revert($move)" ], '>', \$rout, '2>', \$rerr);
-ok($router->poll_query_until('postgres', q{SELECT count(*) > 0 FROM pg_locks
-	WHERE locktype = 'advisory' AND NOT granted AND objid = (7236949375 & 4294967295)}),
-	'(7) the revert is about to lock the tables of the foreign key');
+my $rerr;
+my ($locker, $revert) = paused_revert('(7)', $move, \$rerr);
 my $writer = $sb->background_psql('postgres');
 $writer->query_safe("BEGIN; LOCK TABLE $dest IN ROW EXCLUSIVE MODE");
 my $first = '';
@@ -433,23 +456,12 @@ is(join(',', back_objects()), '', '(7) no slot, publication, subscription or tab
 # ---------------------------------------------------------------------
 # The revert fails, says who held them, and leaves the move revertable:
 # once the writer is done, the revert succeeds.
-($rc, $out, $err) = $router->psql('postgres', q{SET snowseq.move_revert_window = '1h';
-	CALL snowseq_move_genes('orders', 16384, 32767, 'shard_b')});
-is($rc, 0, '(8) genes 16384..32767 move to shard_b, revertable');
-$move = $router->safe_psql('postgres', q{SELECT move_id FROM snowseq_moves WHERE group_move IS NULL AND reverts IS NULL ORDER BY move_id DESC LIMIT 1});
+$move = revertable_split('(8)');
 $dest = $router->safe_psql('postgres', "SELECT dest_table FROM snowseq_moves WHERE move_id = $move");
 my $sums = q{SELECT (SELECT count(*) || ' ' || count(DISTINCT order_id) || ' ' || sum(amount) FROM orders) || ' '
 	|| (SELECT count(*) || ' ' || count(DISTINCT item_id) FROM order_items)};
 my $before8 = $router->safe_psql('postgres', $sums);
-$locker = $router->background_psql('postgres');
-$locker->query_safe('SELECT pg_advisory_lock(7236949375)');
-($rout, $rerr) = ('', '');
-$revert = IPC::Run::start([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $router->connstr('postgres'),
-	'-c', "SET snowseq.test_pause_at = 'move_before_keys_lock'",
-	'-c', "CALL snowseq_move_revert($move)" ], '>', \$rout, '2>', \$rerr);
-ok($router->poll_query_until('postgres', q{SELECT count(*) > 0 FROM pg_locks
-	WHERE locktype = 'advisory' AND NOT granted AND objid = (7236949375 & 4294967295)}),
-	'(8) the revert is about to lock the tables of the foreign key');
+($locker, $revert) = paused_revert('(8)', $move, \$rerr);
 $writer = $sb->background_psql('postgres');
 my $wpid = $writer->query_safe("BEGIN; LOCK TABLE $dest IN ROW EXCLUSIVE MODE; SELECT pg_backend_pid()");
 $locker->query_safe('SELECT pg_advisory_unlock(7236949375)');
@@ -478,18 +490,8 @@ is($router->safe_psql('postgres', $sums), $before8, '(8) after the revert: every
 # ---------------------------------------------------------------------
 # (9) A revert cut off mid-switch: resolved before the next one
 # ---------------------------------------------------------------------
-($rc, $out, $err) = $router->psql('postgres', q{SET snowseq.move_revert_window = '1h';
-	CALL snowseq_move_genes('orders', 16384, 32767, 'shard_b')});
-is($rc, 0, '(9) genes 16384..32767 move to shard_b, revertable');
-$move = $router->safe_psql('postgres', q{SELECT move_id FROM snowseq_moves WHERE group_move IS NULL AND reverts IS NULL ORDER BY move_id DESC LIMIT 1});
-$locker = $router->background_psql('postgres');
-$locker->query_safe('SELECT pg_advisory_lock(7236949375)');
-($rout, $rerr) = ('', '');
-$revert = IPC::Run::start([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $router->connstr('postgres'),
-	'-c', "SET snowseq.test_pause_at = 'move_before_keys_lock'",
-	'-c', "CALL snowseq_move_revert($move)" ], '>', \$rout, '2>', \$rerr);
-my $paused = q{SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = (7236949375 & 4294967295)};
-ok($router->poll_query_until('postgres', "SELECT count(*) > 0 FROM ($paused) p"), '(9) the revert is in its switch');
+$move = revertable_split('(9)');
+($locker, $revert) = paused_revert('(9)', $move, \$rerr);
 is($router->safe_psql('postgres', "SELECT pg_terminate_backend(pid) FROM ($paused) p"), 't', '(9) ... and its session is ended there');
 $revert->finish;
 $locker->query_safe('SELECT pg_advisory_unlock(7236949375)');
