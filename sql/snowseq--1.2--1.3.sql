@@ -386,13 +386,26 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_shard_stats(regclass) FROM PUBLIC;
 -- The rebalancer's first reading of strategy writes: no row counted, and
 -- no lock on the table kept through the sample that follows.
 CREATE FUNCTION @extschema@.snowseq_shard_counters(parent regclass,
-	OUT partition regclass, OUT writes bigint, OUT reads bigint)
+	OUT partition regclass, OUT writes bigint, OUT reads bigint, OUT next_xid bigint)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'snowseq_shard_counters'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_shard_counters(regclass) IS
-	'one row per partition of a sharded table: the rows written and read in its table on its server, as snowseq_shard_stats reads them, without counting rows; keeps no lock on the table';
+	'one row per partition of a sharded table: the rows written and read in its table on its server, as snowseq_shard_stats reads them, without counting rows, and that server''s next transaction id (xid8) at the reading; keeps no lock on the table';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_shard_counters(regclass) FROM PUBLIC;
+
+-- The rebalancer's histogram of a partition over its genes, counted where
+-- it lives: its rows, and of them those written (inserted or updated)
+-- since a reading of snowseq_shard_counters (xmin at or after next_xid).
+CREATE FUNCTION @extschema@.snowseq_shard_histogram(part regclass, key name, first_gene integer,
+	last_gene integer, width integer, since bigint,
+	OUT bucket integer, OUT rows bigint, OUT written bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_shard_histogram'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_shard_histogram(regclass, name, integer, integer, integer, bigint) IS
+	'the rows of a partition of a gene-sharded table in genes first_gene to last_gene, counted where they live, in buckets of width genes from first_gene (bucket 0), and of them the rows whose version was written by transaction since (a next_xid of snowseq_shard_counters) of its server or a later one (since NULL: every row); needs SELECT on the partition';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_shard_histogram(regclass, name, integer, integer, integer, bigint) FROM PUBLIC;
 
 -- The tables that move with a table (a placement group): what the
 -- rebalancer counts as the load of its partitions.
@@ -401,7 +414,7 @@ CREATE FUNCTION @extschema@.snowseq_placement_group(parent regclass)
 	AS 'MODULE_PATHNAME', 'snowseq_placement_group'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_placement_group(regclass) IS
-	'the tables a move of the table''s genes moves along, the table first: every gene-sharded table (partitioned by range on one bigint column into foreign tables on the servers snowseq_shard_map names) if it is one, else the table alone';
+	'the tables that move with the table (a move of its genes takes those of them that hold the genes on another server than the destination), the table first: every gene-sharded table (partitioned by range on one bigint column into foreign tables on the servers snowseq_shard_map names) if it is one, else the table alone';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_placement_group(regclass) FROM PUBLIC;
 
 -- ---- rebalance: plans and runs of moves that even out the servers (1.3) ----
@@ -470,16 +483,18 @@ REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_reba
 -- any partition is on a drained server), the most loaded one gives the
 -- least loaded one a whole partition, or the first or last genes of one
 -- (what a move accepts), sized for rows and bytes by a histogram of the
--- partition's rows over 64 buckets of its genes, for writes on the
--- assumption that its writes are spread evenly over its genes.
--- Strategy writes: the first reading is first_parts and first_writes
--- (snowseq_shard_counters at first_at), taken by the caller; first_at
+-- partition's rows over 64 buckets of its genes, for writes by a
+-- histogram of the rows written since the first reading (their xmin;
+-- without first_xids, on the assumption that its writes are spread
+-- evenly over its genes).
+-- Strategy writes: the first reading is first_parts, first_writes and
+-- first_xids (snowseq_shard_counters at first_at), taken by the caller; first_at
 -- NULL: taken here, and the sample slept here, in the caller's statement
 -- (its snapshot held, but no lock on the table).  only_check: the
 -- arguments checked, nothing read, nothing planned.
 CREATE FUNCTION @extschema@.snowseq_rebalance_plan_from(parent regclass, strategy text,
 	threshold double precision, drain name[], fill name[], sample interval,
-	first_parts oid[], first_writes bigint[], first_at timestamptz, only_check boolean)
+	first_parts oid[], first_writes bigint[], first_xids bigint[], first_at timestamptz, only_check boolean)
 	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
 		to_server name, rows bigint, bytes bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -493,6 +508,7 @@ DECLARE
 	pv double precision[] := '{}';	-- the load planned on: rows, bytes or writes per second
 	w0p pg_catalog.oid[];						-- strategy writes: the partitions of the first sample
 	w0 bigint[];					-- and their writes then
+	w0x bigint[];					-- and their servers' next transaction ids then
 	t0 pg_catalog.timestamptz;
 	secs double precision;
 	pload double precision;
@@ -510,12 +526,25 @@ DECLARE
 	gv double precision[] := '{}';
 	gpo pg_catalog.oid[] := '{}';
 	gk pg_catalog.name[] := '{}';			-- the partition key of its table
+	gt pg_catalog.text[] := '{}';			-- the remote table it reads
 	g record;
 	hp record;								-- a partition of a histogram
 	hcount double precision[];			-- a histogram of the group's rows, by bucket
+	hwrit double precision[];			-- and of those of them written in the sample
+	hh record;
+	by_writes boolean;					-- the cut sized by the rows written
+	cut_v double precision;				-- what a cut holds of the histogram it is sized by
+	cut_load double precision;			-- the writes per second of a cut sized by writes
+	hv double precision[];				-- the histogram a cut is sized by
+	hsum double precision;				-- and its sum
+	bw integer;							-- the genes of a bucket
+	frac double precision;				-- the part of a bucket a cut takes
+	hr double precision;					-- the rows of a bucket
+	lo_g integer;							-- the genes a histogram counts
+	hi_g integer;
+	level integer;
+	refine boolean;						-- the cut falls in a bucket counted again
 	keycol pg_catalog.name;					-- the parent's partition key
-	hb integer[];							-- a histogram of a partition's rows: buckets
-	hc bigint[];							-- and their rows
 	w integer;								-- genes per bucket
 	bg integer;
 	cnt double precision;
@@ -628,10 +657,12 @@ BEGIN
 	IF strategy OPERATOR(pg_catalog.=) 'writes' THEN
 		w0p := first_parts;
 		w0 := first_writes;
+		w0x := first_xids;
 		t0 := first_at;
 		IF t0 IS NULL THEN
 			t0 := pg_catalog.clock_timestamp();
-			SELECT pg_catalog.array_agg(CAST(sc.partition AS pg_catalog.oid)), pg_catalog.array_agg(sc.writes) INTO w0p, w0
+			SELECT pg_catalog.array_agg(CAST(sc.partition AS pg_catalog.oid)), pg_catalog.array_agg(sc.writes),
+					pg_catalog.array_agg(sc.next_xid) INTO w0p, w0, w0x
 				FROM @extschema@.snowseq_placement_group(parent) pg,
 					LATERAL @extschema@.snowseq_shard_counters(pg.member) sc;
 			PERFORM pg_catalog.pg_sleep_for(sample);
@@ -693,6 +724,7 @@ BEGIN
 			gv := gv OPERATOR(pg_catalog.||) pload;
 			gpo := gpo OPERATOR(pg_catalog.||) CAST(r.partition AS pg_catalog.oid);
 			gk := gk OPERATOR(pg_catalog.||) r.key;
+			gt := gt OPERATOR(pg_catalog.||) r.remote;
 			CONTINUE;
 		END IF;
 		SELECT COALESCE(pg_catalog.sum(gr[x.j] OPERATOR(pg_catalog.*) x.ov), 0) AS rows,
@@ -736,14 +768,21 @@ BEGIN
 			IF sv[k] OPERATOR(pg_catalog.<>) ALL (drain)
 				AND (lo IS NULL OR sload[k] OPERATOR(pg_catalog.<) sload[lo]
 					OR (sload[k] OPERATOR(pg_catalog.=) sload[lo] AND srows[k] OPERATOR(pg_catalog.<) srows[lo]))
-				AND NOT EXISTS (SELECT FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
-					WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[k] AND pt[j.j] OPERATOR(pg_catalog.=) pt[r.i]) THEN
+				AND NOT EXISTS (SELECT FROM (SELECT pt[j.j] AS t FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
+							WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[k]
+						UNION ALL SELECT gt[o.j] FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+							WHERE gs[o.j] OPERATOR(pg_catalog.=) sv[k]) d
+					WHERE d.t OPERATOR(pg_catalog.=) pt[r.i] OR d.t OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT gt[o.j]
+						FROM pg_catalog.generate_subscripts(gf, 1) AS o(j) WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
+							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]))) THEN
 				lo := k;
 			END IF;
 		END LOOP;
 		IF lo IS NULL THEN
-			RAISE EXCEPTION 'no server can take genes % to % of server "%": each reads a table named %',
-				pf[r.i], pl[r.i], ps[r.i], pt[r.i]
+			RAISE EXCEPTION 'no server can take genes % to % of server "%": each reads a table named as one that they are read from there (%)',
+				pf[r.i], pl[r.i], ps[r.i], pg_catalog.array_to_string(pt[r.i] OPERATOR(pg_catalog.||) ARRAY(SELECT gt[o.j]
+					FROM pg_catalog.generate_subscripts(gf, 1) AS o(j) WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
+						AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]), ', ')
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					HINT = 'A move copies a table into the table of the same name on the destination: give the shard tables of different servers different names, or add a server.';
 		END IF;
@@ -807,72 +846,121 @@ BEGIN
 			share := pv[best];
 			genes := pl[best] OPERATOR(pg_catalog.-) pf[best] OPERATOR(pg_catalog.+) 1;
 			cut_rows := NULL;
+			cut_load := NULL;
 			IF share OPERATOR(pg_catalog.<=) amount THEN
 				k := genes;
-			ELSIF strategy OPERATOR(pg_catalog.<>) 'writes' AND po[best] IS NOT NULL
-				AND pr[best] OPERATOR(pg_catalog.>) 0 THEN
-				-- rows, bytes: as many of the last genes as hold amount, by a
-				-- histogram of the rows of the partition and of the group's
-				-- partitions of its genes on its server over 64 buckets of
-				-- its genes, counted where they live (postgres_fdw sends each
-				-- count there); bytes taken as even over its rows
-				IF keycol IS NULL THEN
-					SELECT a.attname INTO keycol FROM pg_catalog.pg_partitioned_table t
-						JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) t.partrelid
-							AND a.attnum OPERATOR(pg_catalog.=) t.partattrs[0]
-						WHERE t.partrelid OPERATOR(pg_catalog.=) parent;
-				END IF;
-				w := CAST(pg_catalog.ceil(genes OPERATOR(pg_catalog./) 64.0) AS integer);
-				hcount := pg_catalog.array_fill(CAST(0 AS double precision), ARRAY[64]);
-				FOR hp IN SELECT po[best] AS part, keycol AS key
-						UNION ALL SELECT gpo[o.j], gk[o.j] FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-						WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[best]
-							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[best] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[best] LOOP
-					EXECUTE pg_catalog.format('SELECT pg_catalog.array_agg(x.b ORDER BY x.b), pg_catalog.array_agg(x.c ORDER BY x.b) '
-						'FROM (SELECT CAST(((t.%1$I OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.-) $1) OPERATOR(pg_catalog./) $2 AS integer) AS b, '
-						'pg_catalog.count(*) AS c FROM %2$s t WHERE t.%1$I OPERATOR(pg_catalog.>=) (CAST($1 AS bigint) OPERATOR(pg_catalog.<<) 48) '
-						'AND (t.%1$I OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.<=) $3 GROUP BY 1) x',
-						hp.key, CAST(hp.part AS pg_catalog.regclass))
-						INTO hb, hc USING pf[best], w, pl[best];
-					FOR i IN 1 .. COALESCE(pg_catalog.array_length(hb, 1), 0) LOOP
-						hcount[hb[i] OPERATOR(pg_catalog.+) 1] := hcount[hb[i] OPERATOR(pg_catalog.+) 1] OPERATOR(pg_catalog.+) hc[i];
-					END LOOP;
-				END LOOP;
-				need := amount OPERATOR(pg_catalog.*) pr[best] OPERATOR(pg_catalog./) share;
+			ELSE
+				-- as many of the last genes as hold amount, by a histogram
+				-- over 64 buckets of its genes of the rows of the partition
+				-- and of the group's partitions of its genes on its server,
+				-- counted where they live (snowseq_shard_histogram): of
+				-- their rows (bytes taken as even over them), or for writes
+				-- of those of them written since the first reading (a row
+				-- version's xmin at or after its server's next transaction
+				-- id then; every row of a partition new since); the bucket
+				-- the cut falls in is counted again, over 64 buckets of its
+				-- own genes, and the cut taken as even over the genes of
+				-- one of those
+				by_writes := strategy OPERATOR(pg_catalog.=) 'writes';
+				hsum := 0;
+				cut_v := 0;
 				cut_rows := 0;
 				k := 0;
-				FOR bg IN REVERSE (genes OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog./) w .. 0 LOOP
-					cnt := hcount[bg OPERATOR(pg_catalog.+) 1];
-					-- the genes of bucket bg (the last one may be short)
-					w := LEAST(CAST(pg_catalog.ceil(genes OPERATOR(pg_catalog./) 64.0) AS integer),
-						genes OPERATOR(pg_catalog.-) (bg OPERATOR(pg_catalog.*) CAST(pg_catalog.ceil(genes OPERATOR(pg_catalog./) 64.0) AS integer)));
-					IF cut_rows OPERATOR(pg_catalog.+) cnt OPERATOR(pg_catalog.>=) need THEN
-						k := k OPERATOR(pg_catalog.+) GREATEST(1, CAST(pg_catalog.ceil(w OPERATOR(pg_catalog.*)
-							(need OPERATOR(pg_catalog.-) cut_rows) OPERATOR(pg_catalog./) cnt) AS integer));
-						cut_rows := cut_rows OPERATOR(pg_catalog.+) (cnt OPERATOR(pg_catalog.*)
-							LEAST(1.0, (need OPERATOR(pg_catalog.-) cut_rows) OPERATOR(pg_catalog./) cnt));
-						EXIT;
+				lo_g := pf[best];
+				hi_g := pl[best];
+				IF po[best] IS NOT NULL AND pr[best] OPERATOR(pg_catalog.>) 0
+					AND (NOT by_writes OR (w0x IS NOT NULL
+						AND pg_catalog.cardinality(w0x) OPERATOR(pg_catalog.=) pg_catalog.cardinality(w0p))) THEN
+					IF keycol IS NULL THEN
+						SELECT a.attname INTO keycol FROM pg_catalog.pg_partitioned_table t
+							JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) t.partrelid
+								AND a.attnum OPERATOR(pg_catalog.=) t.partattrs[0]
+							WHERE t.partrelid OPERATOR(pg_catalog.=) parent;
 					END IF;
-					cut_rows := cut_rows OPERATOR(pg_catalog.+) cnt;
-					k := k OPERATOR(pg_catalog.+) w;
-				END LOOP;
-				IF k OPERATOR(pg_catalog.>=) genes THEN
-					k := genes;
+					FOR level IN 1 .. 2 LOOP
+						w := CAST(pg_catalog.ceil((hi_g OPERATOR(pg_catalog.-) lo_g OPERATOR(pg_catalog.+) 1)
+							OPERATOR(pg_catalog./) 64.0) AS integer);
+						hcount := pg_catalog.array_fill(CAST(0 AS double precision), ARRAY[64]);
+						hwrit := hcount;
+						FOR hp IN SELECT po[best] AS part, keycol AS key
+								UNION ALL SELECT gpo[o.j], gk[o.j] FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+								WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[best]
+									AND gf[o.j] OPERATOR(pg_catalog.<=) pl[best] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[best] LOOP
+							i := pg_catalog.array_position(w0p, hp.part);
+							FOR hh IN SELECT * FROM @extschema@.snowseq_shard_histogram(CAST(hp.part AS pg_catalog.regclass),
+									hp.key, lo_g, hi_g, w, CASE WHEN by_writes AND i IS NOT NULL THEN w0x[i] END) LOOP
+								hcount[hh.bucket OPERATOR(pg_catalog.+) 1] := hcount[hh.bucket OPERATOR(pg_catalog.+) 1] OPERATOR(pg_catalog.+) hh.rows;
+								hwrit[hh.bucket OPERATOR(pg_catalog.+) 1] := hwrit[hh.bucket OPERATOR(pg_catalog.+) 1] OPERATOR(pg_catalog.+) hh.written;
+							END LOOP;
+						END LOOP;
+						hv := CASE WHEN by_writes THEN hwrit ELSE hcount END;
+						IF level OPERATOR(pg_catalog.=) 1 THEN
+							SELECT COALESCE(pg_catalog.sum(x), 0) INTO hsum FROM pg_catalog.unnest(hv) x;
+							EXIT WHEN hsum OPERATOR(pg_catalog.<=) 0;
+							need := amount OPERATOR(pg_catalog.*) (CASE WHEN by_writes THEN hsum ELSE pr[best] END)
+								OPERATOR(pg_catalog./) share;
+						END IF;
+						refine := false;
+						FOR bg IN REVERSE (hi_g OPERATOR(pg_catalog.-) lo_g) OPERATOR(pg_catalog./) w .. 0 LOOP
+							cnt := hv[bg OPERATOR(pg_catalog.+) 1];
+							hr := hcount[bg OPERATOR(pg_catalog.+) 1];
+							-- the genes of bucket bg (the last one may be short)
+							bw := LEAST(w, hi_g OPERATOR(pg_catalog.-) lo_g OPERATOR(pg_catalog.+) 1 OPERATOR(pg_catalog.-) (bg OPERATOR(pg_catalog.*) w));
+							IF cut_v OPERATOR(pg_catalog.+) cnt OPERATOR(pg_catalog.>=) need THEN
+								IF level OPERATOR(pg_catalog.=) 1 AND bw OPERATOR(pg_catalog.>) 1 THEN
+									-- count this bucket's genes again, finer
+									lo_g := lo_g OPERATOR(pg_catalog.+) (bg OPERATOR(pg_catalog.*) w);
+									hi_g := lo_g OPERATOR(pg_catalog.+) bw OPERATOR(pg_catalog.-) 1;
+									refine := true;
+									EXIT;
+								END IF;
+								frac := LEAST(1.0, (need OPERATOR(pg_catalog.-) cut_v) OPERATOR(pg_catalog./) cnt);
+								k := k OPERATOR(pg_catalog.+) GREATEST(1, CAST(pg_catalog.ceil(bw OPERATOR(pg_catalog.*) frac) AS integer));
+								cut_v := cut_v OPERATOR(pg_catalog.+) (cnt OPERATOR(pg_catalog.*) frac);
+								cut_rows := cut_rows OPERATOR(pg_catalog.+) (hr OPERATOR(pg_catalog.*) frac);
+								EXIT;
+							END IF;
+							cut_v := cut_v OPERATOR(pg_catalog.+) cnt;
+							cut_rows := cut_rows OPERATOR(pg_catalog.+) hr;
+							k := k OPERATOR(pg_catalog.+) bw;
+						END LOOP;
+						EXIT WHEN NOT refine;
+					END LOOP;
+				END IF;
+				IF hsum OPERATOR(pg_catalog.>) 0 THEN
+					IF k OPERATOR(pg_catalog.>=) genes THEN
+						k := genes;
+						cut_rows := NULL;
+					ELSIF by_writes THEN
+						cut_load := share OPERATOR(pg_catalog.*) cut_v OPERATOR(pg_catalog./) hsum;
+					END IF;
+				ELSE
+					-- no histogram (a partition not read yet, nothing
+					-- counted, or writes without the first reading's
+					-- transaction ids): its load taken as even over its genes
+					k := CAST(pg_catalog.round(genes OPERATOR(pg_catalog.*) amount OPERATOR(pg_catalog./) share) AS integer);
 					cut_rows := NULL;
-				END IF;
-			ELSE
-				k := CAST(pg_catalog.round(genes OPERATOR(pg_catalog.*) amount OPERATOR(pg_catalog./) share) AS integer);
-				IF k OPERATOR(pg_catalog.<) 1 THEN
-					k := 1;
-				END IF;
-				IF k OPERATOR(pg_catalog.>=) genes THEN
-					k := genes;
+					IF k OPERATOR(pg_catalog.<) 1 THEN
+						k := 1;
+					END IF;
+					IF k OPERATOR(pg_catalog.>=) genes THEN
+						k := genes;
+					END IF;
 				END IF;
 			END IF;
 			-- a whole partition that would only swap the two servers'
 			-- places gains nothing
 			CONTINUE WHEN k OPERATOR(pg_catalog.=) genes
 				AND share OPERATOR(pg_catalog.>=) (sload[hi] OPERATOR(pg_catalog.-) sload[lo]);
+			-- the tables of the group the move takes along (those in its
+			-- genes on its server) must not be named as a table read there
+			CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+				WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[best] AND gf[o.j] OPERATOR(pg_catalog.<=) pl[best]
+					AND gl[o.j] OPERATOR(pg_catalog.>=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
+					AND gt[o.j] OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pt[j.j] FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
+						WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo]
+						UNION ALL SELECT gt[x.j] FROM pg_catalog.generate_subscripts(gf, 1) AS x(j)
+						WHERE gs[x.j] OPERATOR(pg_catalog.=) sv[lo])));
 			found_one := true;
 			EXIT;
 		END LOOP;
@@ -910,7 +998,7 @@ BEGIN
 			pb := pb OPERATOR(pg_catalog.||) CAST(bytes AS double precision);
 			moved := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN rows
 				WHEN strategy OPERATOR(pg_catalog.=) 'bytes' THEN bytes
-				ELSE pv[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes END;
+				ELSE COALESCE(cut_load, pv[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes) END;
 			pv := pv OPERATOR(pg_catalog.||) moved;
 			pl[best] := first_gene OPERATOR(pg_catalog.-) 1;
 			pr[best] := pr[best] OPERATOR(pg_catalog.-) rows;
@@ -925,9 +1013,9 @@ BEGIN
 	END LOOP;
 END
 $plan$;
-COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], timestamptz, boolean) IS
-	'the plan of snowseq_rebalance_plan, strategy writes from a first reading of snowseq_shard_counters taken at first_at (NULL: taken here, and sample slept); only_check: check the arguments alone';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], timestamptz, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean) IS
+	'the plan of snowseq_rebalance_plan, strategy writes from a first reading of snowseq_shard_counters taken at first_at (partitions, writes and next transaction ids; NULL: taken here, and sample slept); only_check: check the arguments alone';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean) FROM PUBLIC;
 
 -- The plan, one statement: strategy writes sleeps the sample in it, with
 -- no lock on the table (snowseq_shard_counters) but its snapshot.
@@ -940,11 +1028,11 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_plan(parent regclass, strategy tex
 	AS $plan$
 BEGIN
 	RETURN QUERY SELECT * FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
-		CAST(NULL AS pg_catalog.oid[]), CAST(NULL AS bigint[]), CAST(NULL AS pg_catalog.timestamptz), false);
+		CAST(NULL AS pg_catalog.oid[]), CAST(NULL AS bigint[]), CAST(NULL AS bigint[]), CAST(NULL AS pg_catalog.timestamptz), false);
 END
 $plan$;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval) IS
-	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows), row bytes (bytes) or rows written per second over sample (writes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized by a histogram of its rows over its genes (rows, bytes) or on the assumption that its writes are spread evenly over its genes (writes); counts from snowseq_shard_stats, the first reading of writes from snowseq_shard_counters, no lock on the table held through the sample';
+	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows), row bytes (bytes) or rows written per second over sample (writes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized by a histogram of its rows over its genes (rows, bytes) or of its rows written during the sample (writes); counts from snowseq_shard_stats, the first reading of writes from snowseq_shard_counters, no lock on the table held through the sample';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval) FROM PUBLIC;
 
 -- Whether the session that runs a rebalance is still there.
@@ -1070,19 +1158,20 @@ $steps$;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) IS
 	'record new steps of a rebalance, or the state, move, rows copied, error and times of its steps: for snowseq_rebalance';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) FROM PUBLIC;
--- The first reading of strategy writes (parts, writes at taken_at) and
+-- The first reading of strategy writes (parts, writes, xids at taken_at) and
 -- its sample, for snowseq_rebalance: committed, then slept a second at a
 -- time, each committed, so that the run holds no lock and no snapshot
 -- older than a second through the sample.
 CREATE PROCEDURE @extschema@.snowseq_rebalance_sample(parent regclass, sample interval,
-	INOUT parts oid[], INOUT writes bigint[], INOUT taken_at timestamptz)
+	INOUT parts oid[], INOUT writes bigint[], INOUT xids bigint[], INOUT taken_at timestamptz)
 	LANGUAGE plpgsql
 	AS $sample$
 DECLARE
 	remaining pg_catalog.interval;
 BEGIN
 	taken_at := pg_catalog.clock_timestamp();
-	SELECT pg_catalog.array_agg(CAST(sc.partition AS pg_catalog.oid)), pg_catalog.array_agg(sc.writes) INTO parts, writes
+	SELECT pg_catalog.array_agg(CAST(sc.partition AS pg_catalog.oid)), pg_catalog.array_agg(sc.writes),
+			pg_catalog.array_agg(sc.next_xid) INTO parts, writes, xids
 		FROM @extschema@.snowseq_placement_group(parent) pg,
 			LATERAL @extschema@.snowseq_shard_counters(pg.member) sc;
 	COMMIT;
@@ -1094,9 +1183,9 @@ BEGIN
 	END LOOP;
 END
 $sample$;
-COMMENT ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval, oid[], bigint[], timestamptz) IS
-	'for snowseq_rebalance: the write counters of each partition of the table and of the other tables of its placement group (snowseq_shard_counters) and when they were read, committed, then sample slept a second at a time, each committed';
-REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval, oid[], bigint[], timestamptz) FROM PUBLIC;
+COMMENT ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval, oid[], bigint[], bigint[], timestamptz) IS
+	'for snowseq_rebalance: the write counters of each partition of the table and of the other tables of its placement group and their servers'' next transaction ids (snowseq_shard_counters) and when they were read, committed, then sample slept a second at a time, each committed';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval, oid[], bigint[], bigint[], timestamptz) FROM PUBLIC;
 
 -- The run: not in a transaction block (it commits between moves), so no
 -- SET clause; every name is qualified.
@@ -1115,6 +1204,7 @@ DECLARE
 	t0 pg_catalog.timestamptz := pg_catalog.clock_timestamp();
 	w0p pg_catalog.oid[];			-- strategy writes: the first reading of the sample
 	w0 bigint[];
+	w0x bigint[];
 	w0_at pg_catalog.timestamptz;
 BEGIN
 	IF parent IS NULL THEN
@@ -1134,9 +1224,9 @@ BEGIN
 		-- the arguments checked before the sample, which commits each
 		-- second of it (no lock on the table, no old snapshot held)
 		PERFORM FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
-			NULL, NULL, NULL, true);
+			NULL, NULL, NULL, NULL, true);
 		IF strategy OPERATOR(pg_catalog.=) 'writes' THEN
-			CALL @extschema@.snowseq_rebalance_sample(parent, sample, w0p, w0, w0_at);
+			CALL @extschema@.snowseq_rebalance_sample(parent, sample, w0p, w0, w0x, w0_at);
 		END IF;
 		-- the plan checks the arguments: an error takes the run's row back
 		run.parent := parent;
@@ -1150,7 +1240,7 @@ BEGIN
 		planned := ARRAY(SELECT ROW(run.run_id, p.step, p.first_gene, p.last_gene, p.from_server, p.to_server,
 				p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
 			FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
-				w0p, w0, w0_at, false) p);
+				w0p, w0, w0x, w0_at, false) p);
 		PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
 		nsteps := COALESCE(pg_catalog.cardinality(planned), 0);
 		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
@@ -1189,7 +1279,7 @@ BEGIN
 			-- from what is there now, at most three rounds in all
 			IF run.rounds OPERATOR(pg_catalog.<) 3 THEN
 				IF run.strategy OPERATOR(pg_catalog.=) 'writes' THEN
-					CALL @extschema@.snowseq_rebalance_sample(run.parent, run.sample, w0p, w0, w0_at);
+					CALL @extschema@.snowseq_rebalance_sample(run.parent, run.sample, w0p, w0, w0x, w0_at);
 				END IF;
 				SELECT COALESCE(pg_catalog.max(st.step), 0) INTO nsteps
 					FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
@@ -1199,7 +1289,7 @@ BEGIN
 						-- drained servers have left the map
 						ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d WHERE EXISTS (SELECT
 							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill, run.sample,
-						w0p, w0, w0_at, false) p);
+						w0p, w0, w0x, w0_at, false) p);
 				IF pg_catalog.cardinality(planned) OPERATOR(pg_catalog.>) 0 THEN
 					PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
 					run.rounds := run.rounds OPERATOR(pg_catalog.+) 1;

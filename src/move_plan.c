@@ -281,6 +281,43 @@ MoveForeignOptions(Move *m, Oid rel, char **opts, char **colopts)
 							  SQL_ARGS(relid));
 }
 
+/*
+ * The table a foreign partition reads on its server (schema and name) and
+ * the column there of its column key, as postgres_fdw resolves them: the
+ * table's schema_name and table_name options, the column's column_name,
+ * else the local names.
+ */
+void
+MoveForeignNames(Oid part, const char *key, char **schema, char **table, char **col)
+{
+	ForeignTable *ft = GetForeignTable(part);
+	ListCell   *lc;
+
+	*schema = NULL;
+	*table = NULL;
+	*col = pstrdup(key);
+	foreach(lc, ft->options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (strcmp(d->defname, "schema_name") == 0)
+			*schema = defGetString(d);
+		else if (strcmp(d->defname, "table_name") == 0)
+			*table = defGetString(d);
+	}
+	if (*schema == NULL)
+		*schema = get_namespace_name(get_rel_namespace(part));
+	if (*table == NULL)
+		*table = get_rel_name(part);
+	foreach(lc, GetForeignColumnOptions(part, get_attnum(part, key)))
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (strcmp(d->defname, "column_name") == 0)
+			*col = defGetString(d);
+	}
+}
+
 /* Everything the router can check, and what it needs later. */
 void
 MovePlan(Move *m, const char *to_server)
@@ -290,9 +327,9 @@ MovePlan(Move *m, const char *to_server)
 	ForeignTable *ft;
 	ForeignServer *src;
 	ForeignServer *dst;
-	char	   *schema = NULL;
-	char	   *table = NULL;
-	ListCell   *lc;
+	char	   *schema;
+	char	   *table;
+	char	   *col;
 	char	   *v;
 
 	if (m->first < 0 || m->last > SNOWSEQ_MAX_GENE || m->first > m->last)
@@ -327,28 +364,9 @@ MovePlan(Move *m, const char *to_server)
 	MoveCheckMap(m);
 
 	/* the remote table and ID column, as postgres_fdw resolves them */
-	foreach(lc, ft->options)
-	{
-		DefElem    *d = lfirst(lc);
-
-		if (strcmp(d->defname, "schema_name") == 0)
-			schema = defGetString(d);
-		else if (strcmp(d->defname, "table_name") == 0)
-			table = defGetString(d);
-	}
-	if (schema == NULL)
-		schema = get_namespace_name(get_rel_namespace(part));
-	if (table == NULL)
-		table = get_rel_name(part);
+	MoveForeignNames(part, key, &schema, &table, &col);
 	m->src_table = MemoryContextStrdup(m->cxt, quote_qualified_identifier(schema, table));
-	m->id_col = key;
-	foreach(lc, GetForeignColumnOptions(part, get_attnum(part, key)))
-	{
-		DefElem    *d = lfirst(lc);
-
-		if (strcmp(d->defname, "column_name") == 0)
-			m->id_col = MemoryContextStrdup(m->cxt, defGetString(d));
-	}
+	m->id_col = MemoryContextStrdup(m->cxt, col);
 	m->dst_nsp = MemoryContextStrdup(m->cxt, schema);
 	m->src_rel = MemoryContextStrdup(m->cxt, table);
 

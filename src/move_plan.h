@@ -10,6 +10,7 @@
 
 extern List *MovePartBounds(Oid parent);
 extern char *MoveParentKey(Move *m);
+extern void MoveForeignNames(Oid part, const char *key, char **schema, char **table, char **col);
 extern void MoveForeignOptions(Move *m, Oid rel, char **opts, char **colopts);
 extern void MovePlan(Move *m, const char *to_server);
 extern char *MoveLocalNode(Move *m);

@@ -11,11 +11,16 @@
 
 #include <math.h>
 
+#include "access/relation.h"
+#include "access/transam.h"
+#include "catalog/objectaddress.h"
+#include "catalog/pg_class.h"
 #include "foreign/foreign.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -66,7 +71,7 @@ static const struct
 {
 	[SHARD_STATS_ROWS] = {"snowseq_shard_stats", 6},
 	[SHARD_STATS_ACCESS] = {"snowseq_shard_stats", 8},
-	[SHARD_STATS_COUNTERS] = {"snowseq_shard_counters", 3},
+	[SHARD_STATS_COUNTERS] = {"snowseq_shard_counters", 4},
 };
 
 #define SHARD_STATS_COLS 8
@@ -81,6 +86,13 @@ static const struct
 	"s.seq_tup_read OPERATOR(pg_catalog.+) coalesce(s.idx_tup_fetch, 0) " \
 	"FROM pg_catalog.pg_stat_all_tables s WHERE s.relid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
 
+/*
+ * A server's next transaction id (as xid8): a row version whose xmin is at
+ * least this one was written after the reading.
+ */
+#define SHARD_STATS_NEXT_XID_SQL \
+	"SELECT CAST(CAST(pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot()) AS pg_catalog.text) AS pg_catalog.int8)"
+
 /* One row of the result before a partition's writes and reads are shared out. */
 typedef struct ShardStatsPiece
 {
@@ -92,6 +104,7 @@ typedef struct ShardStatsPiece
 	int64		bytes;
 	int64		part_writes;	/* of the whole partition */
 	int64		part_reads;
+	int64		next_xid;		/* SHARD_STATS_COUNTERS: its server's, at the reading */
 } ShardStatsPiece;
 
 /*
@@ -281,6 +294,12 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 				}
 				else if (access)
 				{
+					if (!count_rows)
+					{
+						res = RemoteExec(rc, SHARD_STATS_NEXT_XID_SQL, "read the next transaction id");
+						out[i].next_xid = pg_strtoint64(PQgetvalue(res, 0, 0));
+						PQclear(res);
+					}
 					res = RemoteExecParams(rc, SHARD_STATS_ACCESS_SQL, SQL_ARGS(remote),
 										   "read table statistics");
 					if (PQntuples(res) == 1)
@@ -310,6 +329,11 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 				}
 				else if (access)
 				{
+					if (!count_rows)
+					{
+						SpiRun(SHARD_STATS_NEXT_XID_SQL, SPI_OK_SELECT);
+						out[i].next_xid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+					}
 					/* a fresh snapshot of the statistics, not this transaction's */
 					SpiRun("SELECT pg_catalog.pg_stat_clear_snapshot()", SPI_OK_SELECT);
 					SpiRunParams(SHARD_STATS_ACCESS_SQL, SQL_ARGS(SPI_getvalue(t, d, 10)), SPI_OK_SELECT);
@@ -338,14 +362,15 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 	{
 		for (uint64 i = 0; i < n; i++)
 		{
-			Datum		v[3];
-			bool		nulls[3] = {false};
+			Datum		v[4];
+			bool		nulls[4] = {false};
 
 			if (out[i].part == InvalidOid || (i > 0 && out[i - 1].part == out[i].part))
 				continue;
 			v[0] = ObjectIdGetDatum(out[i].part);
 			v[1] = Int64GetDatum(out[i].part_writes);
 			v[2] = Int64GetDatum(out[i].part_reads);
+			v[3] = Int64GetDatum(out[i].next_xid);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 		}
 		SPI_finish();
@@ -414,5 +439,154 @@ Datum
 snowseq_shard_counters(PG_FUNCTION_ARGS)
 {
 	ShardStatsRun(fcinfo, SHARD_STATS_COUNTERS);
+	return (Datum) 0;
+}
+
+/*
+ * The rows of a table in genes $1 to $3, by buckets of $2 genes (bucket b:
+ * genes $1 + b * $2 onward), and of them the rows whose version was written
+ * (inserted or updated) by transaction $4 or a later one ($4 NULL: every
+ * row).  %1$s: the column key, %2$s: the table.  The same text runs on a
+ * partition's server and on the router.
+ */
+#define SHARD_HISTOGRAM_SQL \
+	"SELECT CAST(((t.%1$s OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.-) $1::pg_catalog.int8) " \
+	"OPERATOR(pg_catalog./) $2::pg_catalog.int8 AS pg_catalog.int4), pg_catalog.count(*), " \
+	"pg_catalog.count(*) FILTER (WHERE $4::pg_catalog.xid IS NULL " \
+	"OR pg_catalog.age(t.xmin) OPERATOR(pg_catalog.<=) pg_catalog.age($4::pg_catalog.xid)) " \
+	"FROM %2$s t WHERE t.%1$s OPERATOR(pg_catalog.>=) ($1::pg_catalog.int8 OPERATOR(pg_catalog.<<) 48) " \
+	"AND (t.%1$s OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.<=) $3::pg_catalog.int8 GROUP BY 1 ORDER BY 1"
+
+PG_FUNCTION_INFO_V1(snowseq_shard_histogram);
+
+/*
+ * snowseq_shard_histogram(partition, key, first_gene, last_gene, width,
+ * since) of 1.3: the rows of a partition of a gene-sharded table in genes
+ * first_gene to last_gene, counted where they live, in buckets of width
+ * genes, and of them the rows written since transaction since of the
+ * partition's server (the next_xid of snowseq_shard_counters: xmin at least
+ * since, taken modulo 2^32 as xmin is; NULL: every row).  The rebalancer
+ * cuts a partition by it: by rows, or by the rows its writes touched during
+ * its sample.  A row updated twice counts once; a deleted row does not
+ * count; a row frozen since it was written does not count.  No row without
+ * a bucket is returned.  The caller needs SELECT on the partition (and a
+ * user mapping for its server), as for reading it.
+ */
+Datum
+snowseq_shard_histogram(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			part;
+	char	   *key;
+	int32		first;
+	int32		last;
+	int32		width;
+	char	   *since = NULL;
+	Relation	rel;
+	char		relkind;
+	char	   *sql;
+	char	   *first_s;
+	char	   *width_s;
+	char	   *last_s;
+	AclResult	acl;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int a = 0; a < 5; a++)
+		if (PG_ARGISNULL(a))
+			return (Datum) 0;
+	part = PG_GETARG_OID(0);
+	key = NameStr(*PG_GETARG_NAME(1));
+	first = PG_GETARG_INT32(2);
+	last = PG_GETARG_INT32(3);
+	width = PG_GETARG_INT32(4);
+	if (first < 0 || last > SNOWSEQ_MAX_GENE || first > last)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("genes %d to %d are not a gene range", first, last),
+				 errhint("Genes go from 0 to %d, and the first is not above the last.", SNOWSEQ_MAX_GENE)));
+	if (width < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a bucket of %d genes is not a bucket", width),
+				 errhint("Give width 1 or more.")));
+	if (!PG_ARGISNULL(5))
+	{
+		uint32		xid = (uint32) ((uint64) PG_GETARG_INT64(5) & 0xFFFFFFFF);
+
+		/* the normal xid at or next to it: age() of a special xid is "frozen" */
+		since = psprintf("%u", Max(xid, FirstNormalTransactionId));
+	}
+
+	/* the right to read it before any lock on it, as a query checks it */
+	acl = pg_class_aclcheck(part, GetUserId(), ACL_SELECT);
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, get_relkind_objtype(get_rel_relkind(part)), get_rel_name(part));
+	rel = relation_open(part, AccessShareLock);
+	relkind = rel->rd_rel->relkind;
+	relation_close(rel, NoLock);
+	if (get_attnum(part, key) == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist", key, get_rel_name(part)),
+				 errhint("Give the column key of the partition's table.")));
+	first_s = psprintf("%d", first);
+	width_s = psprintf("%d", width);
+	last_s = psprintf("%d", last);
+
+	if (relkind == RELKIND_FOREIGN_TABLE)
+	{
+		ForeignTable *ft = GetForeignTable(part);
+		ForeignServer *server = GetForeignServer(ft->serverid);
+		char	   *schema;
+		char	   *table;
+		char	   *col;
+		RemoteConn *rc;
+		PGresult   *res;
+
+		if (strcmp(GetForeignDataWrapper(server->fdwid)->fdwname, "postgres_fdw") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("partition %s reads server \"%s\", which is not a postgres_fdw server",
+							get_rel_name(part), server->servername)));
+		MoveForeignNames(part, key, &schema, &table, &col);
+		sql = psprintf(SHARD_HISTOGRAM_SQL, quote_identifier(col), quote_qualified_identifier(schema, table));
+		rc = RemoteConnect(ft->serverid);
+		res = RemoteExecParams(rc, sql, SQL_ARGS(first_s, width_s, last_s, since), "count rows by genes");
+		for (int i = 0; i < PQntuples(res); i++)
+		{
+			Datum		v[3];
+			bool		nulls[3] = {false};
+
+			v[0] = Int32GetDatum(pg_strtoint32(PQgetvalue(res, i, 0)));
+			v[1] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, i, 1)));
+			v[2] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, i, 2)));
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+		}
+		PQclear(res);
+		RemoteClose(rc);
+	}
+	else if (relkind == RELKIND_RELATION || relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		sql = psprintf(SHARD_HISTOGRAM_SQL, quote_identifier(key),
+					   quote_qualified_identifier(get_namespace_name(get_rel_namespace(part)), get_rel_name(part)));
+		SPI_connect();
+		SpiRunParams(sql, SQL_ARGS(first_s, width_s, last_s, since), SPI_OK_SELECT);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			Datum		v[3];
+			bool		nulls[3] = {false};
+			bool		isnull;
+
+			for (int c = 0; c < 3; c++)
+				v[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &isnull);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+		}
+		SPI_finish();
+	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table or a foreign table", get_rel_name(part)),
+				 errhint("Give a partition of a gene-sharded table.")));
 	return (Datum) 0;
 }

@@ -110,11 +110,12 @@ $router->safe_psql('postgres', qq{CREATE ROLE radmin LOGIN;
 		snowseq_rebalance_stop(regclass, boolean), snowseq_shard_stats(regclass),
 		snowseq_rebalance_runner_alive(integer, timestamptz), snowseq_rebalance_open_run(regclass),
 		snowseq_rebalance_save_run(snowseq_rebalance_runs, boolean), snowseq_rebalance_save_steps(snowseq_rebalance_steps[]),
-		snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], timestamptz, boolean),
-		snowseq_shard_counters(regclass), snowseq_placement_group(regclass)
+		snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean),
+		snowseq_shard_counters(regclass), snowseq_shard_histogram(regclass, name, integer, integer, integer, bigint),
+		snowseq_placement_group(regclass)
 		TO radmin;
 	GRANT EXECUTE ON PROCEDURE snowseq_rebalance(regclass, text, double precision, name[], name[], interval),
-		snowseq_rebalance_sample(regclass, interval, oid[], bigint[], timestamptz) TO radmin;
+		snowseq_rebalance_sample(regclass, interval, oid[], bigint[], bigint[], timestamptz) TO radmin;
 	} . join('', map { qq{CREATE USER MAPPING FOR radmin SERVER $_ OPTIONS (user '$su', password_required 'false');\n} } @servers));
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_rebalance_stop()});
 is("$rc $out", '0 0', 'a router administrator may stop rebalances (there are none)') or diag($err);
@@ -139,6 +140,8 @@ $router->safe_psql('postgres', q{CREATE FOREIGN DATA WRAPPER novalid;
 	CREATE FOREIGN TABLE rt_0 PARTITION OF rt FOR VALUES FROM (0) TO (MAXVALUE) SERVER sx});
 ($rc, $out, $err) = $router->psql('postgres', q{SELECT * FROM snowseq_shard_counters('rt')});
 like($err, qr/server "sx" is not a postgres_fdw server/, 'a server of another wrapper is refused');
+($rc, $out, $err) = $router->psql('postgres', q{SELECT * FROM snowseq_shard_histogram('rt_0', 'id', 0, 99, 10, NULL)});
+like($err, qr/partition rt_0 reads server "sx", which is not a postgres_fdw server/, 'by the histogram too');
 $router->safe_psql('postgres', q{DROP TABLE rt; DROP SERVER sx CASCADE; DROP FOREIGN DATA WRAPPER novalid});
 
 # after a run: every row once (8,000 and those the writers wrote: $rows),

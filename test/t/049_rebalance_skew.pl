@@ -171,9 +171,15 @@ for my $server (@servers)
 		WHERE application_name = 'snowseq move' OR backend_type = 'logical replication worker'}),
 		"group: no session or worker of a move is left on $server");
 }
-my $first_reading = $router->safe_psql('postgres', q{SELECT array_agg(sc.partition::oid)::text || '|' || array_agg(sc.writes)::text
-	FROM snowseq_placement_group('items') g, LATERAL snowseq_shard_counters(g.member) sc});
-my ($w0p, $w0) = split /\|/, $first_reading;
+# the first reading: each partition's write counters and its server's next
+# transaction id
+sub first_reading
+{
+	return split /\|/, $router->safe_psql('postgres', q{SELECT array_agg(sc.partition::oid)::text || '|'
+		|| array_agg(sc.writes)::text || '|' || array_agg(sc.next_xid)::text
+		FROM snowseq_placement_group('items') g, LATERAL snowseq_shard_counters(g.member) sc});
+}
+my ($w0p, $w0, $w0x) = first_reading();
 my $updated = $router->safe_psql('postgres', q{WITH u AS (UPDATE notes n SET body = body || '.' FROM snowseq_shard_stats('notes') s
 	WHERE s.shard = 's1' AND (n.note_id >> 48) BETWEEN s.first_gene AND s.last_gene RETURNING 1) SELECT count(*) FROM u});
 note "notes updated on s1: $updated";
@@ -183,7 +189,7 @@ ok($router->poll_query_until('postgres', qq{SELECT sum(writes) >= (SELECT sum(w)
 	'group: the servers have counted the updates');
 @plan = map { [ split /\|/ ] } split /\n/, $router->safe_psql('postgres',
 	qq{SELECT step, first_gene, last_gene, from_server, to_server, rows FROM snowseq_rebalance_plan_from('items', 'writes', 1.1,
-		'{}', '{}', '1 s', '$w0p', '$w0', now() - interval '10 s', false)});
+		'{}', '{}', '1 s', '$w0p', '$w0', '$w0x', now() - interval '10 s', false)});
 note 'plan by writes: ' . join('; ', map { join ' ', @$_ } @plan);
 ok(scalar(@plan) >= 1 && !grep({ $_->[3] ne 's1' || $_->[4] ne 's2' } @plan),
 	'group: the plan by writes counts the writes of notes: genes go from s1 to s2');
@@ -199,5 +205,86 @@ is($router->safe_psql('postgres', q{SELECT string_agg(member::text, ',') FROM sn
 	'items,notes,tags', 'group: tags, on genes 0 to 99 alone, is in the group');
 ($rc, $out, $err) = $router->psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items', 'rows', 1.1)});
 is($rc, 0, 'group: a table of the group without a partition for most genes does not stop the plan') or diag($err);
+
+# ---------------------------------------------------------------------
+# Writes inside a partition: the cut of a plan by writes is sized by the
+# rows written during the sample, counted by genes where they live (their
+# xmin against the first reading's transaction id), not on the assumption
+# that the writes are even over the partition's genes
+# ---------------------------------------------------------------------
+# s1's widest partition of items; 512 rows in its last 512 genes, before
+# the first reading
+my ($hf, $hl) = split /\|/, $router->safe_psql('postgres', q{SELECT first_gene, last_gene FROM snowseq_shard_stats('items')
+	WHERE shard = 's1' ORDER BY last_gene - first_gene DESC LIMIT 1});
+cmp_ok($hl - $hf + 1, '>=', 8192, "s1 has a wide partition of items: genes $hf to $hl");
+my $hot = $hl - 511;
+$router->safe_psql('postgres', qq{INSERT INTO items (item_id, k) SELECT (g::bigint << 48) | 77, 'warm ' || g
+	FROM generate_series($hot, $hl) g});
+for my $server (@servers)
+{
+	ok($node{$server}->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pg_stat_activity
+		WHERE application_name = 'snowseq move' OR backend_type = 'logical replication worker'}),
+		"writes inside: no session or worker of a move is left on $server");
+}
+($w0p, $w0, $w0x) = first_reading();
+# during the sample: every item in the last 512 genes is updated, and
+# every one in the first half of the partition; nothing else is written
+my $written = $router->safe_psql('postgres', qq{WITH u AS (UPDATE items SET k = k || ' w'
+	WHERE item_id >= (${hot}::bigint << 48) AND (item_id >> 48) <= $hl
+		OR item_id >= (${hf}::bigint << 48) AND (item_id >> 48) < $hf + ($hl - $hf + 1) / 2 RETURNING 1)
+	SELECT count(*) FROM u});
+my $hot_written = $router->safe_psql('postgres', qq{SELECT count(*) FROM items WHERE k LIKE '% w'
+	AND item_id >= (${hot}::bigint << 48) AND (item_id >> 48) <= $hl});
+note "writes inside: $written items updated, $hot_written of them in genes $hot to $hl";
+cmp_ok($hot_written, '>', $written / 2, 'writes inside: most of the rows written are in the last 512 genes');
+ok($router->poll_query_until('postgres', qq{SELECT sum(writes) >= (SELECT sum(w) FROM unnest('$w0'::bigint[]) w) + $written
+	FROM snowseq_placement_group('items') g, LATERAL snowseq_shard_counters(g.member) sc}),
+	'writes inside: the servers have counted the updates');
+# the histogram of the partition: its rows, and those written since
+my $part = $router->safe_psql('postgres', qq{SELECT partition FROM snowseq_shard_stats('items') WHERE first_gene = $hf AND shard = 's1'});
+is($router->safe_psql('postgres', qq{SELECT sum(rows) || ' ' || sum(written) FROM snowseq_shard_histogram('$part', 'item_id', $hf, $hl, 64,
+		(SELECT x FROM unnest('$w0p'::oid[], '$w0x'::bigint[]) u(p, x) WHERE p = '$part'::regclass))}),
+	$router->safe_psql('postgres', qq{SELECT count(*) || ' ' || count(*) FILTER (WHERE k LIKE '% w') FROM items
+		WHERE item_id >= (${hf}::bigint << 48) AND (item_id >> 48) <= $hl}),
+	'snowseq_shard_histogram: the rows of the partition, and those written since the first reading');
+@plan = map { [ split /\|/ ] } split /\n/, $router->safe_psql('postgres',
+	qq{SELECT step, first_gene, last_gene, from_server, to_server, rows FROM snowseq_rebalance_plan_from('items', 'writes', 1.1,
+		'{}', '{}', '1 s', '$w0p', '$w0', '$w0x', now() - interval '10 s', false)});
+note 'writes inside: plan ' . join('; ', map { join ' ', @$_ } @plan);
+is(scalar(@plan), 1, 'writes inside: the plan is one move');
+my ($cf, $cl, $cfrom, $cto, $crows) = @{ $plan[0] }[ 1 .. 5 ];
+is("$cfrom $cto $cl", "s1 s2 $hl", 'writes inside: the last genes of the partition go from s1 to s2');
+my ($cut_written, $cut_rows) = split /\|/, $router->safe_psql('postgres', qq{SELECT count(*) FILTER (WHERE k LIKE '% w') || '|' || count(*)
+	FROM items WHERE item_id >= (${cf}::bigint << 48) AND (item_id >> 48) <= $cl});
+note "writes inside: genes $cf to $cl hold $cut_written of the $written rows written, and $cut_rows rows (planned $crows)";
+cmp_ok($cf, '>=', $hot, "writes inside: the cut lies in the hot genes (from gene $cf)");
+ok(abs($cut_written - $written / 2) <= 0.1 * $written,
+	"writes inside: the cut holds about half the rows written ($cut_written of $written)");
+ok(abs($cut_rows - $crows) <= 0.1 * $cut_rows + 2, "writes inside: and the rows the plan says (planned $crows, hold $cut_rows)");
+
+
+# ---------------------------------------------------------------------
+# A server can take genes only if no table read there has the name of a
+# table the move takes along: a move copies each table of the group into
+# the table of that name on the destination
+# ---------------------------------------------------------------------
+# tags of genes 16384 to 16483, which the map puts on s2, in a table there
+# named as s1's table of tags of genes 0 to 99
+$node{s2}->safe_psql('postgres', 'CREATE TABLE tags_0 (tag_id bigint PRIMARY KEY)');
+is($router->safe_psql('postgres', q{SELECT DISTINCT shard FROM snowseq_shard_map WHERE upper_gene >= 16384 AND upper_gene <= 16483
+	OR upper_gene = (SELECT min(upper_gene) FROM snowseq_shard_map WHERE upper_gene >= 16483)}), 's2', 'the map puts genes 16384 to 16483 on s2');
+$router->safe_psql('postgres', q{CREATE FOREIGN TABLE tags_1 PARTITION OF tags FOR VALUES FROM (16384::bigint << 48) TO (16484::bigint << 48)
+	SERVER s2 OPTIONS (table_name 'tags_0')});
+# draining s1: its partition of genes 0 to 16190 would take s1's tags_0
+# into s2's tags_0
+($rc, $out, $err) = $router->psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items', 'rows', 1.1, drain => '{s1}')});
+like($err, qr/no server can take genes 0 to $hl of server "s1": each reads a table named as one that they are read from there \(.*tags_0.*\)/,
+	'can take: a drain is refused where a table of the group has the name of one read on the destination');
+note $err;
+# balancing: no step takes the genes of s1's tags to s2
+@plan = map { [ split /\|/ ] } split /\n/, $router->safe_psql('postgres',
+	q{SELECT step, first_gene, last_gene, from_server, to_server FROM snowseq_rebalance_plan('items', 'rows', 1.0)});
+note 'can take: plan at 1.0: ' . join('; ', map { join ' ', @$_ } @plan);
+ok(!grep({ $_->[1] <= 99 && $_->[3] eq 's1' && $_->[4] eq 's2' } @plan), 'can take: no step takes genes 0 to 99 from s1 to s2');
 
 done_testing();
