@@ -1778,8 +1778,10 @@ BEGIN
 			best := NULL;
 			FOR k IN 1 .. COALESCE(pg_catalog.array_length(pf, 1), 0) LOOP
 				CONTINUE WHEN ps[k] OPERATOR(pg_catalog.<>) sv[hi];
-				CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
-					WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo] AND pt[j.j] OPERATOR(pg_catalog.=) pt[k]);
+				CONTINUE WHEN pt[k] OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pt[j.j] FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
+						WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo]
+						UNION ALL SELECT gt[x.j] FROM pg_catalog.generate_subscripts(gf, 1) AS x(j)
+						WHERE gs[x.j] OPERATOR(pg_catalog.=) sv[lo]));
 				share := pv[k];
 				CONTINUE WHEN share OPERATOR(pg_catalog.<=) 0;
 				IF best IS NULL THEN

@@ -446,14 +446,17 @@ snowseq_shard_counters(PG_FUNCTION_ARGS)
  * The rows of a table in genes $1 to $3, by buckets of $2 genes (bucket b:
  * genes $1 + b * $2 onward), and of them the rows whose version was written
  * (inserted or updated) by transaction $4 or a later one ($4 NULL: every
- * row).  %1$s: the column key, %2$s: the table.  The same text runs on a
+ * row).  age() is modulo 2^32: a frozen row keeps its xmin, whose age turns
+ * negative once it is 2^31 transactions old, so a negative age is an old
+ * row.  %1$s: the column key, %2$s: the table.  The same text runs on a
  * partition's server and on the router.
  */
 #define SHARD_HISTOGRAM_SQL \
 	"SELECT CAST(((t.%1$s OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.-) $1::pg_catalog.int8) " \
 	"OPERATOR(pg_catalog./) $2::pg_catalog.int8 AS pg_catalog.int4), pg_catalog.count(*), " \
 	"pg_catalog.count(*) FILTER (WHERE $4::pg_catalog.xid IS NULL " \
-	"OR pg_catalog.age(t.xmin) OPERATOR(pg_catalog.<=) pg_catalog.age($4::pg_catalog.xid)) " \
+	"OR pg_catalog.age(t.xmin) OPERATOR(pg_catalog.<=) pg_catalog.age($4::pg_catalog.xid) " \
+	"AND pg_catalog.age(t.xmin) OPERATOR(pg_catalog.>=) 0) " \
 	"FROM %2$s t WHERE t.%1$s OPERATOR(pg_catalog.>=) ($1::pg_catalog.int8 OPERATOR(pg_catalog.<<) 48) " \
 	"AND (t.%1$s OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.<=) $3::pg_catalog.int8 GROUP BY 1 ORDER BY 1"
 
@@ -468,8 +471,8 @@ PG_FUNCTION_INFO_V1(snowseq_shard_histogram);
  * since, taken modulo 2^32 as xmin is; NULL: every row).  The rebalancer
  * cuts a partition by it: by rows, or by the rows its writes touched during
  * its sample.  A row updated twice counts once; a deleted row does not
- * count; a row frozen since it was written does not count.  No row without
- * a bucket is returned.  The caller needs SELECT on the partition (and a
+ * count, nor a row of a transaction that had its id before since.  No
+ * bucket without a row is returned.  The caller needs SELECT on the partition (and a
  * user mapping for its server), as for reading it.
  */
 Datum

@@ -286,5 +286,17 @@ note $err;
 	q{SELECT step, first_gene, last_gene, from_server, to_server FROM snowseq_rebalance_plan('items', 'rows', 1.0)});
 note 'can take: plan at 1.0: ' . join('; ', map { join ' ', @$_ } @plan);
 ok(!grep({ $_->[1] <= 99 && $_->[3] eq 's1' && $_->[4] eq 's2' } @plan), 'can take: no step takes genes 0 to 99 from s1 to s2');
+# tags of genes 16484 to 16583 on s2 in a table named as the one s1's items
+# of genes 0 to 16190 read: no step takes genes of that partition to s2
+my $items_remote = $router->safe_psql('postgres', q{SELECT option_value FROM pg_foreign_table ft, pg_options_to_table(ft.ftoptions)
+	WHERE ft.ftrelid = (SELECT partition FROM snowseq_shard_stats('items') WHERE first_gene = 0) AND option_name = 'table_name'});
+$node{s2}->safe_psql('postgres', qq{CREATE TABLE "$items_remote" (tag_id bigint PRIMARY KEY)});
+$router->safe_psql('postgres', qq{CREATE FOREIGN TABLE tags_2 PARTITION OF tags FOR VALUES FROM (16484::bigint << 48) TO (16584::bigint << 48)
+	SERVER s2 OPTIONS (table_name '$items_remote')});
+@plan = map { [ split /\|/ ] } split /\n/, $router->safe_psql('postgres',
+	q{SELECT step, first_gene, last_gene, from_server, to_server FROM snowseq_rebalance_plan('items', 'rows', 1.0)});
+note "can take: plan at 1.0 with tags in a table named $items_remote on s2: " . join('; ', map { join ' ', @$_ } @plan);
+ok(!grep({ $_->[2] <= $hl && $_->[3] eq 's1' && $_->[4] eq 's2' } @plan),
+	"can take: no step takes genes 0 to $hl (table $items_remote) from s1 to s2, where tags are read from a table of that name");
 
 done_testing();
