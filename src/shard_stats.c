@@ -554,19 +554,27 @@ snowseq_shard_histogram(PG_FUNCTION_ARGS)
 		MoveForeignNames(part, key, &schema, &table, &col);
 		sql = psprintf(SHARD_HISTOGRAM_SQL, quote_identifier(col), quote_qualified_identifier(schema, table));
 		rc = RemoteConnect(ft->serverid);
-		res = RemoteExecParams(rc, sql, SQL_ARGS(first_s, width_s, last_s, since), "count rows by genes");
-		for (int i = 0; i < PQntuples(res); i++)
+		/* an error there closes the connection too */
+		PG_TRY();
 		{
-			Datum		v[3];
-			bool		nulls[3] = {false};
+			res = RemoteExecParams(rc, sql, SQL_ARGS(first_s, width_s, last_s, since), "count rows by genes");
+			for (int i = 0; i < PQntuples(res); i++)
+			{
+				Datum		v[3];
+				bool		nulls[3] = {false};
 
-			v[0] = Int32GetDatum(pg_strtoint32(PQgetvalue(res, i, 0)));
-			v[1] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, i, 1)));
-			v[2] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, i, 2)));
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+				v[0] = Int32GetDatum(pg_strtoint32(PQgetvalue(res, i, 0)));
+				v[1] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, i, 1)));
+				v[2] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, i, 2)));
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+			}
+			PQclear(res);
 		}
-		PQclear(res);
-		RemoteClose(rc);
+		PG_FINALLY();
+		{
+			RemoteClose(rc);
+		}
+		PG_END_TRY();
 	}
 	else if (relkind == RELKIND_RELATION || relkind == RELKIND_PARTITIONED_TABLE)
 	{

@@ -143,6 +143,17 @@ like($err, qr/server "sx" is not a postgres_fdw server/, 'a server of another wr
 ($rc, $out, $err) = $router->psql('postgres', q{SELECT * FROM snowseq_shard_histogram('rt_0', 'id', 0, 99, 10, NULL)});
 like($err, qr/partition rt_0 reads server "sx", which is not a postgres_fdw server/, 'by the histogram too');
 $router->safe_psql('postgres', q{DROP TABLE rt; DROP SERVER sx CASCADE; DROP FOREIGN DATA WRAPPER novalid});
+# an error on the server leaves no connection of the histogram behind (the
+# caller's session goes on): a partition reading a table its server lacks;
+# the server's sessions read through a foreign table, in the same session
+$router->safe_psql('postgres', q{CREATE TABLE ghost (id bigint NOT NULL) PARTITION BY RANGE (id);
+	CREATE FOREIGN TABLE ghost_0 PARTITION OF ghost FOR VALUES FROM (0) TO (MAXVALUE) SERVER s1 OPTIONS (table_name 'no_such_table');
+	CREATE FOREIGN TABLE s1_activity (query text, state text) SERVER s1 OPTIONS (schema_name 'pg_catalog', table_name 'pg_stat_activity')});
+is($router->safe_psql('postgres', q{DO $$ BEGIN PERFORM snowseq_shard_histogram('ghost_0', 'id', 0, 9, 1, NULL);
+		EXCEPTION WHEN undefined_table THEN RAISE NOTICE 'refused: %', SQLERRM; END $$;
+	SELECT count(*) FROM s1_activity WHERE query LIKE '%no_such_table%' AND state <> 'active'}), '0',
+	'an error on the server in the histogram leaves no connection behind');
+$router->safe_psql('postgres', 'DROP TABLE ghost; DROP FOREIGN TABLE s1_activity');
 
 # after a run: every row once (8,000 and those the writers wrote: $rows),
 # map and partitions agree, nothing of the moves left on any server
