@@ -520,7 +520,7 @@ snowseq_shard_histogram(PG_FUNCTION_ARGS)
 		since = psprintf("%u", Max(xid, FirstNormalTransactionId));
 	}
 
-	/* the right to read it before any lock on it, as a query checks it */
+	/* SELECT on the whole table, checked before any lock on it is taken */
 	acl = pg_class_aclcheck(part, GetUserId(), ACL_SELECT);
 	if (acl != ACLCHECK_OK)
 		aclcheck_error(acl, get_relkind_objtype(get_rel_relkind(part)), get_rel_name(part));
