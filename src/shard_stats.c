@@ -460,6 +460,40 @@ snowseq_shard_counters(PG_FUNCTION_ARGS)
 	"FROM %2$s t WHERE t.%1$s OPERATOR(pg_catalog.>=) ($1::pg_catalog.int8 OPERATOR(pg_catalog.<<) 48) " \
 	"AND (t.%1$s OPERATOR(pg_catalog.>>) 48) OPERATOR(pg_catalog.<=) $3::pg_catalog.int8 GROUP BY 1 ORDER BY 1"
 
+/*
+ * The histogram's rows from a partition's server: sql run there with its
+ * parameters, each row (bucket, rows, written) put into rsinfo's result.
+ * The connection is closed whatever happens, an error there included.
+ */
+static void
+ShardStatsHistogramRemote(ReturnSetInfo *rsinfo, Oid serverid, const char *sql,
+						  int nargs, const char *const *values)
+{
+	RemoteConn *rc = RemoteConnect(serverid);
+
+	PG_TRY();
+	{
+		PGresult   *res = RemoteExecParams(rc, sql, nargs, values, "count rows by genes");
+
+		for (int i = 0; i < PQntuples(res); i++)
+		{
+			Datum		v[3];
+			bool		nulls[3] = {false};
+
+			v[0] = Int32GetDatum(pg_strtoint32(PQgetvalue(res, i, 0)));
+			v[1] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, i, 1)));
+			v[2] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, i, 2)));
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+		}
+		PQclear(res);
+	}
+	PG_FINALLY();
+	{
+		RemoteClose(rc);
+	}
+	PG_END_TRY();
+}
+
 PG_FUNCTION_INFO_V1(snowseq_shard_histogram);
 
 /*
@@ -543,8 +577,6 @@ snowseq_shard_histogram(PG_FUNCTION_ARGS)
 		char	   *schema;
 		char	   *table;
 		char	   *col;
-		RemoteConn *rc;
-		PGresult   *res;
 
 		if (strcmp(GetForeignDataWrapper(server->fdwid)->fdwname, "postgres_fdw") != 0)
 			ereport(ERROR,
@@ -553,28 +585,7 @@ snowseq_shard_histogram(PG_FUNCTION_ARGS)
 							get_rel_name(part), server->servername)));
 		MoveForeignNames(part, key, &schema, &table, &col);
 		sql = psprintf(SHARD_HISTOGRAM_SQL, quote_identifier(col), quote_qualified_identifier(schema, table));
-		rc = RemoteConnect(ft->serverid);
-		/* an error there closes the connection too */
-		PG_TRY();
-		{
-			res = RemoteExecParams(rc, sql, SQL_ARGS(first_s, width_s, last_s, since), "count rows by genes");
-			for (int i = 0; i < PQntuples(res); i++)
-			{
-				Datum		v[3];
-				bool		nulls[3] = {false};
-
-				v[0] = Int32GetDatum(pg_strtoint32(PQgetvalue(res, i, 0)));
-				v[1] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, i, 1)));
-				v[2] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, i, 2)));
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
-			}
-			PQclear(res);
-		}
-		PG_FINALLY();
-		{
-			RemoteClose(rc);
-		}
-		PG_END_TRY();
+		ShardStatsHistogramRemote(rsinfo, ft->serverid, sql, SQL_ARGS(first_s, width_s, last_s, since));
 	}
 	else if (relkind == RELKIND_RELATION || relkind == RELKIND_PARTITIONED_TABLE)
 	{
