@@ -714,7 +714,7 @@ CREATE FUNCTION snowseq_shard_counters(parent regclass,
 	AS 'MODULE_PATHNAME', 'snowseq_shard_counters'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION snowseq_shard_counters(regclass) IS
-	'one row per partition of a sharded table: the rows written and read in its table on its server, as snowseq_shard_stats reads them, without counting rows, and that server''s next transaction id (xid8) at the reading; keeps no lock on the table';
+	'one row per partition of a sharded table: the rows written and read in its table on its server, as snowseq_shard_stats reads them, without counting rows, and that server''s pg_snapshot_xmax(pg_current_snapshot()) at the reading (xid8: one past the latest transaction completed then); keeps no lock on the table';
 REVOKE ALL ON FUNCTION snowseq_shard_counters(regclass) FROM PUBLIC;
 
 -- The rebalancer's histogram of a partition over its genes, counted where

@@ -87,8 +87,9 @@ static const struct
 	"FROM pg_catalog.pg_stat_all_tables s WHERE s.relid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
 
 /*
- * A server's next transaction id (as xid8): a row version whose xmin is at
- * least this one was written after the reading.
+ * One past the latest transaction a server has completed (as xid8): a row
+ * version whose xmin is at least this one was written by a transaction that
+ * got its id after the reading.
  */
 #define SHARD_STATS_NEXT_XID_SQL \
 	"SELECT CAST(CAST(pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot()) AS pg_catalog.text) AS pg_catalog.int8)"
@@ -463,18 +464,19 @@ snowseq_shard_counters(PG_FUNCTION_ARGS)
 /*
  * The histogram's rows from a partition's server: sql run there with its
  * parameters, each row (bucket, rows, written) put into rsinfo's result.
- * The connection is closed whatever happens, an error there included.
+ * The result and the connection are let go whatever happens, an error there
+ * included.
  */
 static void
 ShardStatsHistogramRemote(ReturnSetInfo *rsinfo, Oid serverid, const char *sql,
 						  int nargs, const char *const *values)
 {
 	RemoteConn *rc = RemoteConnect(serverid);
+	PGresult   *volatile res = NULL;
 
 	PG_TRY();
 	{
-		PGresult   *res = RemoteExecParams(rc, sql, nargs, values, "count rows by genes");
-
+		res = RemoteExecParams(rc, sql, nargs, values, "count rows by genes");
 		for (int i = 0; i < PQntuples(res); i++)
 		{
 			Datum		v[3];
@@ -485,10 +487,10 @@ ShardStatsHistogramRemote(ReturnSetInfo *rsinfo, Oid serverid, const char *sql,
 			v[2] = Int64GetDatum(pg_strtoint64(PQgetvalue(res, i, 2)));
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 		}
-		PQclear(res);
 	}
 	PG_FINALLY();
 	{
+		PQclear(res);
 		RemoteClose(rc);
 	}
 	PG_END_TRY();

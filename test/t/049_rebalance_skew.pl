@@ -296,6 +296,9 @@ $router->safe_psql('postgres', qq{CREATE FOREIGN TABLE tags_2 PARTITION OF tags 
 @plan = map { [ split /\|/ ] } split /\n/, $router->safe_psql('postgres',
 	q{SELECT step, first_gene, last_gene, from_server, to_server FROM snowseq_rebalance_plan('items', 'rows', 1.0)});
 note "can take: plan at 1.0 with tags in a table named $items_remote on s2: " . join('; ', map { join ' ', @$_ } @plan);
+is($router->safe_psql('postgres', q{SELECT DISTINCT shard FROM snowseq_shard_map WHERE upper_gene >= 16484 AND upper_gene <= 16583
+	OR upper_gene = (SELECT min(upper_gene) FROM snowseq_shard_map WHERE upper_gene >= 16583)}), 's2', 'the map puts genes 16484 to 16583 on s2');
+ok(grep({ $_->[3] eq 's1' && $_->[4] eq 's2' } @plan), 'can take: the plan at 1.0 still moves genes from s1 to s2');
 ok(!grep({ $_->[2] <= $hl && $_->[3] eq 's1' && $_->[4] eq 's2' } @plan),
 	"can take: no step takes genes 0 to $hl (table $items_remote) from s1 to s2, where tags are read from a table of that name");
 

@@ -14,6 +14,9 @@ use PostgreSQL::Test::Utils;
 use SnowseqTest;
 use Test::More;
 
+# autovacuum off: nothing but the test freezes a table (past each
+# pg_resetwal -x a vacuum against wraparound starts all the same; it changes
+# no xmin)
 my $node = snowseq_node('main', node_id => 1, conf => [ 'autovacuum = off' ]);
 $node->safe_psql('postgres', q{CREATE TABLE h (id bigint PRIMARY KEY);
 	INSERT INTO h SELECT (g::bigint << 48) | 1 FROM generate_series(0, 9) g;
@@ -58,7 +61,7 @@ sub jump
 }
 
 # The rows' xmin must end up more than 2^31 transactions old, every frozen
-# xid of the cluster less than that (else it takes no write): 2^23
+# xid of the cluster less than that (else it takes no write): 9 x 2^20
 # transactions on, every database is frozen (template0 too), then the server
 # goes to 2^31 + 2^20
 $node->safe_psql('postgres', 'ALTER DATABASE template0 ALLOW_CONNECTIONS true');
