@@ -146,6 +146,129 @@ ShardStatsShare(ShardStatsPiece *pieces, int from, int to, Datum *writes, Datum 
 }
 
 /*
+ * Count each piece of ShardStatsRun's query (n rows of pieces) into out:
+ * its partition's counters (access) and its rows (count_rows), where the
+ * partition lives.  The connections it opens are added to *conns, for
+ * the caller to close, an error here included.
+ */
+static void
+ShardStatsCount(SPITupleTable *pieces, uint64 n, ShardStatsPiece *out, bool access,
+				bool count_rows, List **conns)
+{
+	ListCell   *lc;
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	t = pieces->vals[i];
+		TupleDesc	d = pieces->tupdesc;
+		bool		isnull;
+		bool		no_part;
+		int			f = DatumGetInt32(SPI_getbinval(t, d, 1, &isnull));
+		int			l = DatumGetInt32(SPI_getbinval(t, d, 2, &isnull));
+		Oid			part = DatumGetObjectId(SPI_getbinval(t, d, 4, &no_part));
+		char	   *cond;
+		char	   *col = SPI_getvalue(t, d, 9);
+		char	   *count_sql;
+
+		out[i].first = f;
+		out[i].last = l;
+		out[i].shard = SPI_getvalue(t, d, 3);
+		out[i].part = no_part ? InvalidOid : part;
+		if (!no_part)
+		{
+			int64		end;
+			bool		same_part = i > 0 && out[i - 1].part == part;
+
+			cond = psprintf("%s >= " INT64_FORMAT "%s", quote_identifier(col), GeneFirstId(f),
+							!GeneEndId(l, &end) ? "" :
+							psprintf(" AND %s < " INT64_FORMAT, quote_identifier(col), end));
+			if (DatumGetChar(SPI_getbinval(t, d, 5, &isnull)) == RELKIND_FOREIGN_TABLE)
+			{
+				Oid			server = DatumGetObjectId(SPI_getbinval(t, d, 6, &isnull));
+				RemoteConn *rc = NULL;
+				PGresult   *res;
+				char	   *remote = quote_qualified_identifier(SPI_getvalue(t, d, 7), SPI_getvalue(t, d, 8));
+
+				foreach(lc, *conns)
+					if (((RemoteConn *) lfirst(lc))->serverid == server)
+						rc = lfirst(lc);
+				if (rc == NULL)
+				{
+					rc = RemoteConnect(server);
+					*conns = lappend(*conns, rc);
+				}
+
+				/* the partition's counters once, before any of its rows are counted */
+				if (same_part)
+				{
+					out[i].part_writes = out[i - 1].part_writes;
+					out[i].part_reads = out[i - 1].part_reads;
+				}
+				else if (access)
+				{
+					if (!count_rows)
+					{
+						res = RemoteExec(rc, SHARD_STATS_NEXT_XID_SQL, "read the next transaction id");
+						out[i].next_xid = pg_strtoint64(PQgetvalue(res, 0, 0));
+						PQclear(res);
+					}
+					res = RemoteExecParams(rc, SHARD_STATS_ACCESS_SQL, SQL_ARGS(remote),
+										   "read table statistics");
+					if (PQntuples(res) == 1)
+					{
+						out[i].part_writes = pg_strtoint64(PQgetvalue(res, 0, 0));
+						out[i].part_reads = pg_strtoint64(PQgetvalue(res, 0, 1));
+					}
+					PQclear(res);
+				}
+				if (!count_rows)
+					continue;
+				count_sql = psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0) "
+									 "FROM %s t WHERE %s", remote, cond);
+				res = RemoteExec(rc, count_sql, "count rows");
+				out[i].rows = pg_strtoint64(PQgetvalue(res, 0, 0));
+				out[i].bytes = pg_strtoint64(PQgetvalue(res, 0, 1));
+				PQclear(res);
+			}
+			else
+			{
+				SPITupleTable *saved = SPI_tuptable;
+
+				if (same_part)
+				{
+					out[i].part_writes = out[i - 1].part_writes;
+					out[i].part_reads = out[i - 1].part_reads;
+				}
+				else if (access)
+				{
+					if (!count_rows)
+					{
+						SpiRun(SHARD_STATS_NEXT_XID_SQL, SPI_OK_SELECT);
+						out[i].next_xid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+					}
+					/* a fresh snapshot of the statistics, not this transaction's */
+					SpiRun("SELECT pg_catalog.pg_stat_clear_snapshot()", SPI_OK_SELECT);
+					SpiRunParams(SHARD_STATS_ACCESS_SQL, SQL_ARGS(SPI_getvalue(t, d, 10)), SPI_OK_SELECT);
+					if (SPI_processed == 1)
+					{
+						out[i].part_writes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+						out[i].part_reads = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+					}
+				}
+				if (count_rows)
+				{
+					SpiRun(psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0)::pg_catalog.int8 "
+									"FROM %s t WHERE %s", SPI_getvalue(t, d, 10), cond), SPI_OK_SELECT);
+					out[i].rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+					out[i].bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+				}
+				SPI_tuptable = saved;
+			}
+		}
+	}
+}
+
+/*
  * The rows of snowseq_shard_stats(parent): for each map entry and each
  * partition it overlaps, the rows and row bytes there, counted where they
  * live, and (SHARD_STATS_ACCESS) the partition's writes and reads since its
@@ -164,7 +287,7 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 	char	   *key;
 	SPITupleTable *pieces;
 	uint64		n;
-	List	   *conns = NIL;
+	List	   *volatile conns = NIL;
 	List	   *part_oids = NIL;
 	List	   *part_first = NIL;
 	List	   *part_last = NIL;
@@ -246,117 +369,17 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 	pieces = SPI_tuptable;
 	n = SPI_processed;
 	out = palloc0(sizeof(ShardStatsPiece) * (n + 1));
-	for (uint64 i = 0; i < n; i++)
+	PG_TRY();
 	{
-		HeapTuple	t = pieces->vals[i];
-		TupleDesc	d = pieces->tupdesc;
-		bool		isnull;
-		bool		no_part;
-		int			f = DatumGetInt32(SPI_getbinval(t, d, 1, &isnull));
-		int			l = DatumGetInt32(SPI_getbinval(t, d, 2, &isnull));
-		Oid			part = DatumGetObjectId(SPI_getbinval(t, d, 4, &no_part));
-		char	   *cond;
-		char	   *col = SPI_getvalue(t, d, 9);
-		char	   *count_sql;
-
-		out[i].first = f;
-		out[i].last = l;
-		out[i].shard = SPI_getvalue(t, d, 3);
-		out[i].part = no_part ? InvalidOid : part;
-		if (!no_part)
-		{
-			int64		end;
-			bool		same_part = i > 0 && out[i - 1].part == part;
-
-			cond = psprintf("%s >= " INT64_FORMAT "%s", quote_identifier(col), GeneFirstId(f),
-							!GeneEndId(l, &end) ? "" :
-							psprintf(" AND %s < " INT64_FORMAT, quote_identifier(col), end));
-			if (DatumGetChar(SPI_getbinval(t, d, 5, &isnull)) == RELKIND_FOREIGN_TABLE)
-			{
-				Oid			server = DatumGetObjectId(SPI_getbinval(t, d, 6, &isnull));
-				RemoteConn *rc = NULL;
-				PGresult   *res;
-				char	   *remote = quote_qualified_identifier(SPI_getvalue(t, d, 7), SPI_getvalue(t, d, 8));
-
-				foreach(lc, conns)
-					if (((RemoteConn *) lfirst(lc))->serverid == server)
-						rc = lfirst(lc);
-				if (rc == NULL)
-				{
-					rc = RemoteConnect(server);
-					conns = lappend(conns, rc);
-				}
-
-				/* the partition's counters once, before any of its rows are counted */
-				if (same_part)
-				{
-					out[i].part_writes = out[i - 1].part_writes;
-					out[i].part_reads = out[i - 1].part_reads;
-				}
-				else if (access)
-				{
-					if (!count_rows)
-					{
-						res = RemoteExec(rc, SHARD_STATS_NEXT_XID_SQL, "read the next transaction id");
-						out[i].next_xid = pg_strtoint64(PQgetvalue(res, 0, 0));
-						PQclear(res);
-					}
-					res = RemoteExecParams(rc, SHARD_STATS_ACCESS_SQL, SQL_ARGS(remote),
-										   "read table statistics");
-					if (PQntuples(res) == 1)
-					{
-						out[i].part_writes = pg_strtoint64(PQgetvalue(res, 0, 0));
-						out[i].part_reads = pg_strtoint64(PQgetvalue(res, 0, 1));
-					}
-					PQclear(res);
-				}
-				if (!count_rows)
-					continue;
-				count_sql = psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0) "
-									 "FROM %s t WHERE %s", remote, cond);
-				res = RemoteExec(rc, count_sql, "count rows");
-				out[i].rows = pg_strtoint64(PQgetvalue(res, 0, 0));
-				out[i].bytes = pg_strtoint64(PQgetvalue(res, 0, 1));
-				PQclear(res);
-			}
-			else
-			{
-				SPITupleTable *saved = SPI_tuptable;
-
-				if (same_part)
-				{
-					out[i].part_writes = out[i - 1].part_writes;
-					out[i].part_reads = out[i - 1].part_reads;
-				}
-				else if (access)
-				{
-					if (!count_rows)
-					{
-						SpiRun(SHARD_STATS_NEXT_XID_SQL, SPI_OK_SELECT);
-						out[i].next_xid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-					}
-					/* a fresh snapshot of the statistics, not this transaction's */
-					SpiRun("SELECT pg_catalog.pg_stat_clear_snapshot()", SPI_OK_SELECT);
-					SpiRunParams(SHARD_STATS_ACCESS_SQL, SQL_ARGS(SPI_getvalue(t, d, 10)), SPI_OK_SELECT);
-					if (SPI_processed == 1)
-					{
-						out[i].part_writes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-						out[i].part_reads = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-					}
-				}
-				if (count_rows)
-				{
-					SpiRun(psprintf("SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(pg_catalog.pg_column_size(t.*)), 0)::pg_catalog.int8 "
-									"FROM %s t WHERE %s", SPI_getvalue(t, d, 10), cond), SPI_OK_SELECT);
-					out[i].rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-					out[i].bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-				}
-				SPI_tuptable = saved;
-			}
-		}
+		ShardStatsCount(pieces, n, out, access, count_rows, (List **) &conns);
 	}
-	foreach(lc, conns)
-		RemoteClose(lfirst(lc));
+	PG_FINALLY();
+	{
+		/* closed whatever happens: a server's error must not leave one open */
+		foreach(lc, conns)
+			RemoteClose(lfirst(lc));
+	}
+	PG_END_TRY();
 
 	/* counters: one row per partition, its pieces being next to each other */
 	if (!count_rows)

@@ -163,6 +163,22 @@ is($router->safe_psql('postgres', q{DO $$ BEGIN PERFORM snowseq_shard_histogram(
 	END $$;
 	SELECT count(*) FROM s1_activity WHERE application_name = 'snowseq move' AND query LIKE '%no_such_table%'}), '0',
 	'an error on the server in the histogram leaves no connection behind');
+# nor do the statistics and the counters, whose connections are kept for
+# every partition of the call
+for my $f ('snowseq_shard_stats', 'snowseq_shard_counters')
+{
+	is($router->safe_psql('postgres', qq{DO \$\$ BEGIN PERFORM * FROM $f('ghost');
+			EXCEPTION WHEN undefined_table THEN RAISE NOTICE 'refused: %', SQLERRM; END \$\$;
+		DO \$\$ BEGIN
+			FOR i IN 1 .. 600 LOOP
+				EXIT WHEN NOT EXISTS (SELECT FROM s1_activity WHERE application_name = 'snowseq move');
+				PERFORM pg_sleep(0.1);
+				COMMIT;
+			END LOOP;
+		END \$\$;
+		SELECT count(*) FROM s1_activity WHERE application_name = 'snowseq move'}), '0',
+		"an error on the server in $f leaves no connection behind");
+}
 $router->safe_psql('postgres', 'DROP TABLE ghost; DROP FOREIGN TABLE s1_activity');
 
 # after a run: every row once (8,000 and those the writers wrote: $rows),
