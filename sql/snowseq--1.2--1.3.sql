@@ -569,6 +569,16 @@ DECLARE
 	n integer := 0;
 	found_one boolean;
 	c record;
+	-- moves kept revertable (snowseq.move_revert_window): a move of a
+	-- partition a revertable move touched is refused until that one is
+	-- finalized or reverted, and its destination keeps the tables' source
+	-- names until then
+	keep boolean;
+	pm boolean[];							-- a partition no step may take genes from
+	pmv bigint[];							-- the revertable move that pins it (NULL: a step of this plan)
+	xs pg_catalog.name[] := '{}';			-- a server where a step of this plan leaves a table's name
+	xt pg_catalog.text[] := '{}';			-- and that name
+	rv record;
 BEGIN
 	IF parent IS NULL THEN
 		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
@@ -650,6 +660,8 @@ BEGIN
 	IF only_check THEN
 		RETURN;
 	END IF;
+	keep := CAST(COALESCE(pg_catalog.current_setting('snowseq.move_revert_window', true), '0') AS pg_catalog.interval)
+		OPERATOR(pg_catalog.>) CAST('0' AS pg_catalog.interval);
 
 	-- strategy writes: the write counters then (first_at), and again now,
 	-- sample later; counters start at 0 with a table (a moved partition)
@@ -752,6 +764,31 @@ BEGIN
 		total := total OPERATOR(pg_catalog.+) pload;
 	END LOOP;
 	mean := total OPERATOR(pg_catalog./) kept;
+
+	-- partitions a revertable move touched, of the table or of its group
+	-- (its genes, or the partition it took them from, and the table's
+	-- partitions of that one's genes on its server): no step takes genes
+	-- from them, since the move would be refused
+	pm := pg_catalog.array_fill(false, ARRAY[COALESCE(pg_catalog.array_length(pf, 1), 0)]);
+	pmv := pg_catalog.array_fill(CAST(NULL AS bigint), ARRAY[COALESCE(pg_catalog.array_length(pf, 1), 0)]);
+	FOR rv IN SELECT mv.move_id, mv.first_gene, mv.last_gene,
+			CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid) AS part
+			FROM @extschema@.snowseq_moves mv
+			WHERE mv.state OPERATOR(pg_catalog.=) 'revertable' AND mv.parent OPERATOR(pg_catalog.=) ANY
+				(ARRAY(SELECT m.member FROM @extschema@.snowseq_placement_group(snowseq_rebalance_plan_from.parent) m))
+			ORDER BY mv.move_id LOOP
+		FOR k IN 1 .. COALESCE(pg_catalog.array_length(pf, 1), 0) LOOP
+			CONTINUE WHEN pm[k];
+			IF (pf[k] OPERATOR(pg_catalog.<=) rv.last_gene AND pl[k] OPERATOR(pg_catalog.>=) rv.first_gene)
+				OR po[k] OPERATOR(pg_catalog.=) rv.part
+				OR EXISTS (SELECT FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+					WHERE gpo[o.j] OPERATOR(pg_catalog.=) rv.part AND gs[o.j] OPERATOR(pg_catalog.=) ps[k]
+						AND gf[o.j] OPERATOR(pg_catalog.<=) pl[k] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[k]) THEN
+				pm[k] := true;
+				pmv[k] := rv.move_id;
+			END IF;
+		END LOOP;
+	END LOOP;
 	IF strategy OPERATOR(pg_catalog.=) 'writes' AND total OPERATOR(pg_catalog.=) 0 THEN
 		RAISE NOTICE 'no server counted a write of table % in the % sample: nothing to even out', parent, sample
 			USING HINT = 'Plan by writes while the table is written to, or over a longer sample.';
@@ -763,6 +800,13 @@ BEGIN
 	FOR r IN SELECT o.i FROM pg_catalog.generate_subscripts(pf, 1) AS o(i)
 			WHERE ps[o.i] OPERATOR(pg_catalog.=) ANY (drain)
 			ORDER BY pv[o.i] DESC, pr[o.i] DESC, o.i LOOP
+		IF pm[r.i] THEN
+			RAISE EXCEPTION 'genes % to % of server "%" cannot be drained: move % can still revert them',
+				pf[r.i], pl[r.i], ps[r.i], pmv[r.i]
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = pg_catalog.format('Finalize it first, CALL snowseq_move_finalize(%s), or revert it, CALL snowseq_move_revert(%s).',
+						pmv[r.i], pmv[r.i]);
+		END IF;
 		lo := NULL;
 		FOR k IN 1 .. pg_catalog.array_length(sv, 1) LOOP
 			IF sv[k] OPERATOR(pg_catalog.<>) ALL (drain)
@@ -771,7 +815,9 @@ BEGIN
 				AND NOT EXISTS (SELECT FROM (SELECT pt[j.j] AS t FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
 							WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[k]
 						UNION ALL SELECT gt[o.j] FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-							WHERE gs[o.j] OPERATOR(pg_catalog.=) sv[k]) d
+							WHERE gs[o.j] OPERATOR(pg_catalog.=) sv[k]
+						UNION ALL SELECT xt[x.j] FROM pg_catalog.generate_subscripts(xs, 1) AS x(j)
+							WHERE xs[x.j] OPERATOR(pg_catalog.=) sv[k]) d
 					WHERE d.t OPERATOR(pg_catalog.=) pt[r.i] OR d.t OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT gt[o.j]
 						FROM pg_catalog.generate_subscripts(gf, 1) AS o(j) WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
 							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]))) THEN
@@ -796,6 +842,17 @@ BEGIN
 		step := n; first_gene := pf[r.i]; last_gene := pl[r.i];
 		from_server := ps[r.i]; to_server := sv[lo];
 		rows := CAST(pr[r.i] AS bigint); bytes := CAST(pb[r.i] AS bigint);
+		IF keep THEN
+			-- revertable: not moved again, and its tables' names stay there
+			pm[r.i] := true;
+			xs := xs OPERATOR(pg_catalog.||) sv[lo];
+			xt := xt OPERATOR(pg_catalog.||) pt[r.i];
+			SELECT xs OPERATOR(pg_catalog.||) pg_catalog.array_agg(sv[lo]), xt OPERATOR(pg_catalog.||) pg_catalog.array_agg(gt[o.j])
+				INTO xs, xt
+				FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+				WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
+					AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i];
+		END IF;
 		ps[r.i] := sv[lo];
 		pt[r.i] := NULL;
 		RETURN NEXT;
@@ -827,11 +884,13 @@ BEGIN
 			-- else the biggest, cut
 			best := NULL;
 			FOR k IN 1 .. COALESCE(pg_catalog.array_length(pf, 1), 0) LOOP
-				CONTINUE WHEN ps[k] OPERATOR(pg_catalog.<>) sv[hi];
+				CONTINUE WHEN ps[k] OPERATOR(pg_catalog.<>) sv[hi] OR pm[k];
 				CONTINUE WHEN pt[k] OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pt[j.j] FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
 						WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo]
 						UNION ALL SELECT gt[x.j] FROM pg_catalog.generate_subscripts(gf, 1) AS x(j)
-						WHERE gs[x.j] OPERATOR(pg_catalog.=) sv[lo]));
+						WHERE gs[x.j] OPERATOR(pg_catalog.=) sv[lo]
+						UNION ALL SELECT xt[x.j] FROM pg_catalog.generate_subscripts(xs, 1) AS x(j)
+						WHERE xs[x.j] OPERATOR(pg_catalog.=) sv[lo]));
 				share := pv[k];
 				CONTINUE WHEN share OPERATOR(pg_catalog.<=) 0;
 				IF best IS NULL THEN
@@ -962,7 +1021,9 @@ BEGIN
 					AND gt[o.j] OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pt[j.j] FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
 						WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo]
 						UNION ALL SELECT gt[x.j] FROM pg_catalog.generate_subscripts(gf, 1) AS x(j)
-						WHERE gs[x.j] OPERATOR(pg_catalog.=) sv[lo])));
+						WHERE gs[x.j] OPERATOR(pg_catalog.=) sv[lo]
+						UNION ALL SELECT xt[x.j] FROM pg_catalog.generate_subscripts(xs, 1) AS x(j)
+						WHERE xs[x.j] OPERATOR(pg_catalog.=) sv[lo])));
 			found_one := true;
 			EXIT;
 		END LOOP;
@@ -971,6 +1032,18 @@ BEGIN
 		step := n;
 		from_server := sv[hi];
 		to_server := sv[lo];
+		IF keep THEN
+			-- revertable: neither what it takes nor what it leaves moves
+			-- again in this plan, and its tables' names stay on the receiver
+			pm[best] := true;
+			xs := xs OPERATOR(pg_catalog.||) sv[lo];
+			xt := xt OPERATOR(pg_catalog.||) pt[best];
+			SELECT xs OPERATOR(pg_catalog.||) pg_catalog.array_agg(sv[lo]), xt OPERATOR(pg_catalog.||) pg_catalog.array_agg(gt[o.j])
+				INTO xs, xt
+				FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+				WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[best] AND gf[o.j] OPERATOR(pg_catalog.<=) pl[best]
+					AND gl[o.j] OPERATOR(pg_catalog.>=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1);
+		END IF;
 		IF k OPERATOR(pg_catalog.=) genes THEN
 			first_gene := pf[best];
 			last_gene := pl[best];
@@ -996,6 +1069,8 @@ BEGIN
 			p0s := p0s OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.name);
 			pt := pt OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.text);
 			po := po OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.oid);
+			pm := pm OPERATOR(pg_catalog.||) keep;
+			pmv := pmv OPERATOR(pg_catalog.||) CAST(NULL AS bigint);
 			pr := pr OPERATOR(pg_catalog.||) CAST(rows AS double precision);
 			pb := pb OPERATOR(pg_catalog.||) CAST(bytes AS double precision);
 			moved := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN rows

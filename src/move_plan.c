@@ -282,6 +282,24 @@ MoveForeignOptions(Move *m, Oid rel, char **opts, char **colopts)
 }
 
 /*
+ * The foreign server a foreign partition reads (part_name as messages name
+ * the partition), which must be a postgres_fdw server: moves and the
+ * histogram reach no other.
+ */
+ForeignServer *
+MovePartitionServer(Oid part, const char *part_name)
+{
+	ForeignServer *server = GetForeignServer(GetForeignTable(part)->serverid);
+
+	if (strcmp(GetForeignDataWrapper(server->fdwid)->fdwname, "postgres_fdw") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("partition %s reads server \"%s\", which is not a postgres_fdw server",
+						part_name, server->servername)));
+	return server;
+}
+
+/*
  * The table a foreign partition reads on its server (schema and name) and
  * the column there of its column key, as postgres_fdw resolves them: the
  * table's schema_name and table_name options, the column's column_name,
@@ -324,7 +342,6 @@ MovePlan(Move *m, const char *to_server)
 {
 	char	   *key = MoveParentKey(m);
 	Oid			part;
-	ForeignTable *ft;
 	ForeignServer *src;
 	ForeignServer *dst;
 	char	   *schema;
@@ -345,13 +362,7 @@ MovePlan(Move *m, const char *to_server)
 				 errmsg("must be owner of table %s", m->parent_rel)));
 
 	part = MovePartition(m);
-	ft = GetForeignTable(part);
-	src = GetForeignServer(ft->serverid);
-	if (strcmp(GetForeignDataWrapper(src->fdwid)->fdwname, "postgres_fdw") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("partition %s reads server \"%s\", which is not a postgres_fdw server",
-						m->part_q, src->servername)));
+	src = MovePartitionServer(part, m->part_q);
 	m->src_name = MemoryContextStrdup(m->cxt, src->servername);
 	dst = MoveServer(to_server);
 	m->dst_name = MemoryContextStrdup(m->cxt, dst->servername);

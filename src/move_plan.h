@@ -6,11 +6,14 @@
 #ifndef SNOWSEQ_MOVE_PLAN_H
 #define SNOWSEQ_MOVE_PLAN_H
 
+#include "foreign/foreign.h"
+
 #include "move_common.h"
 
 extern List *MovePartBounds(Oid parent);
 extern char *MoveParentKey(Move *m);
 extern void MoveForeignNames(Oid part, const char *key, char **schema, char **table, char **col);
+extern ForeignServer *MovePartitionServer(Oid part, const char *part_name);
 extern void MoveForeignOptions(Move *m, Oid rel, char **opts, char **colopts);
 extern void MovePlan(Move *m, const char *to_server);
 extern char *MoveLocalNode(Move *m);

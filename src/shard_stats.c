@@ -597,20 +597,14 @@ snowseq_shard_histogram(PG_FUNCTION_ARGS)
 
 	if (relkind == RELKIND_FOREIGN_TABLE)
 	{
-		ForeignTable *ft = GetForeignTable(part);
-		ForeignServer *server = GetForeignServer(ft->serverid);
+		ForeignServer *server = MovePartitionServer(part, get_rel_name(part));
 		char	   *schema;
 		char	   *table;
 		char	   *col;
 
-		if (strcmp(GetForeignDataWrapper(server->fdwid)->fdwname, "postgres_fdw") != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("partition %s reads server \"%s\", which is not a postgres_fdw server",
-							get_rel_name(part), server->servername)));
 		MoveForeignNames(part, key, &schema, &table, &col);
 		sql = psprintf(SHARD_HISTOGRAM_SQL, quote_identifier(col), quote_qualified_identifier(schema, table));
-		ShardStatsHistogramRemote(rsinfo, ft->serverid, sql, SQL_ARGS(first_s, width_s, last_s, since));
+		ShardStatsHistogramRemote(rsinfo, server->serverid, sql, SQL_ARGS(first_s, width_s, last_s, since));
 	}
 	else if (relkind == RELKIND_RELATION || relkind == RELKIND_PARTITIONED_TABLE)
 	{

@@ -205,6 +205,38 @@ ok(!grep({ (split /\|/)[3] ne 's1' } @bytes_plan), 'every move of the plan by ro
 is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items', 'rows', 100)}), '0',
 	'no move under a threshold no server is above');
 
+# Moves kept revertable (snowseq.move_revert_window): a move of a partition
+# a revertable move touched is refused until that one is finalized, so the
+# plan takes genes from a partition once (the plan above cuts s1's one
+# partition more than once), and from none a revertable move touched; the
+# run moves what it can and ends, and finalizing leaves nothing behind
+my @keep_plan = split /\n/, $router->safe_psql('postgres',
+	q{SET snowseq.move_revert_window = '1h'; SELECT * FROM snowseq_rebalance_plan('items')});
+note "plan with moves kept revertable:\n" . join("\n", @keep_plan);
+my %keep_parts;
+for (@keep_plan)
+{
+	my $first = (split /\|/)[1];
+	$keep_parts{ scalar(grep { $_->[0] <= $first } @bounds) }++;
+}
+cmp_ok(scalar(@keep_plan), '>=', 1, 'with moves kept revertable, the plan still moves genes');
+is(join(',', grep { $keep_parts{$_} > 1 } sort keys %keep_parts), '',
+	'with moves kept revertable, no step takes genes from a partition another step takes genes from');
+($rc, $out, $err) = $router->psql('postgres', q{SET snowseq.move_revert_window = '1h'; CALL snowseq_rebalance('items')});
+is($rc, 0, 'a rebalance whose moves are kept revertable runs to its end') or diag($err);
+my $kept = $router->safe_psql('postgres', q{SELECT string_agg(move_id::text, ',' ORDER BY move_id) FROM snowseq_moves
+	WHERE state = 'revertable' AND group_move IS NULL});
+isnt($kept, '', "its moves are revertable ($kept)");
+is($router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_rebalance_plan('items')}), '0',
+	'the plan takes no genes a revertable move touched');
+($rc, $out, $err) = $router->psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items', drain => '{s1}')});
+like($err, qr/genes 0 to \d+ of server "s1" cannot be drained: move \d+ can still revert them/,
+	'a drain of genes a revertable move touched is refused, naming the move');
+$router->safe_psql('postgres', "CALL snowseq_move_finalize($_)") for split /,/, $kept;
+settled('after the revertable rebalance, finalized', 8000);
+# (the runs below are counted from none)
+$router->safe_psql('postgres', 'DELETE FROM snowseq_rebalance_steps; DELETE FROM snowseq_rebalance_runs');
+
 # ---------------------------------------------------------------------
 # Clients: two writers and a reader, through the router, all along
 # ---------------------------------------------------------------------
