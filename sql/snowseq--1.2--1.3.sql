@@ -768,15 +768,18 @@ BEGIN
 	-- partitions a revertable move touched, of the table or of its group
 	-- (its genes, or the partition it took them from, and the table's
 	-- partitions of that one's genes on its server): no step takes genes
-	-- from them, since the move would be refused
+	-- from them, since the move would be refused; and its destination
+	-- keeps a table of the source table's name until it is finalized
 	pm := pg_catalog.array_fill(false, ARRAY[COALESCE(pg_catalog.array_length(pf, 1), 0)]);
 	pmv := pg_catalog.array_fill(CAST(NULL AS bigint), ARRAY[COALESCE(pg_catalog.array_length(pf, 1), 0)]);
-	FOR rv IN SELECT mv.move_id, mv.first_gene, mv.last_gene,
+	FOR rv IN SELECT mv.move_id, mv.first_gene, mv.last_gene, mv.dest_server, mv.source_table,
 			CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid) AS part
 			FROM @extschema@.snowseq_moves mv
 			WHERE mv.state OPERATOR(pg_catalog.=) 'revertable' AND mv.parent OPERATOR(pg_catalog.=) ANY
 				(ARRAY(SELECT m.member FROM @extschema@.snowseq_placement_group(snowseq_rebalance_plan_from.parent) m))
 			ORDER BY mv.move_id LOOP
+		xs := xs OPERATOR(pg_catalog.||) rv.dest_server;
+		xt := xt OPERATOR(pg_catalog.||) rv.source_table;
 		FOR k IN 1 .. COALESCE(pg_catalog.array_length(pf, 1), 0) LOOP
 			CONTINUE WHEN pm[k];
 			IF (pf[k] OPERATOR(pg_catalog.<=) rv.last_gene AND pl[k] OPERATOR(pg_catalog.>=) rv.first_gene)

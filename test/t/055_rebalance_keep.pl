@@ -1,0 +1,72 @@
+# A rebalance whose moves are kept revertable (snowseq.move_revert_window):
+# until such a move is finalized, its destination keeps a table of the
+# source table's name (the way back publishes through it), so a second
+# move of a table of that name to the same server fails.  The plan counts
+# those names as read on the destination.
+#
+#   router  (node 1): items PARTITION BY RANGE (item_id), postgres_fdw
+#                       items_0 -> s1.items_1: genes     0..14999
+#                       items_1 -> s2.items_1: genes 15000..29999  (the same name)
+#                       items_2 -> s3.items_3: genes 30000..32767
+#   s1..s3  (nodes 2..4): wal_level = logical
+#
+# s1 and s2 hold about 46% of the rows each, s3 about 8%.  Without the
+# window the plan sends a cut of each to s3; with it, only one of them (the
+# other would be copied into the table that the first one's way back
+# keeps there), and while that move is revertable no plan does (its record
+# names the table it keeps).  The CALL with the window runs to its end;
+# once its move is finalized, every row is there once and nothing of it is
+# left.
+use strict;
+use warnings;
+use lib 'test';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SnowseqTest;
+use Test::More;
+
+my @shard_conf = shard_conf();
+my $router = snowseq_node('router', node_id => 1);
+my %node = map { ("s$_" => snowseq_node("s$_", node_id => $_ + 1, conf => \@shard_conf)) } 1 .. 3;
+my @servers = sort keys %node;
+
+gene_sharded_items($router, \%node, [ [ 0, 14999 ], [ 15000, 29999 ], [ 30000, 32767 ] ], 3000);
+# s2's table takes the name of s1's (tables of different servers may share one)
+$node{s2}->safe_psql('postgres', 'ALTER TABLE items_2 RENAME TO items_1');
+$router->safe_psql('postgres', q{ALTER FOREIGN TABLE items_1 OPTIONS (SET table_name 'items_1')});
+is($router->safe_psql('postgres', 'SELECT count(*) FROM items'), '3000', 'the router reads every row');
+
+# the plan's steps as "from>to"
+sub plan_of
+{
+	my ($set) = @_;
+	return join ' ', map { my @f = split /\|/; "$f[3]>$f[4]" } split /\n/,
+	  $router->safe_psql('postgres', "$set SELECT * FROM snowseq_rebalance_plan('items')");
+}
+my $plain = plan_of('');
+note "plan: $plain";
+like($plain, qr/^s[12]>s3 s[12]>s3$/, 'without the window, s1 and s2 each send genes to s3');
+my $keep = plan_of(q{SET snowseq.move_revert_window = '1h';});
+note "plan with moves kept revertable: $keep";
+like($keep, qr/^s[12]>s3$/,
+	'with the window, only one of them does: the other table of that name would be copied into the one kept there');
+
+my ($rc, $out, $err) = $router->psql('postgres', q{SET snowseq.move_revert_window = '1h'; CALL snowseq_rebalance('items')});
+is($rc, 0, 'a rebalance whose moves are kept revertable runs to its end') or diag($err);
+my $kept = $router->safe_psql('postgres', q{SELECT string_agg(move_id::text, ',' ORDER BY move_id) FROM snowseq_moves
+	WHERE state = 'revertable' AND group_move IS NULL});
+like($kept, qr/^\d+$/, "one move, revertable ($kept)");
+# the next plan, with the window or without, reads what that move keeps on
+# s3 from its record
+my $after = plan_of('');
+note "plan while it is revertable: $after";
+unlike($after, qr/>s3/, 'while it is revertable, no plan sends the other table of that name to s3');
+$router->safe_psql('postgres', "CALL snowseq_move_finalize($kept)");
+is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items}), '3000 3000',
+	'every row is there once');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
+	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
+	'map and partitions agree');
+is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+
+done_testing();
