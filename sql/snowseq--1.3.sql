@@ -1529,6 +1529,7 @@ DECLARE
 	xs pg_catalog.name[] := '{}';			-- a server where a step of this plan leaves a table's name
 	xt pg_catalog.text[] := '{}';			-- and that name
 	rv record;
+	mf integer;								-- the first gene a step moves
 BEGIN
 	IF parent IS NULL THEN
 		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
@@ -1719,17 +1720,20 @@ BEGIN
 	-- (its genes, or the partition it took them from, and the table's
 	-- partitions of that one's genes on its server): no step takes genes
 	-- from them, since the move would be refused; and its destination
-	-- keeps a table of the source table's name until it is finalized
+	-- (and its source, for a whole partition) keeps a table of the source
+	-- table's name until it is finalized.  A move is named by its leading
+	-- record, which finalize and revert take
 	pm := pg_catalog.array_fill(false, ARRAY[COALESCE(pg_catalog.array_length(pf, 1), 0)]);
 	pmv := pg_catalog.array_fill(CAST(NULL AS bigint), ARRAY[COALESCE(pg_catalog.array_length(pf, 1), 0)]);
-	FOR rv IN SELECT mv.move_id, mv.first_gene, mv.last_gene, mv.dest_server, mv.source_table,
+	FOR rv IN SELECT COALESCE(mv.group_move, mv.move_id) AS move_id, mv.first_gene, mv.last_gene,
+			mv.source_server, mv.dest_server, mv.source_table,
 			CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid) AS part
 			FROM @extschema@.snowseq_moves mv
 			WHERE mv.state OPERATOR(pg_catalog.=) 'revertable' AND mv.parent OPERATOR(pg_catalog.=) ANY
 				(ARRAY(SELECT m.member FROM @extschema@.snowseq_placement_group(snowseq_rebalance_plan_from.parent) m))
 			ORDER BY mv.move_id LOOP
-		xs := xs OPERATOR(pg_catalog.||) rv.dest_server;
-		xt := xt OPERATOR(pg_catalog.||) rv.source_table;
+		xs := xs OPERATOR(pg_catalog.||) ARRAY[rv.dest_server, rv.source_server];
+		xt := xt OPERATOR(pg_catalog.||) ARRAY[rv.source_table, rv.source_table];
 		FOR k IN 1 .. COALESCE(pg_catalog.array_length(pf, 1), 0) LOOP
 			CONTINUE WHEN pm[k];
 			IF (pf[k] OPERATOR(pg_catalog.<=) rv.last_gene AND pl[k] OPERATOR(pg_catalog.>=) rv.first_gene)
@@ -1753,6 +1757,12 @@ BEGIN
 	FOR r IN SELECT o.i FROM pg_catalog.generate_subscripts(pf, 1) AS o(i)
 			WHERE ps[o.i] OPERATOR(pg_catalog.=) ANY (drain)
 			ORDER BY pv[o.i] DESC, pr[o.i] DESC, o.i LOOP
+		IF pm[r.i] AND pmv[r.i] IS NULL THEN
+			RAISE EXCEPTION 'genes % to % of server "%" cannot be drained with moves kept revertable: an earlier step of the drain takes along a partition of its placement group that holds them too, whose next move is refused until that step''s move is finalized',
+				pf[r.i], pl[r.i], ps[r.i]
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'Drain with snowseq.move_revert_window = 0, or drain again once the moves of the first drain are finalized.';
+		END IF;
 		IF pm[r.i] THEN
 			RAISE EXCEPTION 'genes % to % of server "%" cannot be drained: move % can still revert them',
 				pf[r.i], pl[r.i], ps[r.i], pmv[r.i]
@@ -1783,7 +1793,7 @@ BEGIN
 					FROM pg_catalog.generate_subscripts(gf, 1) AS o(j) WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
 						AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]), ', ')
 				USING ERRCODE = 'object_not_in_prerequisite_state',
-					HINT = 'A move copies a table into the table of the same name on the destination: give the shard tables of different servers different names, or add a server.';
+					HINT = 'A move copies a table into the table of the same name on the destination: give the shard tables of different servers different names, add a server, or finalize the revertable moves that keep a table of that name there.';
 		END IF;
 		moved := pv[r.i];
 		hi := pg_catalog.array_position(sv, ps[r.i]);
@@ -1796,15 +1806,29 @@ BEGIN
 		from_server := ps[r.i]; to_server := sv[lo];
 		rows := CAST(pr[r.i] AS bigint); bytes := CAST(pb[r.i] AS bigint);
 		IF keep THEN
-			-- revertable: not moved again, and its tables' names stay there
+			-- revertable: not moved again; its table's name stays on both
+			-- servers and its group's on the destination until it is
+			-- finalized, and the group's partitions it takes genes from
+			-- keep their names on the source, where a move of them is
+			-- refused: the table's partitions of their genes there are not
+			-- moved either
 			pm[r.i] := true;
-			xs := xs OPERATOR(pg_catalog.||) sv[lo];
-			xt := xt OPERATOR(pg_catalog.||) pt[r.i];
+			xs := xs OPERATOR(pg_catalog.||) ARRAY[sv[lo], ps[r.i]];
+			xt := xt OPERATOR(pg_catalog.||) ARRAY[pt[r.i], pt[r.i]];
 			SELECT xs OPERATOR(pg_catalog.||) pg_catalog.array_agg(sv[lo]), xt OPERATOR(pg_catalog.||) pg_catalog.array_agg(gt[o.j])
 				INTO xs, xt
 				FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
 				WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
 					AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i];
+			FOR k IN 1 .. pg_catalog.array_length(pf, 1) LOOP
+				IF NOT pm[k] AND ps[k] OPERATOR(pg_catalog.=) p0s[r.i] AND p0s[k] OPERATOR(pg_catalog.=) p0s[r.i]
+					AND EXISTS (SELECT FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+						WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
+							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]
+							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[k] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[k]) THEN
+					pm[k] := true;
+				END IF;
+			END LOOP;
 		END IF;
 		ps[r.i] := sv[lo];
 		pt[r.i] := NULL;
@@ -1987,15 +2011,28 @@ BEGIN
 		to_server := sv[lo];
 		IF keep THEN
 			-- revertable: neither what it takes nor what it leaves moves
-			-- again in this plan, and its tables' names stay on the receiver
+			-- again in this plan; its tables' names stay on the receiver
+			-- (and the table's on the giver) until it is finalized; the
+			-- table's partitions of the genes of the group's partitions it
+			-- takes genes from are not moved either (as for a drain)
+			mf := pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1;
 			pm[best] := true;
-			xs := xs OPERATOR(pg_catalog.||) sv[lo];
-			xt := xt OPERATOR(pg_catalog.||) pt[best];
+			xs := xs OPERATOR(pg_catalog.||) ARRAY[sv[lo], sv[hi]];
+			xt := xt OPERATOR(pg_catalog.||) ARRAY[pt[best], pt[best]];
 			SELECT xs OPERATOR(pg_catalog.||) pg_catalog.array_agg(sv[lo]), xt OPERATOR(pg_catalog.||) pg_catalog.array_agg(gt[o.j])
 				INTO xs, xt
 				FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
 				WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[best] AND gf[o.j] OPERATOR(pg_catalog.<=) pl[best]
-					AND gl[o.j] OPERATOR(pg_catalog.>=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1);
+					AND gl[o.j] OPERATOR(pg_catalog.>=) mf;
+			FOR i IN 1 .. pg_catalog.array_length(pf, 1) LOOP
+				IF NOT pm[i] AND ps[i] OPERATOR(pg_catalog.=) p0s[best] AND p0s[i] OPERATOR(pg_catalog.=) p0s[best]
+					AND EXISTS (SELECT FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+						WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[best]
+							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[best] AND gl[o.j] OPERATOR(pg_catalog.>=) mf
+							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[i]) THEN
+					pm[i] := true;
+				END IF;
+			END LOOP;
 		END IF;
 		IF k OPERATOR(pg_catalog.=) genes THEN
 			first_gene := pf[best];

@@ -153,7 +153,7 @@ ShardStatsShare(ShardStatsPiece *pieces, int from, int to, Datum *writes, Datum 
  */
 static void
 ShardStatsCount(SPITupleTable *pieces, uint64 n, ShardStatsPiece *out, bool access,
-				bool count_rows, List **conns)
+				bool count_rows, List *volatile *conns)
 {
 	ListCell   *lc;
 
@@ -371,7 +371,7 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 	out = palloc0(sizeof(ShardStatsPiece) * (n + 1));
 	PG_TRY();
 	{
-		ShardStatsCount(pieces, n, out, access, count_rows, (List **) &conns);
+		ShardStatsCount(pieces, n, out, access, count_rows, &conns);
 	}
 	PG_FINALLY();
 	{

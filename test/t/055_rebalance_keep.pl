@@ -16,7 +16,9 @@
 # keeps there), and while that move is revertable no plan does (its record
 # names the table it keeps).  The CALL with the window runs to its end;
 # once its move is finalized, every row is there once and nothing of it is
-# left.
+# left.  Then a table of the placement group spans two of items'
+# partitions on s1: with the window, a drain of s1 is refused (its second
+# move would be, since the first takes genes from that table's partition).
 use strict;
 use warnings;
 use lib 'test';
@@ -68,5 +70,32 @@ is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign
 	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
 	'map and partitions agree');
 is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left');
+
+# A table of the placement group whose partition spans two of items'
+# partitions on s1 (s1's genes, 0 to 10889, cut in two by hand: 0 to 4999
+# and 5000 to 10889): a move of either takes genes from it and re-attaches
+# the rest under its name, a partition of a revertable move, so with the
+# window a drain of s1 would be refused at its second move; the plan says so
+$node{s1}->safe_psql('postgres', q{CREATE TABLE items_1b (item_id bigint PRIMARY KEY, k text NOT NULL);
+	WITH d AS (DELETE FROM items_1 WHERE item_id >= (5000::bigint << 48) RETURNING *) INSERT INTO items_1b SELECT * FROM d;
+	CREATE TABLE tags_1 (tag_id bigint PRIMARY KEY, k text NOT NULL)});
+$router->safe_psql('postgres', q{BEGIN;
+	ALTER TABLE items DETACH PARTITION items_0;
+	ALTER TABLE items ATTACH PARTITION items_0 FOR VALUES FROM (0) TO (5000::bigint << 48);
+	CREATE FOREIGN TABLE items_0b PARTITION OF items FOR VALUES FROM (5000::bigint << 48) TO (10890::bigint << 48)
+		SERVER s1 OPTIONS (table_name 'items_1b');
+	CREATE TABLE tags (tag_id bigint NOT NULL, k text NOT NULL) PARTITION BY RANGE (tag_id);
+	CREATE FOREIGN TABLE tags_0 PARTITION OF tags FOR VALUES FROM (0) TO (10890::bigint << 48) SERVER s1 OPTIONS (table_name 'tags_1');
+	INSERT INTO tags SELECT (g::bigint << 48) | 1, 't' || g FROM generate_series(0, 10889, 99) g;
+	COMMIT});
+is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items}), '3000 3000',
+	'every row is there once after the cut by hand');
+is($router->safe_psql('postgres', q{SELECT string_agg(first_gene || '-' || last_gene, ' ' ORDER BY first_gene)
+	FROM snowseq_rebalance_plan('items', drain => '{s1}') WHERE from_server = 's1'}), '0-4999 5000-10889',
+	'without the window, the drain of s1 moves both partitions');
+($rc, $out, $err) = $router->psql('postgres', q{SET snowseq.move_revert_window = '1h';
+	SELECT * FROM snowseq_rebalance_plan('items', drain => '{s1}')});
+like($err, qr/genes \d+ to \d+ of server "s1" cannot be drained with moves kept revertable: an earlier step of the drain takes along a partition of its placement group that holds them too/,
+	'with it, the drain is refused: its second move would be');
 
 done_testing();
