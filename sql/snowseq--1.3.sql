@@ -1530,6 +1530,14 @@ DECLARE
 	xt pg_catalog.text[] := '{}';			-- and that name
 	rv record;
 	mf integer;								-- the first gene a step moves
+	-- the group's partitions as the plan's steps leave them (gf, gl, gs
+	-- are as read): a move takes its genes from one partition of each
+	-- table of the group that holds the first of them off the destination,
+	-- which must hold them all, the whole of it or genes at one end
+	gcf integer[];
+	gcl integer[];
+	gcs pg_catalog.name[];
+	bad pg_catalog.text;					-- group partitions a move cannot take genes from
 BEGIN
 	IF parent IS NULL THEN
 		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
@@ -1715,6 +1723,9 @@ BEGIN
 		total := total OPERATOR(pg_catalog.+) pload;
 	END LOOP;
 	mean := total OPERATOR(pg_catalog./) kept;
+	gcf := gf;
+	gcl := gl;
+	gcs := gs;
 
 	-- partitions a revertable move touched, of the table or of its group
 	-- (its genes, or the partition it took them from, and the table's
@@ -1795,6 +1806,29 @@ BEGIN
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					HINT = 'A move copies a table into the table of the same name on the destination: give the shard tables of different servers different names, add a server, or finalize the revertable moves that keep a table of that name there.';
 		END IF;
+		SELECT pg_catalog.string_agg(CAST(CAST(gpo[o.j] AS pg_catalog.regclass) AS pg_catalog.text), ', ') INTO bad
+			FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
+			WHERE gcs[o.j] OPERATOR(pg_catalog.<>) sv[lo]
+				AND gcf[o.j] OPERATOR(pg_catalog.<=) pf[r.i] AND gcl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]
+				AND NOT (gcs[o.j] OPERATOR(pg_catalog.=) ps[r.i] AND gcl[o.j] OPERATOR(pg_catalog.>=) pl[r.i]
+					AND (gcf[o.j] OPERATOR(pg_catalog.=) pf[r.i] OR gcl[o.j] OPERATOR(pg_catalog.=) pl[r.i]));
+		IF bad IS NOT NULL THEN
+			RAISE EXCEPTION 'genes % to % of server "%" cannot be drained: a move cannot take them from partitions of their placement group (%)',
+				pf[r.i], pl[r.i], ps[r.i], bad
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'A move takes its genes from one partition of each table of the group, the whole of it or genes at one end: partition the tables of a placement group on the same genes.';
+		END IF;
+		FOR gi IN 1 .. COALESCE(pg_catalog.array_length(gcf, 1), 0) LOOP
+			CONTINUE WHEN gcs[gi] OPERATOR(pg_catalog.<>) ps[r.i] OR gcf[gi] OPERATOR(pg_catalog.>) pf[r.i]
+				OR gcl[gi] OPERATOR(pg_catalog.<) pf[r.i];
+			IF gcf[gi] OPERATOR(pg_catalog.=) pf[r.i] AND gcl[gi] OPERATOR(pg_catalog.=) pl[r.i] THEN
+				gcs[gi] := sv[lo];
+			ELSIF gcf[gi] OPERATOR(pg_catalog.=) pf[r.i] THEN
+				gcf[gi] := pl[r.i] OPERATOR(pg_catalog.+) 1;
+			ELSE
+				gcl[gi] := pf[r.i] OPERATOR(pg_catalog.-) 1;
+			END IF;
+		END LOOP;
 		moved := pv[r.i];
 		hi := pg_catalog.array_position(sv, ps[r.i]);
 		sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
@@ -1862,6 +1896,12 @@ BEGIN
 			best := NULL;
 			FOR k IN 1 .. COALESCE(pg_catalog.array_length(pf, 1), 0) LOOP
 				CONTINUE WHEN ps[k] OPERATOR(pg_catalog.<>) sv[hi] OR pm[k];
+				-- nor one whose last gene a partition of the group holds
+				-- with genes after it (a move could take none of its genes
+				-- from its end)
+				CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
+					WHERE gcs[o.j] OPERATOR(pg_catalog.=) ps[k] AND gcf[o.j] OPERATOR(pg_catalog.<=) pl[k]
+						AND gcl[o.j] OPERATOR(pg_catalog.>) pl[k]);
 				CONTINUE WHEN pt[k] OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pt[j.j] FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
 						WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo]
 						UNION ALL SELECT gt[x.j] FROM pg_catalog.generate_subscripts(gf, 1) AS x(j)
@@ -2001,6 +2041,14 @@ BEGIN
 						WHERE gs[x.j] OPERATOR(pg_catalog.=) sv[lo]
 						UNION ALL SELECT xt[x.j] FROM pg_catalog.generate_subscripts(xs, 1) AS x(j)
 						WHERE xs[x.j] OPERATOR(pg_catalog.=) sv[lo])));
+			-- and the group's partitions must give the genes
+			CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
+				WHERE gcs[o.j] OPERATOR(pg_catalog.<>) sv[lo]
+					AND gcf[o.j] OPERATOR(pg_catalog.<=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
+					AND gcl[o.j] OPERATOR(pg_catalog.>=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
+					AND NOT (gcs[o.j] OPERATOR(pg_catalog.=) ps[best] AND gcl[o.j] OPERATOR(pg_catalog.>=) pl[best]
+						AND (gcf[o.j] OPERATOR(pg_catalog.=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
+							OR gcl[o.j] OPERATOR(pg_catalog.=) pl[best])));
 			found_one := true;
 			EXIT;
 		END LOOP;
@@ -2009,13 +2057,24 @@ BEGIN
 		step := n;
 		from_server := sv[hi];
 		to_server := sv[lo];
+		mf := pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1;
+		FOR gi IN 1 .. COALESCE(pg_catalog.array_length(gcf, 1), 0) LOOP
+			CONTINUE WHEN gcs[gi] OPERATOR(pg_catalog.<>) sv[hi] OR gcf[gi] OPERATOR(pg_catalog.>) mf
+				OR gcl[gi] OPERATOR(pg_catalog.<) mf;
+			IF gcf[gi] OPERATOR(pg_catalog.=) mf AND gcl[gi] OPERATOR(pg_catalog.=) pl[best] THEN
+				gcs[gi] := sv[lo];
+			ELSIF gcf[gi] OPERATOR(pg_catalog.=) mf THEN
+				gcf[gi] := pl[best] OPERATOR(pg_catalog.+) 1;
+			ELSE
+				gcl[gi] := mf OPERATOR(pg_catalog.-) 1;
+			END IF;
+		END LOOP;
 		IF keep THEN
 			-- revertable: neither what it takes nor what it leaves moves
 			-- again in this plan; its tables' names stay on the receiver
 			-- (and the table's on the giver) until it is finalized; the
 			-- table's partitions of the genes of the group's partitions it
 			-- takes genes from are not moved either (as for a drain)
-			mf := pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1;
 			pm[best] := true;
 			xs := xs OPERATOR(pg_catalog.||) ARRAY[sv[lo], sv[hi]];
 			xt := xt OPERATOR(pg_catalog.||) ARRAY[pt[best], pt[best]];

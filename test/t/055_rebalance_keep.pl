@@ -76,6 +76,8 @@ is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no r
 # and 5000 to 10889): a move of either takes genes from it and re-attaches
 # the rest under its name, a partition of a revertable move, so with the
 # window a drain of s1 would be refused at its second move; the plan says so
+is($router->safe_psql('postgres', q{SELECT string_agg(upper_gene || ':' || shard, ' ' ORDER BY upper_gene) FROM snowseq_shard_map}),
+	'10889:s1 14999:s3 29999:s2 32767:s3', 'the map the cut by hand starts from: s1 holds genes 0 to 10889');
 $node{s1}->safe_psql('postgres', q{CREATE TABLE items_1b (item_id bigint PRIMARY KEY, k text NOT NULL);
 	WITH d AS (DELETE FROM items_1 WHERE item_id >= (5000::bigint << 48) RETURNING *) INSERT INTO items_1b SELECT * FROM d;
 	CREATE TABLE tags_1 (tag_id bigint PRIMARY KEY, k text NOT NULL)});
@@ -90,6 +92,9 @@ $router->safe_psql('postgres', q{BEGIN;
 	COMMIT});
 is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items}), '3000 3000',
 	'every row is there once after the cut by hand');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM items WHERE (tableoid = 'items_0'::regclass AND (item_id >> 48) >= 5000)
+	OR (tableoid = 'items_0b'::regclass AND ((item_id >> 48) < 5000 OR (item_id >> 48) > 10889))}), '0',
+	'each row of the two partitions is inside its bounds');
 is($router->safe_psql('postgres', q{SELECT string_agg(first_gene || '-' || last_gene, ' ' ORDER BY first_gene)
 	FROM snowseq_rebalance_plan('items', drain => '{s1}') WHERE from_server = 's1'}), '0-4999 5000-10889',
 	'without the window, the drain of s1 moves both partitions');
@@ -97,5 +102,31 @@ is($router->safe_psql('postgres', q{SELECT string_agg(first_gene || '-' || last_
 	SELECT * FROM snowseq_rebalance_plan('items', drain => '{s1}')});
 like($err, qr/genes \d+ to \d+ of server "s1" cannot be drained with moves kept revertable: an earlier step of the drain takes along a partition of its placement group that holds them too/,
 	'with it, the drain is refused: its second move would be');
+
+# A plan must take genes from a partition of items where tags' partition
+# can give them too (one partition of each table, at one end of it). 2,000
+# more rows in genes 0 to 4999 and 982 in 5000 to 10889 make s1 the most
+# loaded server, items_0 its biggest partition; a cut of its last genes
+# would take genes from the middle of tags_0 (0 to 10889), which a move
+# refuses, so the plan takes genes from the end of items_0b, and from
+# items_0 once tags_0 ends where it does
+is($router->safe_psql('postgres', q{WITH i AS (INSERT INTO items (item_id, k)
+		SELECT (g::bigint << 48) | n, 'hot ' || g || ' ' || n FROM generate_series(0, 4999, 5) g, generate_series(1, 2) n
+		UNION ALL SELECT (g::bigint << 48) | 1, 'warm ' || g FROM generate_series(5000, 10889, 6) g
+		RETURNING 1) SELECT count(*) FROM i}), '2982', '2,982 more rows on s1');
+my $shape_plan = $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items')});
+note "plan with tags_0 over both of s1's partitions:\n$shape_plan";
+like($shape_plan, qr/\|s1\|/, 'the plan takes genes from s1');
+($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items')});
+is($rc, 0, 'and every move of it is one a move accepts: the run ends') or diag($err);
+is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items}), '5982 5982',
+	'every row is there once after the run');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM items t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
+	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.item_id) <> s.srvname}), '0',
+	'map and partitions agree after the run');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM tags t JOIN pg_foreign_table ft ON ft.ftrelid = t.tableoid
+	JOIN pg_foreign_server s ON s.oid = ft.ftserver WHERE snowseq_route(t.tag_id) <> s.srvname}), '0',
+	'and tags\' partitions agree with the map');
+is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left after the run');
 
 done_testing();
