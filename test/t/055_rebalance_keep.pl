@@ -129,4 +129,22 @@ is($router->safe_psql('postgres', q{SELECT count(*) FROM tags t JOIN pg_foreign_
 	'and tags\' partitions agree with the map');
 is(join(', ', move_leftovers('postgres', map { $node{$_} } @servers)), '', 'no replication object or fence is left after the run');
 
+# A drain the group cannot give: tags' partition of s1's genes cut in two
+# by hand (genes 0 to 2499 and 2500 to 4999), items' one partition there
+# holding both; a move of it would be refused ("in more than one
+# partition"), so the plan refuses the drain and names them
+is($router->safe_psql('postgres', q{SELECT pg_get_expr(relpartbound, oid) FROM pg_class WHERE relname = 'tags_0'}),
+	"FOR VALUES FROM ('0') TO ('" . (5000 << 48) . "')", 'tags_0 holds genes 0 to 4999 after the run');
+$node{s1}->safe_psql('postgres', q{CREATE TABLE tags_1c (tag_id bigint PRIMARY KEY, k text NOT NULL);
+	WITH d AS (DELETE FROM tags_1 WHERE tag_id >= (2500::bigint << 48) RETURNING *) INSERT INTO tags_1c SELECT * FROM d});
+$router->safe_psql('postgres', q{BEGIN;
+	ALTER TABLE tags DETACH PARTITION tags_0;
+	ALTER TABLE tags ATTACH PARTITION tags_0 FOR VALUES FROM (0) TO (2500::bigint << 48);
+	CREATE FOREIGN TABLE tags_0c PARTITION OF tags FOR VALUES FROM (2500::bigint << 48) TO (5000::bigint << 48)
+		SERVER s1 OPTIONS (table_name 'tags_1c');
+	COMMIT});
+($rc, $out, $err) = $router->psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items', drain => '{s1}')});
+like($err, qr/genes 0 to 4999 of server "s1" cannot be drained: a move cannot take them from partitions of their placement group \((public\.)?tags_0\)/,
+	'a drain the group cannot give is refused, naming the partition');
+
 done_testing();
