@@ -1538,6 +1538,7 @@ DECLARE
 	gcl integer[];
 	gcs pg_catalog.name[];
 	bad pg_catalog.text;					-- group partitions a move cannot take genes from
+	group_held boolean := false;			-- a step was not planned for the group's partitions
 BEGIN
 	IF parent IS NULL THEN
 		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
@@ -1764,109 +1765,129 @@ BEGIN
 
 	-- drained servers give every partition, the biggest first, to the
 	-- least loaded server kept; loads that tie (writes when none were
-	-- counted) are told apart by rows, as strategy rows would
-	FOR r IN SELECT o.i FROM pg_catalog.generate_subscripts(pf, 1) AS o(i)
-			WHERE ps[o.i] OPERATOR(pg_catalog.=) ANY (drain)
-			ORDER BY pv[o.i] DESC, pr[o.i] DESC, o.i LOOP
-		IF pm[r.i] AND pmv[r.i] IS NULL THEN
-			RAISE EXCEPTION 'genes % to % of server "%" cannot be drained with moves kept revertable: an earlier step of the drain takes along a partition of its placement group that holds them too, whose next move is refused until that step''s move is finalized',
-				pf[r.i], pl[r.i], ps[r.i]
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					HINT = 'Drain with snowseq.move_revert_window = 0, or drain again once the moves of the first drain are finalized.';
-		END IF;
-		IF pm[r.i] THEN
-			RAISE EXCEPTION 'genes % to % of server "%" cannot be drained: move % can still revert them',
-				pf[r.i], pl[r.i], ps[r.i], pmv[r.i]
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					HINT = pg_catalog.format('Finalize it first, CALL snowseq_move_finalize(%s), or revert it, CALL snowseq_move_revert(%s).',
-						pmv[r.i], pmv[r.i]);
-		END IF;
-		lo := NULL;
-		FOR k IN 1 .. pg_catalog.array_length(sv, 1) LOOP
-			IF sv[k] OPERATOR(pg_catalog.<>) ALL (drain)
-				AND (lo IS NULL OR sload[k] OPERATOR(pg_catalog.<) sload[lo]
-					OR (sload[k] OPERATOR(pg_catalog.=) sload[lo] AND srows[k] OPERATOR(pg_catalog.<) srows[lo]))
-				AND NOT EXISTS (SELECT FROM (SELECT pt[j.j] AS t FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
-							WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[k]
-						UNION ALL SELECT gt[o.j] FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-							WHERE gs[o.j] OPERATOR(pg_catalog.=) sv[k]
-						UNION ALL SELECT xt[x.j] FROM pg_catalog.generate_subscripts(xs, 1) AS x(j)
-							WHERE xs[x.j] OPERATOR(pg_catalog.=) sv[k]) d
-					WHERE d.t OPERATOR(pg_catalog.=) pt[r.i] OR d.t OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT gt[o.j]
-						FROM pg_catalog.generate_subscripts(gf, 1) AS o(j) WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
-							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]))) THEN
-				lo := k;
+	-- counted) are told apart by rows, as strategy rows would; one that
+	-- its placement group cannot give (a move takes its genes from one
+	-- partition of each table of the group, at one end) waits for the
+	-- others, a pass a step
+	LOOP
+		found_one := false;
+		FOR r IN SELECT o.i FROM pg_catalog.generate_subscripts(pf, 1) AS o(i)
+				WHERE ps[o.i] OPERATOR(pg_catalog.=) ANY (drain)
+				ORDER BY pv[o.i] DESC, pr[o.i] DESC, o.i LOOP
+			IF pm[r.i] AND pmv[r.i] IS NULL THEN
+				RAISE EXCEPTION 'genes % to % of server "%" cannot be drained with moves kept revertable: an earlier step of the drain takes along a partition of its placement group that holds them too, whose next move is refused until that step''s move is finalized',
+					pf[r.i], pl[r.i], ps[r.i]
+					USING ERRCODE = 'object_not_in_prerequisite_state',
+						HINT = 'Drain with snowseq.move_revert_window = 0, or drain again once the moves of the first drain are finalized.';
 			END IF;
-		END LOOP;
-		IF lo IS NULL THEN
-			RAISE EXCEPTION 'no server can take genes % to % of server "%": each reads a table named as one that they are read from there (%)',
-				pf[r.i], pl[r.i], ps[r.i], pg_catalog.array_to_string(pt[r.i] OPERATOR(pg_catalog.||) ARRAY(SELECT gt[o.j]
-					FROM pg_catalog.generate_subscripts(gf, 1) AS o(j) WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
-						AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]), ', ')
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					HINT = 'A move copies a table into the table of the same name on the destination: give the shard tables of different servers different names, add a server, or finalize the revertable moves that keep a table of that name there.';
-		END IF;
-		SELECT pg_catalog.string_agg(CAST(CAST(gpo[o.j] AS pg_catalog.regclass) AS pg_catalog.text), ', ') INTO bad
-			FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
-			WHERE gcs[o.j] OPERATOR(pg_catalog.<>) sv[lo]
-				AND gcf[o.j] OPERATOR(pg_catalog.<=) pf[r.i] AND gcl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]
-				AND NOT (gcs[o.j] OPERATOR(pg_catalog.=) ps[r.i] AND gcl[o.j] OPERATOR(pg_catalog.>=) pl[r.i]
-					AND (gcf[o.j] OPERATOR(pg_catalog.=) pf[r.i] OR gcl[o.j] OPERATOR(pg_catalog.=) pl[r.i]));
-		IF bad IS NOT NULL THEN
-			RAISE EXCEPTION 'genes % to % of server "%" cannot be drained: a move cannot take them from partitions of their placement group (%)',
-				pf[r.i], pl[r.i], ps[r.i], bad
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					HINT = 'A move takes its genes from one partition of each table of the group, the whole of it or genes at one end: partition the tables of a placement group on the same genes.';
-		END IF;
-		FOR gi IN 1 .. COALESCE(pg_catalog.array_length(gcf, 1), 0) LOOP
-			CONTINUE WHEN gcs[gi] OPERATOR(pg_catalog.<>) ps[r.i] OR gcf[gi] OPERATOR(pg_catalog.>) pf[r.i]
-				OR gcl[gi] OPERATOR(pg_catalog.<) pf[r.i];
-			IF gcf[gi] OPERATOR(pg_catalog.=) pf[r.i] AND gcl[gi] OPERATOR(pg_catalog.=) pl[r.i] THEN
-				gcs[gi] := sv[lo];
-			ELSIF gcf[gi] OPERATOR(pg_catalog.=) pf[r.i] THEN
-				gcf[gi] := pl[r.i] OPERATOR(pg_catalog.+) 1;
-			ELSE
-				gcl[gi] := pf[r.i] OPERATOR(pg_catalog.-) 1;
+			IF pm[r.i] THEN
+				RAISE EXCEPTION 'genes % to % of server "%" cannot be drained: move % can still revert them',
+					pf[r.i], pl[r.i], ps[r.i], pmv[r.i]
+					USING ERRCODE = 'object_not_in_prerequisite_state',
+						HINT = pg_catalog.format('Finalize it first, CALL snowseq_move_finalize(%s), or revert it, CALL snowseq_move_revert(%s).',
+							pmv[r.i], pmv[r.i]);
 			END IF;
-		END LOOP;
-		moved := pv[r.i];
-		hi := pg_catalog.array_position(sv, ps[r.i]);
-		sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
-		sload[lo] := sload[lo] OPERATOR(pg_catalog.+) moved;
-		srows[hi] := srows[hi] OPERATOR(pg_catalog.-) pr[r.i];
-		srows[lo] := srows[lo] OPERATOR(pg_catalog.+) pr[r.i];
-		n := n OPERATOR(pg_catalog.+) 1;
-		step := n; first_gene := pf[r.i]; last_gene := pl[r.i];
-		from_server := ps[r.i]; to_server := sv[lo];
-		rows := CAST(pr[r.i] AS bigint); bytes := CAST(pb[r.i] AS bigint);
-		IF keep THEN
-			-- revertable: not moved again; its table's name stays on both
-			-- servers and its group's on the destination until it is
-			-- finalized, and the group's partitions it takes genes from
-			-- keep their names on the source, where a move of them is
-			-- refused: the table's partitions of their genes there are not
-			-- moved either
-			pm[r.i] := true;
-			xs := xs OPERATOR(pg_catalog.||) ARRAY[sv[lo], ps[r.i]];
-			xt := xt OPERATOR(pg_catalog.||) ARRAY[pt[r.i], pt[r.i]];
-			SELECT xs OPERATOR(pg_catalog.||) pg_catalog.array_agg(sv[lo]), xt OPERATOR(pg_catalog.||) pg_catalog.array_agg(gt[o.j])
-				INTO xs, xt
-				FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-				WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
-					AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i];
-			FOR k IN 1 .. pg_catalog.array_length(pf, 1) LOOP
-				IF NOT pm[k] AND ps[k] OPERATOR(pg_catalog.=) p0s[r.i] AND p0s[k] OPERATOR(pg_catalog.=) p0s[r.i]
-					AND EXISTS (SELECT FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-						WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
-							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]
-							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[k] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[k]) THEN
-					pm[k] := true;
+			lo := NULL;
+			FOR k IN 1 .. pg_catalog.array_length(sv, 1) LOOP
+				IF sv[k] OPERATOR(pg_catalog.<>) ALL (drain)
+					AND (lo IS NULL OR sload[k] OPERATOR(pg_catalog.<) sload[lo]
+						OR (sload[k] OPERATOR(pg_catalog.=) sload[lo] AND srows[k] OPERATOR(pg_catalog.<) srows[lo]))
+					AND NOT EXISTS (SELECT FROM (SELECT pt[j.j] AS t FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
+								WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[k]
+							UNION ALL SELECT gt[o.j] FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+								WHERE gs[o.j] OPERATOR(pg_catalog.=) sv[k]
+							UNION ALL SELECT xt[x.j] FROM pg_catalog.generate_subscripts(xs, 1) AS x(j)
+								WHERE xs[x.j] OPERATOR(pg_catalog.=) sv[k]) d
+						WHERE d.t OPERATOR(pg_catalog.=) pt[r.i] OR d.t OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT gt[o.j]
+							FROM pg_catalog.generate_subscripts(gf, 1) AS o(j) WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
+								AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]))) THEN
+					lo := k;
 				END IF;
 			END LOOP;
-		END IF;
-		ps[r.i] := sv[lo];
-		pt[r.i] := NULL;
-		RETURN NEXT;
+			IF lo IS NULL THEN
+				RAISE EXCEPTION 'no server can take genes % to % of server "%": each reads a table named as one that they are read from there (%)',
+					pf[r.i], pl[r.i], ps[r.i], pg_catalog.array_to_string(pt[r.i] OPERATOR(pg_catalog.||) ARRAY(SELECT gt[o.j]
+						FROM pg_catalog.generate_subscripts(gf, 1) AS o(j) WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
+							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]), ', ')
+					USING ERRCODE = 'object_not_in_prerequisite_state',
+						HINT = 'A move copies a table into the table of the same name on the destination: give the shard tables of different servers different names, add a server, or finalize the revertable moves that keep a table of that name there.';
+			END IF;
+			SELECT pg_catalog.string_agg(CAST(CAST(gpo[o.j] AS pg_catalog.regclass) AS pg_catalog.text), ', ') INTO bad
+				FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
+				WHERE gcs[o.j] OPERATOR(pg_catalog.<>) sv[lo]
+					AND gcf[o.j] OPERATOR(pg_catalog.<=) pf[r.i] AND gcl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]
+					AND NOT (gcs[o.j] OPERATOR(pg_catalog.=) ps[r.i] AND gcl[o.j] OPERATOR(pg_catalog.>=) pl[r.i]
+						AND (gcf[o.j] OPERATOR(pg_catalog.=) pf[r.i] OR gcl[o.j] OPERATOR(pg_catalog.=) pl[r.i]));
+			-- one the group cannot give now may be given once another one is:
+			-- the next pass
+			CONTINUE WHEN bad IS NOT NULL;
+			FOR gi IN 1 .. COALESCE(pg_catalog.array_length(gcf, 1), 0) LOOP
+				CONTINUE WHEN gcs[gi] OPERATOR(pg_catalog.<>) ps[r.i] OR gcf[gi] OPERATOR(pg_catalog.>) pf[r.i]
+					OR gcl[gi] OPERATOR(pg_catalog.<) pf[r.i];
+				IF gcf[gi] OPERATOR(pg_catalog.=) pf[r.i] AND gcl[gi] OPERATOR(pg_catalog.=) pl[r.i] THEN
+					gcs[gi] := sv[lo];
+				ELSIF gcf[gi] OPERATOR(pg_catalog.=) pf[r.i] THEN
+					gcf[gi] := pl[r.i] OPERATOR(pg_catalog.+) 1;
+				ELSE
+					gcl[gi] := pf[r.i] OPERATOR(pg_catalog.-) 1;
+				END IF;
+			END LOOP;
+			moved := pv[r.i];
+			hi := pg_catalog.array_position(sv, ps[r.i]);
+			sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
+			sload[lo] := sload[lo] OPERATOR(pg_catalog.+) moved;
+			srows[hi] := srows[hi] OPERATOR(pg_catalog.-) pr[r.i];
+			srows[lo] := srows[lo] OPERATOR(pg_catalog.+) pr[r.i];
+			n := n OPERATOR(pg_catalog.+) 1;
+			step := n; first_gene := pf[r.i]; last_gene := pl[r.i];
+			from_server := ps[r.i]; to_server := sv[lo];
+			rows := CAST(pr[r.i] AS bigint); bytes := CAST(pb[r.i] AS bigint);
+			IF keep THEN
+				-- revertable: not moved again; its table's name stays on both
+				-- servers and its group's on the destination until it is
+				-- finalized, and the group's partitions it takes genes from
+				-- keep their names on the source, where a move of them is
+				-- refused: the table's partitions of their genes there are not
+				-- moved either
+				pm[r.i] := true;
+				xs := xs OPERATOR(pg_catalog.||) ARRAY[sv[lo], ps[r.i]];
+				xt := xt OPERATOR(pg_catalog.||) ARRAY[pt[r.i], pt[r.i]];
+				SELECT xs OPERATOR(pg_catalog.||) pg_catalog.array_agg(sv[lo]), xt OPERATOR(pg_catalog.||) pg_catalog.array_agg(gt[o.j])
+					INTO xs, xt
+					FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+					WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
+						AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i];
+				FOR k IN 1 .. pg_catalog.array_length(pf, 1) LOOP
+					IF NOT pm[k] AND ps[k] OPERATOR(pg_catalog.=) p0s[r.i] AND p0s[k] OPERATOR(pg_catalog.=) p0s[r.i]
+						AND EXISTS (SELECT FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
+							WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
+								AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]
+								AND gf[o.j] OPERATOR(pg_catalog.<=) pl[k] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[k]) THEN
+						pm[k] := true;
+					END IF;
+				END LOOP;
+			END IF;
+			ps[r.i] := sv[lo];
+			pt[r.i] := NULL;
+			RETURN NEXT;
+			found_one := true;
+			EXIT;
+		END LOOP;
+		EXIT WHEN NOT found_one;
+	END LOOP;
+	-- what is left on a drained server, the group cannot give
+	FOR r IN SELECT o.i FROM pg_catalog.generate_subscripts(pf, 1) AS o(i)
+			WHERE ps[o.i] OPERATOR(pg_catalog.=) ANY (drain)
+			ORDER BY pv[o.i] DESC, pr[o.i] DESC, o.i LIMIT 1 LOOP
+		SELECT pg_catalog.string_agg(CAST(CAST(gpo[o.j] AS pg_catalog.regclass) AS pg_catalog.text), ', '
+				ORDER BY CAST(CAST(gpo[o.j] AS pg_catalog.regclass) AS pg_catalog.text)) INTO bad
+			FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
+			WHERE gcs[o.j] OPERATOR(pg_catalog.=) ps[r.i]
+				AND gcf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gcl[o.j] OPERATOR(pg_catalog.>=) pf[r.i];
+		RAISE EXCEPTION 'genes % to % of server "%" cannot be drained: a move cannot take them from partitions of their placement group (%)',
+			pf[r.i], pl[r.i], ps[r.i], bad
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				HINT = 'A move takes its genes from one partition of each table of the group, the whole of it or genes at one end: partition the tables of a placement group on the same genes.';
 	END LOOP;
 
 	-- then the most loaded server gives to the least loaded one that can
@@ -1899,9 +1920,12 @@ BEGIN
 				-- nor one whose last gene a partition of the group holds
 				-- with genes after it (a move could take none of its genes
 				-- from its end)
-				CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
-					WHERE gcs[o.j] OPERATOR(pg_catalog.=) ps[k] AND gcf[o.j] OPERATOR(pg_catalog.<=) pl[k]
-						AND gcl[o.j] OPERATOR(pg_catalog.>) pl[k]);
+				IF EXISTS (SELECT FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
+						WHERE gcs[o.j] OPERATOR(pg_catalog.=) ps[k] AND gcf[o.j] OPERATOR(pg_catalog.<=) pl[k]
+							AND gcl[o.j] OPERATOR(pg_catalog.>) pl[k]) THEN
+					group_held := true;
+					CONTINUE;
+				END IF;
 				CONTINUE WHEN pt[k] OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pt[j.j] FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
 						WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo]
 						UNION ALL SELECT gt[x.j] FROM pg_catalog.generate_subscripts(gf, 1) AS x(j)
@@ -2042,17 +2066,27 @@ BEGIN
 						UNION ALL SELECT xt[x.j] FROM pg_catalog.generate_subscripts(xs, 1) AS x(j)
 						WHERE xs[x.j] OPERATOR(pg_catalog.=) sv[lo])));
 			-- and the group's partitions must give the genes
-			CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
-				WHERE gcs[o.j] OPERATOR(pg_catalog.<>) sv[lo]
-					AND gcf[o.j] OPERATOR(pg_catalog.<=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
-					AND gcl[o.j] OPERATOR(pg_catalog.>=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
-					AND NOT (gcs[o.j] OPERATOR(pg_catalog.=) ps[best] AND gcl[o.j] OPERATOR(pg_catalog.>=) pl[best]
-						AND (gcf[o.j] OPERATOR(pg_catalog.=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
-							OR gcl[o.j] OPERATOR(pg_catalog.=) pl[best])));
+			IF EXISTS (SELECT FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
+					WHERE gcs[o.j] OPERATOR(pg_catalog.<>) sv[lo]
+						AND gcf[o.j] OPERATOR(pg_catalog.<=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
+						AND gcl[o.j] OPERATOR(pg_catalog.>=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
+						AND NOT (gcs[o.j] OPERATOR(pg_catalog.=) ps[best] AND gcl[o.j] OPERATOR(pg_catalog.>=) pl[best]
+							AND (gcf[o.j] OPERATOR(pg_catalog.=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
+								OR gcl[o.j] OPERATOR(pg_catalog.=) pl[best]))) THEN
+				group_held := true;
+				CONTINUE;
+			END IF;
 			found_one := true;
 			EXIT;
 		END LOOP;
-		EXIT WHEN NOT found_one;
+		IF NOT found_one THEN
+			IF group_held THEN
+				RAISE NOTICE 'the plan leaves server "%" above % x the mean: the partitions of its placement group cannot give the genes it would move',
+					sv[hi], threshold
+					USING HINT = 'A move takes its genes from one partition of each table of the group, the whole of it or genes at one end: partition the tables of a placement group on the same genes.';
+			END IF;
+			EXIT;
+		END IF;
 		n := n OPERATOR(pg_catalog.+) 1;
 		step := n;
 		from_server := sv[hi];

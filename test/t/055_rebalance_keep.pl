@@ -108,15 +108,16 @@ like($err, qr/genes \d+ to \d+ of server "s1" cannot be drained with moves kept 
 # more rows in genes 0 to 4999 and 982 in 5000 to 10889 make s1 the most
 # loaded server, items_0 its biggest partition; a cut of its last genes
 # would take genes from the middle of tags_0 (0 to 10889), which a move
-# refuses, so the plan takes genes from the end of items_0b, and from
-# items_0 once tags_0 ends where it does
+# refuses, so the plan takes genes from the end of items_0b instead
 is($router->safe_psql('postgres', q{WITH i AS (INSERT INTO items (item_id, k)
 		SELECT (g::bigint << 48) | n, 'hot ' || g || ' ' || n FROM generate_series(0, 4999, 5) g, generate_series(1, 2) n
 		UNION ALL SELECT (g::bigint << 48) | 1, 'warm ' || g FROM generate_series(5000, 10889, 6) g
 		RETURNING 1) SELECT count(*) FROM i}), '2982', '2,982 more rows on s1');
 my $shape_plan = $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items')});
 note "plan with tags_0 over both of s1's partitions:\n$shape_plan";
-like($shape_plan, qr/\|s1\|/, 'the plan takes genes from s1');
+like($shape_plan, qr/^\d+\|\d+\|\d+\|s1\|/m, 'the plan takes genes from s1');
+ok(!grep({ my @f = split /\|/; $f[3] eq 's1' && $f[1] >= 1 && $f[1] <= 4999 } split /\n/, $shape_plan),
+	'none that starts inside items_0, in the middle of tags_0');
 ($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items')});
 is($rc, 0, 'and every move of it is one a move accepts: the run ends') or diag($err);
 is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items}), '5982 5982',
@@ -144,7 +145,36 @@ $router->safe_psql('postgres', q{BEGIN;
 		SERVER s1 OPTIONS (table_name 'tags_1c');
 	COMMIT});
 ($rc, $out, $err) = $router->psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items', drain => '{s1}')});
-like($err, qr/genes 0 to 4999 of server "s1" cannot be drained: a move cannot take them from partitions of their placement group \((public\.)?tags_0\)/,
-	'a drain the group cannot give is refused, naming the partition');
+like($err, qr/genes 0 to 4999 of server "s1" cannot be drained: a move cannot take them from partitions of their placement group \((public\.)?tags_0, (public\.)?tags_0c\)/,
+	'a drain the group cannot give is refused, naming the partitions');
+
+# A drain whose order matters: tags' partition whole again (0 to 4999),
+# items' cut in three by hand (0 to 999, 1000 to 3999, 4000 to 4999); the
+# biggest, in the middle of tags_0, can be given only once one of the
+# others is, so it waits for one of them
+$node{s1}->safe_psql('postgres', q{INSERT INTO tags_1 SELECT * FROM tags_1c; DROP TABLE tags_1c;
+	CREATE TABLE items_1m (item_id bigint PRIMARY KEY, k text NOT NULL);
+	CREATE TABLE items_1z (item_id bigint PRIMARY KEY, k text NOT NULL);
+	WITH d AS (DELETE FROM items_1 WHERE item_id >= (4000::bigint << 48) RETURNING *) INSERT INTO items_1z SELECT * FROM d;
+	WITH d AS (DELETE FROM items_1 WHERE item_id >= (1000::bigint << 48) RETURNING *) INSERT INTO items_1m SELECT * FROM d});
+$router->safe_psql('postgres', q{BEGIN;
+	DROP FOREIGN TABLE tags_0c;
+	ALTER TABLE tags DETACH PARTITION tags_0;
+	ALTER TABLE tags ATTACH PARTITION tags_0 FOR VALUES FROM (0) TO (5000::bigint << 48);
+	ALTER TABLE items DETACH PARTITION items_0;
+	ALTER TABLE items ATTACH PARTITION items_0 FOR VALUES FROM (0) TO (1000::bigint << 48);
+	CREATE FOREIGN TABLE items_0m PARTITION OF items FOR VALUES FROM (1000::bigint << 48) TO (4000::bigint << 48)
+		SERVER s1 OPTIONS (table_name 'items_1m');
+	CREATE FOREIGN TABLE items_0z PARTITION OF items FOR VALUES FROM (4000::bigint << 48) TO (5000::bigint << 48)
+		SERVER s1 OPTIONS (table_name 'items_1z');
+	COMMIT});
+is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items}), '5982 5982',
+	'every row is there once after the second cut by hand');
+my @drain = split /\n/, $router->safe_psql('postgres', q{SELECT first_gene || '-' || last_gene
+	FROM snowseq_rebalance_plan('items', drain => '{s1}') WHERE from_server = 's1' ORDER BY step});
+note 'drain of s1: ' . join(' ', @drain);
+is(join(' ', sort { (split /-/, $a)[0] <=> (split /-/, $b)[0] } @drain), '0-999 1000-3999 4000-4999',
+	'the drain of s1 moves all three partitions');
+isnt($drain[0], '1000-3999', 'the biggest, in the middle of tags\' partition, not first');
 
 done_testing();
