@@ -1104,6 +1104,13 @@ BEGIN
 			-- places gains nothing
 			CONTINUE WHEN k OPERATOR(pg_catalog.=) genes
 				AND share OPERATOR(pg_catalog.>=) (sload[hi] OPERATOR(pg_catalog.-) sload[lo]);
+			-- nor a cut that carries none of the load: it would move genes
+			-- and even nothing out, and the next step would cut again
+			CONTINUE WHEN k OPERATOR(pg_catalog.<) genes AND (CASE
+				WHEN strategy OPERATOR(pg_catalog.=) 'writes'
+					THEN COALESCE(cut_load, (share OPERATOR(pg_catalog.*) k) OPERATOR(pg_catalog./) genes)
+				WHEN cut_rows IS NOT NULL THEN pg_catalog.round(cut_rows)
+				ELSE CAST((pr[best] OPERATOR(pg_catalog.*) k) OPERATOR(pg_catalog./) genes AS bigint) END) OPERATOR(pg_catalog.<=) 0;
 			-- the tables of the group the move takes along (those in its
 			-- genes on its server) must not be named as a table read there
 			CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)

@@ -177,4 +177,13 @@ is(join(' ', sort { (split /-/, $a)[0] <=> (split /-/, $b)[0] } @drain), '0-999 
 	'the drain of s1 moves all three partitions');
 isnt($drain[0], '1000-3999', 'the biggest, in the middle of tags\' partition, not first');
 
+# At threshold 1 the plan gives down to the mean; a cut whose genes hold
+# no row evens nothing out (the plan cut one empty range of items_0z's
+# genes after another, 20 of them)
+my @even = split /\n/, $router->safe_psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items', 'rows', 1.0)});
+note "plan at 1.0:\n" . join("\n", @even);
+cmp_ok(scalar(@even), '>=', 1, 'the plan at threshold 1 moves genes');
+is(join(' ', map { (split /\|/)[1] . '-' . (split /\|/)[2] } grep { (split /\|/)[5] == 0 } @even), '',
+	'and no step of it moves no row');
+
 done_testing();
