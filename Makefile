@@ -36,6 +36,8 @@ OBJS = \
 	src/fence.o \
 	src/apply_error.o \
 	src/move.o \
+	src/merge.o \
+	src/merge_mirror.o \
 	src/shard_stats.o \
 	src/move_common.o \
 	src/move_plan.o \

@@ -68,6 +68,7 @@
 #include "utils/wait_event.h"
 
 #include "move.h"
+#include "merge.h"
 #include "move_cleanup.h"
 #include "move_common.h"
 #include "move_group.h"
@@ -958,6 +959,7 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	SPI_connect();
 	MoveCheckCleaner(collect->ext);
 	CleanupMoves(collect->ext, InvalidOid, collect, false, NOTICE);
+	(void) MergeCleanup(collect->ext, InvalidOid, collect, false, NOTICE);
 	CleanupRecorded(collect);
 	SPI_finish();
 	foreach(lc, collect->report)

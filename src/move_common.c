@@ -593,6 +593,7 @@ MoveTables(Move *m)
 	t->src_rel = m->src_rel;
 	t->dst_rel = m->dst_rel;
 	t->group = MoveLead(m)->members != NIL ? MoveGroupRelations(m, false, false) : NULL;
+	t->target = NULL;
 	return t;
 }
 

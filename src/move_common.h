@@ -164,6 +164,8 @@ typedef struct Move
 	/* cleanup: the recorded object this Move stands for (CleanupRecorded) */
 	MoveObjectKind obj_kind;
 	char	   *obj_name;
+	/* a merge (merge.c) whose steps run through this Move, or NULL */
+	void	   *merge;
 	/* the placement group: one Move per table, the first one leads */
 	struct Move *lead;			/* NULL: this one leads */
 	List	   *members;		/* the lead's: the other tables' Moves */

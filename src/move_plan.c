@@ -531,6 +531,23 @@ MoveRecordNew(Move *m)
 					 errhint("Run SELECT * FROM snowseq_move_cleanup(); once its servers are reachable.")));
 	}
 
+	/* nor a merge of these genes that is not over (merge.c) */
+	{
+		char	   *merge = MoveRecordsValue(m->ext, m->cxt,
+											 psprintf("SELECT merge_id::pg_catalog.text OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) state OPERATOR(pg_catalog.||) ')' "
+													  "FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
+													  "AND state OPERATOR(pg_catalog.<>) ALL ('{done,failed}') "
+													  "AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
+													  "ORDER BY merge_id LIMIT 1",
+													  MoveExt(m, "snowseq_merges"), m->parent, m->first, m->last));
+
+		if (merge != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("genes %d to %d of table \"%s\" are in merge %s", m->first, m->last, m->parent_rel, merge),
+					 errhint("Wait for it to end; snowseq_move_cleanup() ends one that was interrupted.")));
+	}
+
 	m->id = MoveNextId(m);
 
 	/*
@@ -666,7 +683,7 @@ MoveRevertNew(Move *o)
  * no other role can take, the subscription's last error), a superuser
  * session.
  */
-static void
+void
 MoveCheckServer(RemoteConn *rc)
 {
 	char	   *v;

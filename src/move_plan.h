@@ -19,6 +19,7 @@ extern void MovePlan(Move *m, const char *to_server);
 extern char *MoveLocalNode(Move *m);
 extern void MoveRecordNew(Move *m);
 extern Move *MoveRevertNew(Move *o);
+extern void MoveCheckServer(RemoteConn *rc);
 extern char *MoveRemoteColumns(RemoteConn *rc, const char *table);
 extern char *MoveRemotePkey(RemoteConn *rc, const char *table);
 extern char *MoveTableReadBy(Move *m, const char *server, const char *nsp, const char *rel);

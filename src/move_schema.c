@@ -44,13 +44,20 @@
 
 #include "move_schema.h"
 
-/* triggers of snowseq's own: move.c creates them on the destination */
-#define FENCE_TRIGGERS "'{snowseq_fence,snowseq_fence_truncate}'::pg_catalog.name[]"
+/* triggers of snowseq's own: moves and merges create them where they need them */
+#define FENCE_TRIGGERS "'{snowseq_fence,snowseq_fence_truncate,snowseq_merge,snowseq_merge_truncate}'::pg_catalog.name[]"
 
 /*
  * The queries about the source table get it as parameters: $1 as a
  * regclass, and $2, where they build statements that name it, as text.
  */
+
+/* The table on the destination that the statements build on. */
+static const char *
+SchemaTarget(const MoveSchemaTables *t)
+{
+	return t->target ? t->target : t->table;
+}
 
 /* The name of an object of the destination table, after its source name. */
 static char *
@@ -239,7 +246,9 @@ MoveSchemaCreate(const MoveSchemaTables *t)
 						   "AND a.attgenerated OPERATOR(pg_catalog.=) '' AND NOT a.attisdropped "
 						   "UNION ALL SELECT 2, 'check', conname::text, pg_catalog.pg_get_constraintdef(oid) "
 						   "FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND contype OPERATOR(pg_catalog.=) 'c' "
-						   "UNION ALL SELECT 3, 'sql', tgname::text, pg_catalog.pg_get_triggerdef(oid) OPERATOR(pg_catalog.||) "
+						   "UNION ALL SELECT 3, 'sql', tgname::text, pg_catalog.replace(pg_catalog.pg_get_triggerdef(oid), "
+						   "' ON ' OPERATOR(pg_catalog.||) $1::pg_catalog.regclass::pg_catalog.text OPERATOR(pg_catalog.||) ' ', "
+						   "' ON ' OPERATOR(pg_catalog.||) $2::pg_catalog.text OPERATOR(pg_catalog.||) ' ') OPERATOR(pg_catalog.||) "
 						   "CASE WHEN tgenabled OPERATOR(pg_catalog.=) 'O' THEN '' ELSE "
 						   "pg_catalog.format('; ALTER TABLE %s DISABLE TRIGGER %I', $2::pg_catalog.text, tgname) END "
 						   "FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND NOT tgisinternal "
@@ -265,7 +274,7 @@ MoveSchemaCreate(const MoveSchemaTables *t)
 						   "AND ds.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
 						   "AND ds.objsubid OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped"
 						   ") x WHERE def OPERATOR(pg_catalog.<>) '' ORDER BY o, nm",
-						   SQL_ARGS(t->table, t->table),
+						   SQL_ARGS(t->table, SchemaTarget(t)),
 						   "read the definitions of the source table");
 	initStringInfo(&sql);
 	for (int i = 0; i < PQntuples(res); i++)
@@ -284,7 +293,7 @@ MoveSchemaCreate(const MoveSchemaTables *t)
 			if (strcmp(name, genes) == 0 || strcmp(name, pkey) == 0)
 				continue;
 			appendStringInfo(&sql, "ALTER TABLE %s ADD CONSTRAINT %s %s; ",
-							 t->table, quote_identifier(name), def);
+							 SchemaTarget(t), quote_identifier(name), def);
 		}
 		else
 			appendStringInfo(&sql, "%s; ", def);
@@ -323,7 +332,7 @@ MoveSchemaIndexes(const MoveSchemaTables *t)
 						   "UNION ALL SELECT 'constraint', conname::text, pg_catalog.pg_get_constraintdef(oid), false "
 						   "FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
 						   "AND contype OPERATOR(pg_catalog.=) ANY ('{u,x}') ORDER BY 1, 2",
-						   SQL_ARGS(t->table, t->table),
+						   SQL_ARGS(t->table, SchemaTarget(t)),
 						   "read the indexes of the source table");
 	n = PQntuples(res);
 	initStringInfo(&sql);
@@ -342,10 +351,10 @@ MoveSchemaIndexes(const MoveSchemaTables *t)
 		if (strcmp(kind, "index") == 0)
 			appendStringInfo(&sql, "CREATE %sINDEX %s ON %s %s; ",
 							 strcmp(PQgetvalue(res, i, 3), "t") == 0 ? "UNIQUE " : "",
-							 quote_identifier(name), t->table, PQgetvalue(res, i, 2));
+							 quote_identifier(name), SchemaTarget(t), PQgetvalue(res, i, 2));
 		else
 			appendStringInfo(&sql, "ALTER TABLE %s ADD CONSTRAINT %s %s; ",
-							 t->table, quote_identifier(name), PQgetvalue(res, i, 2));
+							 SchemaTarget(t), quote_identifier(name), PQgetvalue(res, i, 2));
 	}
 	PQclear(res);
 	if (n == 0)
@@ -353,7 +362,7 @@ MoveSchemaIndexes(const MoveSchemaTables *t)
 	RemoteCommand(t->dst, sql.data, "build the indexes of the destination table");
 	ereport(NOTICE,
 			(errmsg("built %d indexes and constraints of table %s on server \"%s\" in %.1f s",
-					n, t->table, t->dst->server,
+					n, SchemaTarget(t), t->dst->server,
 					(double) (GetCurrentTimestamp() - start) / 1000000.0)));
 }
 
@@ -371,7 +380,7 @@ MoveSchemaTriggersOn(const MoveSchemaTables *t)
 									  "FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
 									  "AND NOT tgisinternal AND tgenabled OPERATOR(pg_catalog.=) ANY ('{R,A}') "
 									  "AND tgname OPERATOR(pg_catalog.<>) ALL (" FENCE_TRIGGERS ")",
-									  SQL_ARGS(t->table, t->table),
+									  SQL_ARGS(t->table, SchemaTarget(t)),
 									  "read the replica triggers of the source table");
 
 	if (v != NULL)

@@ -26,6 +26,10 @@ typedef struct MoveSchemaTables
 	const char *dst_rel;		/* unquoted */
 	const char *group;			/* the source tables moving with it, as the
 								 * value of a text[] parameter, or NULL */
+	const char *target;			/* the table on "dst" that the statements
+								 * build on (qualified, quoted), if not
+								 * "table": a merge's new table, beside the
+								 * tables it merges */
 } MoveSchemaTables;
 
 /*

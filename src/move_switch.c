@@ -120,7 +120,6 @@ void
 MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col)
 {
 	char	   *sql;
-	char		state[6];
 	char	   *v;
 
 	v = RemoteValueParams(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger WHERE tgrelid "
@@ -129,20 +128,33 @@ MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col)
 	if (strcmp(v, "0") != 0)
 		return;
 	/* CREATE TRIGGER takes no parameters: its argument is quoted */
-	sql = psprintf("SET LOCAL lock_timeout = %d; "
-				   "CREATE TRIGGER snowseq_fence BEFORE INSERT OR UPDATE OR DELETE ON %s "
+	sql = psprintf("CREATE TRIGGER snowseq_fence BEFORE INSERT OR UPDATE OR DELETE ON %s "
 				   "FOR EACH ROW EXECUTE FUNCTION %s(%s); "
 				   "CREATE TRIGGER snowseq_fence_truncate BEFORE TRUNCATE ON %s "
 				   "FOR EACH STATEMENT EXECUTE FUNCTION %s(%s)",
-				   MOVE_TRIGGER_LOCK_MS, table, MoveRemoteExt(rc, "snowseq_fence"), quote_literal_cstr(col),
+				   table, MoveRemoteExt(rc, "snowseq_fence"), quote_literal_cstr(col),
 				   table, MoveRemoteExt(rc, "snowseq_fence"), quote_literal_cstr(col));
-	/* the trigger's lock waits for running writes: never long */
+	MoveTriggerDdl(rc, sql, "create the fence trigger");
+}
+
+/*
+ * Run DDL that locks a remote table against writes (creating or dropping a
+ * trigger): its lock waits for the writes under way, and every later query
+ * of the table would wait behind it, so each try waits briefly
+ * (lock_timeout) and the tries go on while writers keep it from the lock.
+ */
+void
+MoveTriggerDdl(RemoteConn *rc, const char *ddl, const char *what)
+{
+	char	   *sql = psprintf("SET LOCAL lock_timeout = %d; %s", MOVE_TRIGGER_LOCK_MS, ddl);
+	char		state[6];
+
 	for (int attempt = 1;; attempt++)
 	{
-		if (RemoteTry(rc, sql, "create the fence trigger", state))
+		if (RemoteTry(rc, sql, what, state))
 			return;
 		if (strcmp(state, "55P03") != 0 || attempt == MOVE_TRIGGER_ATTEMPTS)
-			RemoteCommand(rc, sql, "create the fence trigger");
+			RemoteCommand(rc, sql, what);
 		MoveSleep(20 * attempt);
 	}
 }
@@ -675,7 +687,7 @@ MoveSourceTransaction(Move *m)
  * and see the moved rows twice.  A session lock, released by
  * MoveReleaseParent or, if the mover dies, with its backend.
  */
-static void
+void
 MoveHoldParent(Move *m)
 {
 	ListCell   *lc;

@@ -13,11 +13,13 @@
 
 extern void MoveResolvePrepared(Move *m, bool commit);
 extern void MoveFenceTrigger(RemoteConn *rc, const char *table, const char *col);
+extern void MoveTriggerDdl(RemoteConn *rc, const char *ddl, const char *what);
 extern void MoveBlock(Move *m);
 extern void MoveGroupForeignKeys(Move *m);
 extern void MoveValidateGroupKeys(Move *m);
 extern void MoveSwitchRouter(Move *m);
 extern bool MoveLockParent(Move *m, bool check_stuck);
+extern void MoveHoldParent(Move *m);
 extern void MoveReleaseParent(Move *m);
 extern void MoveSwitch(Move *m);
 

@@ -23,13 +23,17 @@
  * or died (with id 0, a transaction lock, it orders the start of moves).
  * On the source, the mover's session holds SNOWSEQ_LOCK_ALIVE with the
  * fence id from the first block to the end, and SNOWSEQ_LOCK_BLOCK while
- * writers of the fenced range must wait.  pg_locks shows them as advisory
- * locks with classid the class, objid the id and objsubid 21326.
+ * writers of the fenced range must wait.  A merge of partitions holds
+ * SNOWSEQ_LOCK_MERGE with its id on the router as a move holds its lock
+ * (merge.c), and also orders its start with SNOWSEQ_LOCK_MOVE 0.  pg_locks
+ * shows them as advisory locks with classid the class, objid the id and
+ * objsubid 21326.
  */
 #define SNOWSEQ_LOCK_FIELD4		0x534E
 #define SNOWSEQ_LOCK_MOVE		0x534E4D31
 #define SNOWSEQ_LOCK_BLOCK		0x534E4D32
 #define SNOWSEQ_LOCK_ALIVE		0x534E4D33
+#define SNOWSEQ_LOCK_MERGE		0x534E4D34
 
 /* The lock tag of a lock of moves in this database (storage/lock.h). */
 #define SET_LOCKTAG_SNOWSEQ(tag, cls, id) \

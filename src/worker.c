@@ -40,6 +40,7 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
+#include "merge.h"
 #include "move_cleanup.h"
 #include "remote.h"
 #include "reserve.h"
@@ -112,6 +113,7 @@ ResolverPass(void)
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
 		left = MoveResolveSwitches(LOG);
+		left += MergeResolveSwitches(LOG);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 	}

@@ -1,0 +1,1268 @@
+/*
+ * merge.c
+ *		Elastic shards: neighbouring partitions of one server become one
+ *		(snowseq_merge_partitions), while they take writes.
+ *
+ * A router partition is a postgres_fdw foreign table reading one table on
+ * its server.  A merge of genes first..last makes the partitions of those
+ * genes, all on one server, one partition reading one table there, for
+ * every table of the placement group, in five steps that each commit:
+ *
+ *	prepare  the merged table on the server, with what the first table it
+ *			 merges has (columns, keys, defaults, checks, triggers, policies,
+ *			 indexes, grants, owner; foreign keys NOT VALID), and on each
+ *			 table it merges the trigger snowseq_merge_mirror (merge_mirror.c),
+ *			 which applies every row written there to the merged table in the
+ *			 same transaction;
+ *	copy	 the backfill: the rows of the tables it merges are copied in
+ *			 batches, locked FOR SHARE (so a writer of a row and the copy of
+ *			 it take turns), ON CONFLICT DO NOTHING (a row the trigger wrote
+ *			 is the latest), with session_replication_role = replica (no
+ *			 user trigger fires for the copies); then one query compares the
+ *			 rows of the merged table with theirs;
+ *	switch	 the router takes its parents' lock; a server transaction locks
+ *			 the tables, drops the tables it merged and is prepared
+ *			 (two-phase); the router detaches and drops the old partitions,
+ *			 attaches one foreign table on the merged table and commits; then
+ *			 the server commits.  No query through the router sees a row
+ *			 twice or misses one: until the switch the merged table is read
+ *			 by no partition, and the switch's pause does not grow with the
+ *			 rows;
+ *	finish	 the foreign keys of the merged table are validated.
+ *
+ * Logical replication, which moves use, cannot copy between two tables of
+ * one database (it maps tables by name), and a partitioned table on the
+ * server read through one foreign table would update rows by ctid, which is
+ * unique in one table only; hence the trigger.  A merge that fails is
+ * undone (the prepared transaction rolled back, the triggers and the merged
+ * table dropped); one cut by a crash is resolved by snowseq_move_cleanup()
+ * or, from its switch on, by the resolver at the router's start
+ * (MergeResolveSwitches), as its record (snowseq_merges) says.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "foreign/foreign.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "gene.h"
+#include "merge.h"
+#include "move_cleanup.h"
+#include "move_common.h"
+#include "move_group.h"
+#include "move_plan.h"
+#include "move_schema.h"
+#include "move_switch.h"
+#include "snowseq.h"
+#include "sqlrun.h"
+#include "testpoint.h"
+
+#define MERGE_BATCH_ROWS	5000	/* rows the backfill updates per transaction */
+#define MERGE_NOTICE_MS		10000	/* the backfill says how far it got so often */
+#define MERGE_SWITCH_LOCK_MS	2000	/* the server's tables, with the router's lock held */
+
+/* One table of a merge: the partitions that become one. */
+typedef struct MergeTable
+{
+	List	   *parts;			/* the router's partitions (quoted), in order */
+	List	   *tables;			/* the tables they read on the server (quoted) */
+} MergeTable;
+
+/* The states of a merge, as snowseq_merges stores them. */
+#define MERGE_PREPARE	"prepare"
+#define MERGE_COPY		"copy"
+#define MERGE_SWITCH	"switch"
+#define MERGE_SWITCHED	"switched"
+#define MERGE_DONE		"done"
+#define MERGE_FAILED	"failed"
+#define MERGE_ROLLBACK	"rollback"
+
+/* The router's lock of a merge, held by the session that runs it. */
+static bool
+MergeLock(int64 id, bool wait)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_MERGE, id);
+	return LockAcquire(&tag, ExclusiveLock, true, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+static void
+MergeUnlock(int64 id)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_MERGE, id);
+	(void) LockRelease(&tag, ExclusiveLock, true);
+}
+
+/* The table of a Move of a merge. */
+static MergeTable *
+MergeOf(Move *t)
+{
+	return (MergeTable *) t->merge;
+}
+
+/* Set columns of the records of a merge (every table's), as their owner. */
+static void
+MergeRecordSet(Move *m, const char *sets, int nargs, const char *const *values)
+{
+	MoveRecordsRunParams(m->ext, psprintf("UPDATE %s SET %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT
+										  " OR group_merge OPERATOR(pg_catalog.=) " INT64_FORMAT,
+										  MoveExt(m, "snowseq_merges"), sets, m->id, m->id),
+						 nargs, values, SPI_OK_UPDATE);
+}
+
+/* Record the state of a merge. */
+static void
+MergeRecordState(Move *m, const char *state, const char *sets)
+{
+	MergeRecordSet(m, psprintf("state = $1::pg_catalog.text%s%s", sets ? ", " : "", sets ? sets : ""),
+				   SQL_ARGS(state));
+}
+
+/* The committed state of a merge. */
+static char *
+MergeStateRead(Move *m)
+{
+	return MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT state FROM %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+													 MoveExt(m, "snowseq_merges"), m->id));
+}
+
+/* The comment that marks the merged table as the merge's until its switch. */
+static char *
+MergeMark(Move *m)
+{
+	return psprintf("snowseq %s: merge in progress", MoveLead(m)->token);
+}
+
+/*
+ * The partitions of one table in genes first..last: each a postgres_fdw
+ * foreign table on the server (NULL: the first one's), none reaching past
+ * those genes, together holding all of them; fills t's merge, its merged
+ * bounds and names.  Returns how many there are (a table with one has
+ * nothing to merge).
+ */
+static int
+MergeFindParts(Move *t, char **server)
+{
+	MergeTable *mt = MemoryContextAllocZero(t->cxt, sizeof(MergeTable));
+	char	   *key = MoveParentKey(t);
+	int			next = t->first;
+	ListCell   *lc;
+	MemoryContext old;
+
+	t->merge = mt;
+	foreach(lc, MovePartBounds(t->parent))
+	{
+		MovePartBound *b = lfirst(lc);
+		char	   *name = get_rel_name(b->relid);
+		char	   *part_q;
+		ForeignServer *fs;
+		char	   *schema;
+		char	   *table;
+		char	   *col;
+		int			f,
+					l;
+
+		if (b->is_default)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("table \"%s\" has a default partition, \"%s\"", t->parent_rel, name),
+					 errhint("Merges keep every gene in a partition of its own range: detach the default partition first.")));
+		if (!GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, &f, &l))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("partition \"%s\" of table \"%s\" is not aligned on gene boundaries", name, t->parent_rel),
+					 errhint("Bounds of gene-range partitions are multiples of 2^48.")));
+		if (l < t->first || f > t->last)
+			continue;
+		if (f < t->first || l > t->last)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition \"%s\" of table \"%s\" holds genes %d to %d, not all of them in genes %d to %d",
+							name, t->parent_rel, f, l, t->first, t->last),
+					 errhint("A merge makes whole partitions one: name genes from the first of a partition to the last of one%s.",
+							 t->lead ? ", and partition the tables of a placement group on the same genes" : "")));
+		if (f != next)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("no partition of table \"%s\" holds genes %d to %d", t->parent_rel, next, f - 1),
+					 errhint("A merge makes neighbouring partitions one.")));
+		next = l + 1;
+		part_q = quote_qualified_identifier(get_namespace_name(get_rel_namespace(b->relid)), name);
+		if (b->relkind != RELKIND_FOREIGN_TABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("partition \"%s\" of table \"%s\" is not a foreign table", name, t->parent_rel),
+					 errhint("Merges make foreign tables of one postgres_fdw server one.")));
+		fs = MovePartitionServer(b->relid, part_q);
+		if (*server == NULL)
+			*server = MemoryContextStrdup(t->cxt, fs->servername);
+		else if (strcmp(*server, fs->servername) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("partition \"%s\" of table \"%s\" reads server \"%s\", not server \"%s\"",
+							name, t->parent_rel, fs->servername, *server),
+					 errhint("Move its genes to server \"%s\" first (snowseq_merge_shards), then merge.", *server)));
+		MoveForeignNames(b->relid, key, &schema, &table, &col);
+		old = MemoryContextSwitchTo(t->cxt);
+		if (mt->parts == NIL)
+		{
+			/* the first partition: the merged one's options, schema and ID column */
+			t->part_has_lo = b->has_lo;
+			t->part_lo = b->lo;
+			t->dst_nsp = pstrdup(schema);
+			t->src_rel = pstrdup(table);
+			t->src_table = quote_qualified_identifier(schema, table);
+			t->id_col = pstrdup(col);
+			t->part_q = pstrdup(part_q);
+			MoveForeignOptions(t, b->relid, &t->new_opts, &t->new_colopts);
+		}
+		else if (strcmp(col, t->id_col) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("partition \"%s\" of table \"%s\" reads its ID from column \"%s\", partition %s from column \"%s\"",
+							name, t->parent_rel, col, t->part_q, t->id_col)));
+		t->part_has_hi = b->has_hi;
+		t->part_hi = b->hi;
+		mt->parts = lappend(mt->parts, pstrdup(part_q));
+		mt->tables = lappend(mt->tables, quote_qualified_identifier(schema, table));
+		MemoryContextSwitchTo(old);
+	}
+	if (mt->parts != NIL && next <= t->last)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("no partition of table \"%s\" holds genes %d to %d", t->parent_rel, next, t->last),
+				 errhint("A merge makes neighbouring partitions one.")));
+	t->kind = MOVE_KIND_WHOLE;
+	/* the router's new partition: the parent's columns */
+	t->new_cols = SpiValue(t->cxt, psprintf(
+											"SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
+											"pg_catalog.format_type(a.atttypid, a.atttypmod) OPERATOR(pg_catalog.||) "
+											"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
+											"THEN ' COLLATE ' OPERATOR(pg_catalog.||) a.attcollation::pg_catalog.regcollation::text ELSE '' END "
+											"OPERATOR(pg_catalog.||) CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, ', ' ORDER BY a.attnum) "
+											"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
+											"WHERE a.attrelid OPERATOR(pg_catalog.=) %u AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
+											t->parent));
+	return list_length(mt->parts);
+}
+
+/*
+ * The tables of a merge of genes first..last of parent's placement group
+ * (every gene-sharded table that has partitions in those genes, parent
+ * first), each with its partitions; errors if parent has fewer than two
+ * there, or any of them cannot be merged.
+ */
+static Move *
+MergePlan(const char *ext, Oid parent, int first, int last)
+{
+	Move	   *m = MoveNew(ext);
+	List	   *tables;
+	ListCell   *lc;
+	char	   *server = NULL;
+	int			n;
+
+	if (first < 0 || last > SNOWSEQ_MAX_GENE || first > last)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("genes %d to %d are not a gene range", first, last),
+				 errhint("Genes go from 0 to %d, and the first is not above the last.", SNOWSEQ_MAX_GENE)));
+	m->parent = parent;
+	m->first = first;
+	m->last = last;
+	n = MergeFindParts(m, &server);
+	if (n < 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("genes %d to %d of table \"%s\" are in %s", first, last, m->parent_rel,
+						n == 0 ? "no partition" : "one partition already"),
+				 errhint("Name the genes of two or more neighbouring partitions.")));
+	m->src_name = server;
+	m->dst_name = server;
+	tables = MoveGeneShardedTables(ext);
+	if (list_member_oid(tables, parent))
+	{
+		foreach(lc, tables)
+		{
+			Move	   *t;
+
+			if (lfirst_oid(lc) == parent)
+				continue;
+			t = MoveNewMember(m, lfirst_oid(lc));
+			if (MergeFindParts(t, &server) < 2)
+			{
+				/* nothing of it to merge */
+				m->members = list_delete_ptr(m->members, t);
+				continue;
+			}
+			t->src_name = server;
+			t->dst_name = server;
+		}
+	}
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		char	   *v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class "
+												  "WHERE oid OPERATOR(pg_catalog.=) %u", t->parent));
+
+		if (v == NULL || v[0] != 't')
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("must be owner of table %s", t->parent_rel)));
+		(void) GetUserMapping(GetUserId(), GetForeignServerByName(server, false)->serverid);
+	}
+	return m;
+}
+
+/*
+ * Step: check the server and the tables there: snowseq with the merge's
+ * trigger, a superuser session, prepared transactions; plain tables with
+ * the same columns, primary key (the ID) and owner, referenced by no
+ * foreign key from outside the merge; a free name for the merged table.
+ */
+static void
+MergeChecks(Move *m)
+{
+	RemoteConn *rc = MoveSrc(m);
+	List	   *all = NIL;
+	ListCell   *lc;
+	char	   *v;
+
+	MoveCheckServer(rc);
+	v = RemoteValueParams(rc, "SELECT pg_catalog.to_regprocedure($1::pg_catalog.text) IS NOT NULL",
+						  SQL_ARGS(MoveRemoteExt(rc, "snowseq_merge_mirror()")), "look up the merge trigger");
+	if (strcmp(v, "t") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowseq %s on server \"%s\" cannot merge partitions", rc->extversion, rc->server),
+				 errhint("Run ALTER EXTENSION snowseq UPDATE there.")));
+	v = RemoteValue(rc, "SELECT pg_catalog.current_setting('max_prepared_transactions')",
+					"read max_prepared_transactions");
+	if (v == NULL || strcmp(v, "0") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("max_prepared_transactions is 0 on server \"%s\"", m->src_name),
+				 errhint("Set max_prepared_transactions to 1 or more there and restart it: the switch commits there in two phases.")));
+	foreach(lc, MoveGroup(m))
+		all = list_concat(all, MergeOf(lfirst(lc))->tables);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		char	   *cols = MoveRemoteColumns(rc, t->src_table);
+		char	   *pk = MoveRemotePkey(rc, t->src_table);
+		char	   *want_pk = psprintf("PRIMARY KEY (%s)", quote_identifier(t->id_col));
+		ListCell   *lt;
+		PGresult   *res;
+
+		foreach(lt, MergeOf(t)->tables)
+		{
+			char	   *table = lfirst(lt);
+			char	   *c;
+
+			res = RemoteExecParams(rc, "SELECT c.relkind::text, pg_catalog.pg_get_userbyid(c.relowner)::text, "
+								   "pg_catalog.pg_get_userbyid(f.relowner)::text FROM pg_catalog.pg_class c, pg_catalog.pg_class f "
+								   "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text) "
+								   "AND f.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($2::pg_catalog.text)",
+								   SQL_ARGS(table, t->src_table), "look up a table to merge");
+			if (PQntuples(res) != 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_TABLE),
+						 errmsg("table %s does not exist on server \"%s\"", table, m->src_name)));
+			if (strcmp(PQgetvalue(res, 0, 0), "r") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						 errmsg("%s on server \"%s\" is not a plain table", table, m->src_name)));
+			if (strcmp(PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2)) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("table %s on server \"%s\" is owned by \"%s\", table %s by \"%s\"",
+								table, m->src_name, PQgetvalue(res, 0, 1), t->src_table, PQgetvalue(res, 0, 2)),
+						 errhint("The tables a merge makes one have one owner: ALTER TABLE ... OWNER TO on the server.")));
+			PQclear(res);
+			c = MoveRemoteColumns(rc, table);
+			if (c == NULL || strcmp(c, cols) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("table %s on server \"%s\" does not have the columns of table %s",
+								table, m->src_name, t->src_table),
+						 errdetail("Expected columns %s.", cols)));
+			c = MoveRemotePkey(rc, table);
+			if (c == NULL || pk == NULL || strcmp(c, want_pk) != 0 || strcmp(pk, want_pk) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("the primary key of table %s on server \"%s\" is not (%s)", table, m->src_name, t->id_col),
+						 errhint("A merge applies the rows written meanwhile by their ID: give each table a primary key on its ID alone.")));
+		}
+		res = RemoteExecParams(rc, "SELECT pg_catalog.quote_ident(c.conname), c.conrelid::pg_catalog.regclass::text, "
+							   "c.confrelid::pg_catalog.regclass::text FROM pg_catalog.pg_constraint c "
+							   "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
+							   "AND c.confrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
+							   "AND NOT coalesce(c.conrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) "), false) "
+							   "ORDER BY c.conrelid, c.conname LIMIT 1",
+							   SQL_ARGS(SqlTextArray(all)), "look up foreign keys referencing the tables to merge");
+		if (PQntuples(res) == 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("foreign key %s of table %s on server \"%s\" references table %s, which the merge drops",
+							PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), m->src_name, PQgetvalue(res, 0, 2)),
+					 errhint("Drop the foreign key before merging, or merge the table that holds it too.")));
+		PQclear(res);
+		v = RemoteValueParams(rc, "SELECT pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL",
+							  SQL_ARGS(t->dst_table), "look up the merged table");
+		if (strcmp(v, "t") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_TABLE),
+					 errmsg("table %s already exists on server \"%s\"", t->dst_table, m->src_name),
+					 errhint("Drop or rename it: the merged genes get a table of that name.")));
+	}
+}
+
+/*
+ * Refuse a merge that overlaps a move or merge not over, of any table of
+ * its group; record it (one row per table, the lead first) and take its
+ * lock.  Its names: the router's node, this database and the merge.
+ */
+static void
+MergeRecordNew(Move *m)
+{
+	char	   *node = MoveLocalNode(m);
+	ListCell   *lc;
+
+	MoveLockStart();
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		char	   *v;
+
+		v = MoveRecordsValueParams(m->ext, m->cxt,
+								   psprintf("SELECT move_id::pg_catalog.text OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) state OPERATOR(pg_catalog.||) ')' "
+											"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
+											"AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+											"AND (last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
+											"OR part_name OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[]) "
+											"OR new_part_name OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])) "
+											"ORDER BY move_id LIMIT 1",
+											MoveExt(m, "snowseq_moves"), t->parent, m->first, m->last),
+								   SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE),
+											SqlTextArray(MergeOf(t)->parts)));
+		if (v != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("genes %d to %d of table \"%s\" are in move %s", m->first, m->last, t->parent_rel, v),
+					 errhint("Merge once it is over: done, failed, or (a revertable move) finalized; snowseq_move_cleanup() ends one that was interrupted.")));
+		v = MoveRecordsValue(m->ext, m->cxt,
+							 psprintf("SELECT merge_id::pg_catalog.text FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
+									  "AND state OPERATOR(pg_catalog.<>) ALL ('{done,failed}') "
+									  "AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
+									  "ORDER BY merge_id LIMIT 1",
+									  MoveExt(m, "snowseq_merges"), t->parent, m->first, m->last));
+		if (v != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("genes %d to %d of table \"%s\" are in merge %s, which is not over", m->first, m->last, t->parent_rel, v),
+					 errhint("Wait for it to end; snowseq_move_cleanup() ends one that was interrupted.")));
+	}
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		MemoryContext old;
+		char	   *name;
+
+		t->id = pg_strtoint64(MoveRecordsValueParams(m->ext, m->cxt,
+													 "SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence($1::pg_catalog.text, 'merge_id'))",
+													 SQL_ARGS(MoveExt(m, "snowseq_merges"))));
+		old = MemoryContextSwitchTo(m->cxt);
+		if (t->lead == NULL)
+			t->token = psprintf("snowseq_merge_%s_%u_" INT64_FORMAT, node, MyDatabaseId, t->id);
+		else
+			t->token = m->token;
+		/* the merged table and the new partition: the parent's name, with the range */
+		name = psprintf("%s_g%d_%d", t->parent_rel, m->first, m->last);
+		if (strlen(name) >= NAMEDATALEN - 12)
+			ereport(ERROR,
+					(errcode(ERRCODE_NAME_TOO_LONG),
+					 errmsg("the name of the merged table, \"%s\", is too long", name),
+					 errhint("Use a shorter table name.")));
+		t->dst_rel = name;
+		t->dst_table = quote_qualified_identifier(t->dst_nsp, name);
+		if (OidIsValid(get_relname_relid(name, get_rel_namespace(t->parent))))
+			name = psprintf("%s_j" INT64_FORMAT, name, t->id);
+		t->new_part_q = quote_qualified_identifier(get_namespace_name(get_rel_namespace(t->parent)), name);
+		MemoryContextSwitchTo(old);
+		MoveRecordsRunParams(m->ext, psprintf("INSERT INTO %s (merge_id, group_merge, parent, first_gene, last_gene, server, "
+											  "parts, source_tables, new_part_name, new_table, part_lower, part_upper, id_column, "
+											  "token, state, mover) OVERRIDING SYSTEM VALUE VALUES ($1::pg_catalog.int8, "
+											  "$2::pg_catalog.int8, $3::pg_catalog.oid, $4::pg_catalog.int4, $5::pg_catalog.int4, "
+											  "$6::pg_catalog.name, $7::pg_catalog.text[], $8::pg_catalog.text[], $9::pg_catalog.text, "
+											  "$10::pg_catalog.text, $11::pg_catalog.int8, $12::pg_catalog.int8, $13::pg_catalog.text, "
+											  "$14::pg_catalog.text, $15::pg_catalog.text, $16::pg_catalog.oid)",
+											  MoveExt(m, "snowseq_merges")),
+							 SQL_ARGS(psprintf(INT64_FORMAT, t->id), Int8Arg(t->lead != NULL, m->id),
+									  psprintf("%u", t->parent), psprintf("%d", m->first), psprintf("%d", m->last),
+									  m->src_name, SqlTextArray(MergeOf(t)->parts), SqlTextArray(MergeOf(t)->tables),
+									  t->new_part_q, t->dst_table, Int8Arg(t->part_has_lo, t->part_lo),
+									  Int8Arg(t->part_has_hi, t->part_hi), t->id_col, t->token, MERGE_PREPARE,
+									  psprintf("%u", GetUserId())),
+							 SPI_OK_INSERT);
+	}
+	(void) MergeLock(m->id, true);
+}
+
+/*
+ * The foreign keys of the first table each table merges: made NOT VALID on
+ * its merged table, referencing the merged table of the group where they
+ * referenced a table the merge drops, else the table they referenced;
+ * validated once the merge has switched (MergeValidateKeys).
+ */
+static void
+MergeForeignKeys(Move *m)
+{
+	RemoteConn *rc = MoveSrc(m);
+	List	   *from = NIL;
+	List	   *to = NIL;
+	ListCell   *lc;
+
+	/* what each dropped table becomes */
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		ListCell   *lt;
+
+		foreach(lt, MergeOf(t)->tables)
+		{
+			from = lappend(from, lfirst(lt));
+			to = lappend(to, t->dst_table);
+		}
+	}
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		char	   *sql = RemoteValueParams(rc,
+											"SELECT pg_catalog.string_agg(pg_catalog.format('ALTER TABLE %s ADD CONSTRAINT %I %s NOT VALID', "
+											"$2::pg_catalog.text, $4::pg_catalog.text OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) c.conname, "
+											"pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' REFERENCES .*?\\(', "
+											"' REFERENCES ' OPERATOR(pg_catalog.||) coalesce(d.t, c.confrelid::pg_catalog.regclass::text) "
+											"OPERATOR(pg_catalog.||) '(')), '; ' ORDER BY c.conname) "
+											"FROM pg_catalog.pg_constraint c LEFT JOIN ROWS FROM (pg_catalog.unnest($3::pg_catalog.text[]), "
+											"pg_catalog.unnest($5::pg_catalog.text[])) d(f, t) "
+											"ON pg_catalog.to_regclass(d.f) OPERATOR(pg_catalog.=) c.confrelid "
+											"WHERE c.conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND c.contype OPERATOR(pg_catalog.=) 'f'",
+											SQL_ARGS(t->src_table, t->dst_table, SqlTextArray(from), t->dst_rel, SqlTextArray(to)),
+											"read the foreign keys of the tables to merge");
+
+		if (sql != NULL)
+			RemoteCommand(rc, sql, "create the foreign keys of the merged table");
+	}
+}
+
+/* The tables of one table of a merge, for move_schema.c: from its first table to the merged one. */
+static MoveSchemaTables *
+MergeSchemaTables(Move *t, RemoteConn *rc)
+{
+	MoveSchemaTables *st = palloc0(sizeof(MoveSchemaTables));
+
+	st->src = rc;
+	st->dst = rc;
+	st->table = t->src_table;
+	st->nsp = t->dst_nsp;
+	st->src_rel = t->src_rel;
+	st->dst_rel = t->dst_rel;
+	st->target = t->dst_table;
+	return st;
+}
+
+/*
+ * Step: the merged tables, empty, with everything the first table each
+ * merges has; then the trigger on every table merged, which from its
+ * commit on applies each write there to the merged table.
+ */
+static void
+MergePrepare(Move *m)
+{
+	RemoteConn *rc = MoveSrc(m);
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		MoveSchemaTables *st = MergeSchemaTables(t, rc);
+		char	   *cols = MoveRemoteColumns(rc, t->src_table);
+		char	   *owner = RemoteValueParams(rc, "SELECT pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(relowner)) "
+											  "FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+											  SQL_ARGS(t->src_table), "read the table owner");
+		char	   *grants = RemoteValueParams(rc, "SELECT pg_catalog.string_agg(pg_catalog.format('GRANT %s ON TABLE %s TO %s', "
+											   "x.privilege_type, $2::pg_catalog.text, CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' "
+											   "ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(x.grantee)) END), '; ') "
+											   "FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) x "
+											   "WHERE c.oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+											   "AND x.grantee OPERATOR(pg_catalog.<>) c.relowner",
+											   SQL_ARGS(t->src_table, t->dst_table), "read the table privileges");
+
+		/* one transaction: the table exists, marked as the merge's, or not at all */
+		RemoteCommand(rc, psprintf("CREATE TABLE %s (%s, CONSTRAINT %s PRIMARY KEY (%s), CONSTRAINT %s CHECK (%s)); "
+								   "COMMENT ON TABLE %s IS %s; ALTER TABLE %s OWNER TO %s; %s",
+								   t->dst_table, cols, quote_identifier(psprintf("%s_pkey", t->dst_rel)),
+								   quote_identifier(t->id_col), quote_identifier(psprintf("%s_genes", t->dst_rel)),
+								   MoveIdCondition(t), t->dst_table, quote_literal_cstr(MergeMark(t)),
+								   t->dst_table, owner, grants ? grants : ""),
+					  "create the merged table");
+		/* indexes now: the backfill then fills them row by row, as the writes do */
+		MoveSchemaCreate(st);
+		MoveSchemaIndexes(st);
+	}
+	MergeForeignKeys(m);
+	SNOWSEQ_TESTPOINT("merge_before_triggers");
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		ListCell   *lt;
+
+		/* ALWAYS: also for writes under session_replication_role = replica (the backfill's) */
+		foreach(lt, MergeOf(t)->tables)
+			MoveTriggerDdl(rc, psprintf("CREATE TRIGGER snowseq_merge AFTER INSERT OR UPDATE OR DELETE ON %s "
+										"FOR EACH ROW EXECUTE FUNCTION %s(%s, %s); "
+										"ALTER TABLE %s ENABLE ALWAYS TRIGGER snowseq_merge; "
+										"CREATE TRIGGER snowseq_merge_truncate BEFORE TRUNCATE ON %s "
+										"FOR EACH STATEMENT EXECUTE FUNCTION %s(%s, %s); "
+										"ALTER TABLE %s ENABLE ALWAYS TRIGGER snowseq_merge_truncate",
+										(char *) lfirst(lt), MoveRemoteExt(rc, "snowseq_merge_mirror"),
+										quote_literal_cstr(t->dst_table), quote_literal_cstr(t->id_col),
+										(char *) lfirst(lt),
+										(char *) lfirst(lt), MoveRemoteExt(rc, "snowseq_merge_mirror"),
+										quote_literal_cstr(t->dst_table), quote_literal_cstr(t->id_col),
+										(char *) lfirst(lt)),
+						   "create the merge trigger");
+	}
+	MergeRecordState(m, MERGE_COPY, NULL);
+}
+
+/*
+ * Step: the backfill.  The rows of the tables merged are copied to the
+ * merged table in batches that each commit, locked FOR SHARE and inserted
+ * ON CONFLICT DO NOTHING, with session_replication_role = replica (the
+ * merged table's triggers fired on the tables merged already).  The lock
+ * makes a writer of a row wait for the batch, or the batch for the writer,
+ * whose version it then copies, unless the writer's trigger has applied it
+ * already (merge_mirror.c).  A batch creates no row version in the tables
+ * merged, so no REPEATABLE READ writer there fails for it.
+ */
+static void
+MergeCopy(Move *m)
+{
+	RemoteConn *rc = MoveSrc(m);
+	TimestampTz start = GetCurrentTimestamp();
+	TimestampTz noticed = start;
+	int64		rows = 0;
+	ListCell   *lc;
+
+	SNOWSEQ_TESTPOINT("merge_before_backfill");
+	RemoteCommand(rc, "SET session_replication_role = replica", "set the session's replication role");
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		const char *col = quote_identifier(t->id_col);
+		/* the columns a row is copied with: not the generated ones, computed again */
+		char	   *cols = RemoteValueParams(rc, "SELECT pg_catalog.string_agg(pg_catalog.quote_ident(attname), ', ' ORDER BY attnum) "
+											 "FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+											 "AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped AND attgenerated OPERATOR(pg_catalog.=) ''",
+											 SQL_ARGS(t->dst_table), "read the columns of the merged table");
+		ListCell   *lt;
+
+		foreach(lt, MergeOf(t)->tables)
+		{
+			char	   *after = NULL;
+			char	   *sql = psprintf("WITH b AS (SELECT %s FROM %s WHERE $1::pg_catalog.int8 IS NULL "
+									   "OR %s OPERATOR(pg_catalog.>) $1::pg_catalog.int8 ORDER BY %s LIMIT %d FOR SHARE), "
+									   "i AS (INSERT INTO %s (%s) SELECT %s FROM b ON CONFLICT (%s) DO NOTHING RETURNING 1) "
+									   "SELECT (SELECT pg_catalog.max(%s) FROM b)::pg_catalog.text, (SELECT pg_catalog.count(*) FROM i)",
+									   cols, (char *) lfirst(lt), col, col, MERGE_BATCH_ROWS,
+									   t->dst_table, cols, cols, col, col);
+
+			for (;;)
+			{
+				PGresult   *res = RemoteExecParams(rc, sql, SQL_ARGS(after), "copy a batch of rows to the merged table");
+
+				if (PQgetisnull(res, 0, 0))
+				{
+					PQclear(res);
+					break;
+				}
+				after = pstrdup(PQgetvalue(res, 0, 0));
+				rows += pg_strtoint64(PQgetvalue(res, 0, 1));
+				PQclear(res);
+				CHECK_FOR_INTERRUPTS();
+				if (MsSince(noticed) > MERGE_NOTICE_MS)
+				{
+					noticed = GetCurrentTimestamp();
+					ereport(NOTICE,
+							(errmsg("merging genes %d to %d on server \"%s\": %lld rows after %.0f s",
+									m->first, m->last, m->src_name, (long long) rows, MsSince(start) / 1000)));
+				}
+			}
+		}
+	}
+	RemoteCommand(rc, "RESET session_replication_role", "reset the session's replication role");
+	MergeRecordSet(m, psprintf("rows_copied = " INT64_FORMAT ", copied_at = pg_catalog.clock_timestamp()", rows), 0, NULL);
+}
+
+/*
+ * Step: the merged table holds the rows of the tables it merges, each once
+ * and alike, at one snapshot (one query): the trigger keeps it so from its
+ * commit on, the backfill did for the rows before.  Compared by their text.
+ */
+static void
+MergeCompare(Move *m)
+{
+	RemoteConn *rc = MoveSrc(m);
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		char	   *cols = RemoteValueParams(rc, "SELECT pg_catalog.string_agg('x.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(attname), ', ' ORDER BY attnum) "
+											 "FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+											 "AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped",
+											 SQL_ARGS(t->src_table), "read the columns of the table");
+		StringInfoData merged;
+		ListCell   *lt;
+		char	   *v;
+
+		initStringInfo(&merged);
+		foreach(lt, MergeOf(t)->tables)
+			appendStringInfo(&merged, "%sSELECT ROW(%s)::text FROM %s x", merged.len ? " UNION ALL " : "",
+							 cols, (char *) lfirst(lt));
+		v = RemoteValue(rc, psprintf("SELECT (SELECT pg_catalog.count(*) FROM (%s EXCEPT ALL SELECT ROW(%s)::text FROM %s x) a) "
+									 "OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM (SELECT ROW(%s)::text FROM %s x EXCEPT ALL (%s)) b)",
+									 merged.data, cols, t->dst_table, cols, t->dst_table, merged.data),
+						"compare the merged table with the tables it merges");
+		if (strcmp(v, "0") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("the merged table %s on server \"%s\" differs from the tables it merges in %s rows",
+							t->dst_table, m->src_name, v),
+					 errdetail("The merge is undone; nothing was switched."),
+					 errhint("Look for a trigger on those tables that was disabled, or writes with triggers off, during the merge.")));
+	}
+	MergeRecordState(m, MERGE_SWITCH, NULL);
+}
+
+/*
+ * Step: the switch.  The router locks the parents; a server transaction
+ * locks the tables, checks that the merge trigger is on every one of them,
+ * drops them and is prepared; the router swaps the partitions for one, on
+ * the merged table, and commits state 'switched' with it (the step's
+ * caller commits); MergeFinish commits the server's.  The parents' lock is
+ * held (a session lock) until then, as a move holds it (MoveHoldParent).
+ */
+static void
+MergeSwitch(Move *m)
+{
+	RemoteConn *rc;
+	StringInfoData tables;
+	StringInfoData dropped;
+	ListCell   *lc;
+	List	   *all = NIL;
+	char	   *v;
+	int			n = 0;
+
+	(void) MoveLockParent(m, false);
+	m->blocked_at = GetCurrentTimestamp();
+	RemoteClose(m->lock);
+	m->lock = NULL;
+	rc = MoveSession(m, &m->lock, m->src_name);
+	initStringInfo(&tables);
+	initStringInfo(&dropped);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		ListCell   *lt;
+
+		appendStringInfo(&tables, "%s%s", tables.len ? ", " : "", t->dst_table);
+		foreach(lt, MergeOf(t)->tables)
+		{
+			appendStringInfo(&tables, ", %s", (char *) lfirst(lt));
+			appendStringInfo(&dropped, "%s%s", dropped.len ? ", " : "", (char *) lfirst(lt));
+			n++;
+		}
+	}
+	foreach(lc, MoveGroup(m))
+		all = list_concat(all, list_copy(MergeOf(lfirst(lc))->tables));
+	RemoteCommand(rc, "BEGIN", "begin the server transaction of the merge");
+	/* no router query reaches them now: only an autovacuum or a query on the server itself */
+	MoveCancelAutovacuum(rc, all);
+	RemoteCommand(rc, psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
+							   MERGE_SWITCH_LOCK_MS, tables.data),
+				  "lock the tables of the merge");
+	{
+		v = RemoteValueParams(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger "
+							  "WHERE tgrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
+							  "AND tgname OPERATOR(pg_catalog.=) 'snowseq_merge' AND tgenabled OPERATOR(pg_catalog.=) 'A'",
+							  SQL_ARGS(SqlTextArray(all)), "look up the merge triggers");
+	}
+	if (pg_strtoint32(v) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a merge trigger on the tables of the merge on server \"%s\" was dropped or disabled", m->src_name),
+				 errdetail("Writes since then may be missing in the merged table; the merge is undone.")));
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+
+		/* ENABLE REPLICA and ENABLE ALWAYS triggers as on the first table (off while it filled) */
+		MoveSchemaTriggersOn(MergeSchemaTables(t, rc));
+		RemoteCommand(rc, psprintf("COMMENT ON TABLE %s IS NULL", t->dst_table), "unmark the merged table");
+	}
+	RemoteCommand(rc, psprintf("DROP TABLE %s", dropped.data), "drop the tables the merge made one");
+	RemoteCommand(rc, psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(m->token)),
+				  "prepare the server transaction of the merge");
+
+	/* the router: one partition for the merged table, in place of the old ones */
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		ListCell   *lp;
+
+		SpiRun(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name %s, table_name %s%s)",
+						t->new_part_q, t->new_cols, quote_identifier(t->src_name),
+						quote_literal_cstr(t->dst_nsp), quote_literal_cstr(t->dst_rel),
+						t->new_opts ? t->new_opts : ""), SPI_OK_UTILITY);
+		if (t->new_colopts != NULL)
+			SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", t->new_part_q, t->new_colopts + 1), SPI_OK_UTILITY);
+		foreach(lp, MergeOf(t)->parts)
+		{
+			SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", t->parent_q, (char *) lfirst(lp)), SPI_OK_UTILITY);
+			SpiRun(psprintf("DROP FOREIGN TABLE %s", (char *) lfirst(lp)), SPI_OK_UTILITY);
+		}
+		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
+						t->parent_q, t->new_part_q, BoundSql(t->part_has_lo, t->part_lo, "MINVALUE"),
+						BoundSql(t->part_has_hi, t->part_hi, "MAXVALUE")), SPI_OK_UTILITY);
+	}
+	MoveHoldParent(m);
+	SNOWSEQ_TESTPOINT("merge_before_router_commit");
+	MergeRecordState(m, MERGE_SWITCHED, psprintf("switched_at = pg_catalog.clock_timestamp(), pause_ms = %.1f",
+												 MsSince(m->blocked_at)));
+}
+
+/*
+ * Validate the foreign keys that MergeForeignKeys made, where the first
+ * table merged had them valid; a key that does not validate stays NOT
+ * VALID, with a WARNING.
+ */
+static void
+MergeValidateKeys(Move *m)
+{
+	RemoteConn *rc = MoveSrc(m);
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		PGresult   *res = RemoteExecParams(rc, "SELECT pg_catalog.quote_ident(conname) FROM pg_catalog.pg_constraint "
+										   "WHERE conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+										   "AND contype OPERATOR(pg_catalog.=) 'f' AND NOT convalidated ORDER BY conname",
+										   SQL_ARGS(t->dst_table), "read the foreign keys to validate");
+
+		for (int i = 0; i < PQntuples(res); i++)
+		{
+			char		state[6];
+			char	   *err = RemoteTryMessage(rc, psprintf("ALTER TABLE %s VALIDATE CONSTRAINT %s", t->dst_table,
+															PQgetvalue(res, i, 0)),
+											   "validate a foreign key of the merged table", state);
+
+			if (err != NULL)
+				ereport(WARNING,
+						(errmsg("foreign key %s of table %s on server \"%s\" stays NOT VALID: %s",
+								PQgetvalue(res, i, 0), t->dst_table, m->src_name, err),
+						 errhint("It holds for new rows; fix the rows that break it, then ALTER TABLE ... VALIDATE CONSTRAINT.")));
+		}
+		PQclear(res);
+	}
+}
+
+/* Step: after the router's commit, the server's; the keys validated. */
+static void
+MergeFinish(Move *m)
+{
+	MoveResolvePrepared(m, true);
+	MoveReleaseParent(m);
+	MergeValidateKeys(m);
+	MergeRecordState(m, MERGE_DONE, "finished_at = pg_catalog.clock_timestamp(), error = NULL");
+}
+
+/*
+ * Step of an undo: the server transaction rolled back if it was prepared,
+ * the merge triggers dropped from the tables merged (which are there
+ * again), the merged tables still marked as the merge's dropped.
+ */
+static void
+MergeUndoObjects(Move *m)
+{
+	RemoteConn *rc = MoveSrc(m);
+	List	   *merged = NIL;
+	ListCell   *lc;
+
+	MoveResolvePrepared(m, false);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		ListCell   *lt;
+		char	   *v;
+
+		foreach(lt, MergeOf(t)->tables)
+		{
+			v = RemoteValueParams(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger WHERE tgrelid "
+								  "OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text) "
+								  "AND tgname OPERATOR(pg_catalog.=) ANY ('{snowseq_merge,snowseq_merge_truncate}')",
+								  SQL_ARGS((char *) lfirst(lt)), "look up the merge trigger");
+			if (strcmp(v, "0") == 0)
+				continue;
+			MoveTriggerDdl(rc, psprintf("DROP TRIGGER IF EXISTS snowseq_merge ON %s; "
+										"DROP TRIGGER IF EXISTS snowseq_merge_truncate ON %s",
+										(char *) lfirst(lt), (char *) lfirst(lt)),
+						   "drop the merge trigger");
+			MoveNote(t, m->src_name, psprintf("trigger snowseq_merge on %s", (char *) lfirst(lt)), "dropped");
+		}
+		v = RemoteValueParams(rc, "SELECT pg_catalog.obj_description(pg_catalog.to_regclass($1::pg_catalog.text), 'pg_class') "
+							  "OPERATOR(pg_catalog.=) $2::pg_catalog.text",
+							  SQL_ARGS(t->dst_table, MergeMark(t)), "look up the merged table");
+		if (v != NULL && strcmp(v, "t") == 0)
+			merged = lappend(merged, t->dst_table);
+	}
+	if (merged != NIL)
+	{
+		StringInfoData names;
+
+		initStringInfo(&names);
+		foreach(lc, merged)
+			appendStringInfo(&names, "%s%s", names.len ? ", " : "", (char *) lfirst(lc));
+		RemoteCommand(rc, psprintf("DROP TABLE %s", names.data), "drop the merged tables");
+		foreach(lc, merged)
+			MoveNote(m, m->src_name, psprintf("table %s", (char *) lfirst(lc)), "dropped");
+	}
+}
+
+/*
+ * Undo a merge that did not switch: the server transaction rolled back (if
+ * prepared), the merge triggers and the merged tables (those still marked
+ * as the merge's) dropped.  Leaves state failed, or rollback if something
+ * could not be removed (with a WARNING).
+ */
+static void
+MergeUndo(Move *m, const char *error)
+{
+	ErrorData  *err;
+
+	RemoteClose(m->lock);
+	m->lock = NULL;
+	MoveReleaseParent(m);
+	err = MoveTry(m, MergeUndoObjects);
+	if (err != NULL)
+	{
+		MoveNote(m, m->src_name, "merge", psprintf("not undone: %s", err->message));
+		MergeRecordSet(m, "state = $1::pg_catalog.text, error = $2::pg_catalog.text, finished_at = pg_catalog.clock_timestamp()",
+					   SQL_ARGS(MERGE_ROLLBACK, error));
+		ereport(WARNING,
+				(errmsg("merge " INT64_FORMAT " could not be undone on server \"%s\": %s", m->id, m->src_name, err->message),
+				 errhint("SELECT * FROM snowseq_move_cleanup(); undoes it once the server is reachable.")));
+		return;
+	}
+	MergeRecordSet(m, "state = $1::pg_catalog.text, error = $2::pg_catalog.text, finished_at = pg_catalog.clock_timestamp()",
+				   SQL_ARGS(MERGE_FAILED, error));
+}
+
+/*
+ * Run a step of a merge and commit; on an error, resolve the merge as its
+ * committed state says (finish it if the router switched, else undo it)
+ * and throw the error.  Returns false if the merge ended that way without
+ * an error to throw (it completed).
+ */
+static bool
+MergeRun(Move *m, MoveStep step)
+{
+	ErrorData  *err = MoveTry(m, step);
+	char	   *state;
+
+	if (err == NULL)
+	{
+		SPI_commit();
+		return true;
+	}
+	SPI_commit();
+	state = MergeStateRead(m);
+	if (state != NULL && strcmp(state, MERGE_SWITCHED) == 0)
+	{
+		ErrorData  *fin = MoveTry(m, MergeFinish);
+
+		SPI_commit();
+		if (fin == NULL)
+		{
+			ereport(WARNING,
+					(errmsg("merge " INT64_FORMAT " completed after an error: %s", m->id, err->message)));
+			return false;
+		}
+	}
+	else
+		MergeUndo(m, err->message);
+	SPI_commit();
+	ReThrowError(err);
+	return false;
+}
+
+/*
+ * Resolve a merge that no session runs (its lock taken): finish it if its
+ * router switched, else undo it; report into collect, or at elevel.
+ */
+static void
+MergeResolve(Move *m, Move *collect, int elevel)
+{
+	char	   *state = MergeStateRead(m);
+
+	if (strcmp(state, MERGE_SWITCHED) == 0)
+	{
+		ErrorData  *err = MoveTry(m, MergeFinish);
+
+		if (err != NULL)
+		{
+			MoveNote(m, m->src_name, "merge", psprintf("not finished: %s", err->message));
+			MergeRecordSet(m, "error = $1::pg_catalog.text", SQL_ARGS(err->message));
+		}
+		else
+			MoveNote(m, m->src_name, "merge", "finished");
+	}
+	else
+	{
+		MergeUndo(m, "interrupted");
+		if (strcmp(MergeStateRead(m), MERGE_FAILED) == 0)
+			MoveNote(m, m->src_name, "merge", "undone");
+	}
+	if (collect != NULL)
+		MoveReportCopy(collect, m);
+	else
+	{
+		ListCell   *lc;
+
+		foreach(lc, m->report)
+		{
+			MoveReport *r = lfirst(lc);
+
+			ereport(elevel,
+					(errmsg("interrupted merge " INT64_FORMAT " of genes %d to %d: %s%s%s: %s",
+							m->id, m->first, m->last, r->server ? r->server : "",
+							r->server ? ": " : "", r->object, r->action)));
+		}
+	}
+}
+
+/*
+ * A merge's Move from its records: the lead's row, and one Move per other
+ * table, each with its partitions and tables.
+ */
+static Move *
+MergeLoad(const char *ext, int64 id)
+{
+	Move	   *m = MoveNew(ext);
+	SPITupleTable *rows;
+	uint64		n;
+
+	MoveRecordsRunParams(ext, psprintf("SELECT merge_id, parent, first_gene, last_gene, server, parts, source_tables, "
+									   "new_part_name, new_table, (pg_catalog.parse_ident(new_table))[1], "
+									   "(pg_catalog.parse_ident(new_table))[2], token, parent::pg_catalog.text "
+									   "FROM %s.snowseq_merges WHERE merge_id OPERATOR(pg_catalog.=) $1::pg_catalog.int8 "
+									   "OR group_merge OPERATOR(pg_catalog.=) $1::pg_catalog.int8 ORDER BY merge_id", ext),
+						 SQL_ARGS(psprintf(INT64_FORMAT, id)), SPI_OK_SELECT);
+	rows = SPI_tuptable;
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = rows->vals[i];
+		TupleDesc	d = rows->tupdesc;
+		bool		isnull;
+		Move	   *t = i == 0 ? m : MoveNewMember(m, InvalidOid);
+		MergeTable *mt = MemoryContextAllocZero(m->cxt, sizeof(MergeTable));
+		MemoryContext old = MemoryContextSwitchTo(m->cxt);
+		ArrayType  *a;
+		Datum	   *elems;
+		int			ne;
+
+		t->merge = mt;
+		t->id = DatumGetInt64(SPI_getbinval(tup, d, 1, &isnull));
+		t->parent = DatumGetObjectId(SPI_getbinval(tup, d, 2, &isnull));
+		t->first = DatumGetInt32(SPI_getbinval(tup, d, 3, &isnull));
+		t->last = DatumGetInt32(SPI_getbinval(tup, d, 4, &isnull));
+		t->src_name = SPI_getvalue(tup, d, 5);
+		t->dst_name = t->src_name;
+		a = DatumGetArrayTypeP(SPI_getbinval(tup, d, 6, &isnull));
+		deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &ne);
+		for (int j = 0; j < ne; j++)
+			mt->parts = lappend(mt->parts, TextDatumGetCString(elems[j]));
+		a = DatumGetArrayTypeP(SPI_getbinval(tup, d, 7, &isnull));
+		deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &ne);
+		for (int j = 0; j < ne; j++)
+			mt->tables = lappend(mt->tables, TextDatumGetCString(elems[j]));
+		t->new_part_q = SPI_getvalue(tup, d, 8);
+		t->dst_table = SPI_getvalue(tup, d, 9);
+		t->dst_nsp = SPI_getvalue(tup, d, 10);
+		t->dst_rel = SPI_getvalue(tup, d, 11);
+		t->token = SPI_getvalue(tup, d, 12);
+		t->parent_q = SPI_getvalue(tup, d, 13);
+		t->parent_rel = t->parent_q;
+		MemoryContextSwitchTo(old);
+	}
+	return m;
+}
+
+/*
+ * Resolve the merges that no session runs (of one table's group, or all;
+ * with switching_only, those in or after their switch, whose prepared
+ * transaction holds the server's tables).  Returns how many are still not
+ * over.
+ */
+int
+MergeCleanup(const char *ext, Oid parent, Move *collect, bool switching_only, int elevel)
+{
+	List	   *ids = NIL;
+	ListCell   *lc;
+	int			left = 0;
+
+	MoveRecordsRun(ext, psprintf("SELECT m.merge_id FROM %s.snowseq_merges m WHERE m.group_merge IS NULL "
+								 "AND m.state OPERATOR(pg_catalog.<>) ALL ('{done,failed}') %s%s ORDER BY m.merge_id",
+								 ext, switching_only ? "AND m.state OPERATOR(pg_catalog.=) ANY ('{switch,switched}') " : "",
+								 OidIsValid(parent) ?
+								 psprintf("AND EXISTS (SELECT 1 FROM %s.snowseq_merges g WHERE (g.merge_id OPERATOR(pg_catalog.=) m.merge_id "
+										  "OR g.group_merge OPERATOR(pg_catalog.=) m.merge_id) AND g.parent OPERATOR(pg_catalog.=) %u)",
+										  ext, parent) : ""),
+				   SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		ids = lappend(ids, psprintf(INT64_FORMAT, DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+																			   SPI_tuptable->tupdesc, 1, &isnull))));
+	}
+	foreach(lc, ids)
+	{
+		int64		id = pg_strtoint64(lfirst(lc));
+		Move	   *m;
+		char	   *state;
+
+		if (!MergeLock(id, false))
+		{
+			left++;
+			continue;
+		}
+		m = MergeLoad(ext, id);
+		MergeResolve(m, collect, elevel);
+		MoveCloseSessions(m);
+		state = MergeStateRead(m);
+		if (strcmp(state, MERGE_DONE) != 0 && strcmp(state, MERGE_FAILED) != 0)
+			left++;
+		MergeUnlock(id);
+		MemoryContextDelete(m->cxt);
+	}
+	return left;
+}
+
+/*
+ * At the start of a router (its resolver, in a transaction): resolve the
+ * merges of this database interrupted in or after their switch, as
+ * snowseq_move_cleanup() would.  Returns how many are left.
+ */
+int
+MergeResolveSwitches(int elevel)
+{
+	int			left = 0;
+	char	   *nsp;
+
+	SPI_connect();
+	nsp = SpiValue(CurrentMemoryContext, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
+				   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+				   "WHERE e.extname OPERATOR(pg_catalog.=) 'snowseq'");
+	if (nsp != NULL && SpiValueParams(CurrentMemoryContext, "SELECT pg_catalog.to_regclass($1::pg_catalog.text)",
+									  SQL_ARGS(psprintf("%s.snowseq_merges", nsp))) != NULL)
+		left = MergeCleanup(nsp, InvalidOid, NULL, true, elevel);
+	SPI_finish();
+	return left;
+}
+
+PG_FUNCTION_INFO_V1(snowseq_merge_partitions);
+
+/*
+ * snowseq_merge_partitions(parent, first_gene, last_gene): the partitions of
+ * those genes, on one server, become one, for every table of the placement
+ * group that has partitions there.  A procedure: it commits between steps.
+ */
+Datum
+snowseq_merge_partitions(PG_FUNCTION_ARGS)
+{
+	char	   *ext;
+	Move	   *m;
+	ListCell   *lc;
+	char	   *pause;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table and genes of a merge must not be NULL")));
+	if (fcinfo->context == NULL || !IsA(fcinfo->context, CallContext) ||
+		((CallContext *) fcinfo->context)->atomic)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
+				 errmsg("a merge of partitions must run as a CALL of its own"),
+				 errhint("It commits between its steps: CALL it outside BEGIN ... COMMIT and outside functions.")));
+	SPI_connect_ext(SPI_OPT_NONATOMIC);
+	ext = ExtSchemaQuoted(fcinfo->flinfo->fn_oid);
+	m = MergePlan(ext, PG_GETARG_OID(0), PG_GETARG_INT32(1), PG_GETARG_INT32(2));
+
+	/* moves and merges of these tables that were interrupted end first */
+	foreach(lc, MoveGroup(m))
+	{
+		(void) CleanupMoves(ext, ((Move *) lfirst(lc))->parent, NULL, false, NOTICE);
+		(void) MergeCleanup(ext, ((Move *) lfirst(lc))->parent, NULL, false, NOTICE);
+	}
+	SPI_commit();
+	MergeRecordNew(m);
+	SPI_commit();
+	SNOWSEQ_TESTPOINT("merge_after_record");
+	ereport(NOTICE,
+			(errmsg("merge " INT64_FORMAT ": the partitions of genes %d to %d of table \"%s\"%s on server \"%s\" become one",
+					m->id, m->first, m->last, m->parent_rel,
+					m->members ? psprintf(" and of %d other tables of its placement group", list_length(m->members)) : "",
+					m->src_name)));
+	PG_TRY();
+	{
+		if (MergeRun(m, MergeChecks) &&
+			MergeRun(m, MergePrepare) &&
+			MergeRun(m, MergeCopy) &&
+			MergeRun(m, MergeCompare) &&
+			MergeRun(m, MergeSwitch))
+		{
+			SNOWSEQ_TESTPOINT("merge_after_router_commit");
+			(void) MergeRun(m, MergeFinish);
+			pause = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT pause_ms FROM %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+															  MoveExt(m, "snowseq_merges"), m->id));
+			ereport(NOTICE,
+					(errmsg("genes %d to %d of table \"%s\" are one partition, %s, on server \"%s\"; the switch held the table for %s ms",
+							m->first, m->last, m->parent_rel, m->new_part_q, m->src_name, pause ? pause : "?")));
+		}
+	}
+	PG_FINALLY();
+	{
+		MoveReleaseParent(m);
+		MergeUnlock(m->id);
+		MoveCloseSessions(m);
+	}
+	PG_END_TRY();
+	SPI_finish();
+	MemoryContextDelete(m->cxt);
+	PG_RETURN_VOID();
+}
