@@ -1381,6 +1381,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	drain name[] NOT NULL,
 	fill name[] NOT NULL DEFAULT '{}',
 	sample interval NOT NULL DEFAULT '10 s',
+	merge_below double precision NOT NULL DEFAULT 0,
 	state text NOT NULL
 		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped', 'done', 'abandoned']::pg_catalog.text[])),
 	stop text
@@ -1394,7 +1395,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 CREATE UNIQUE INDEX snowseq_rebalance_runs_open ON @extschema@.snowseq_rebalance_runs (parent)
 	WHERE state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped']::pg_catalog.text[]);
 COMMENT ON TABLE @extschema@.snowseq_rebalance_runs IS
-	'rebalances run on this router: table, strategy, threshold, drained servers, servers to fill, the sample of strategy writes, state (running, stopped: resumable; done, abandoned: over), stop requested, rounds of planning';
+	'rebalances run on this router: table, strategy, threshold, drained servers, servers to fill, the sample of strategy writes, the load below which neighbouring partitions merge, state (running, stopped: resumable; done, abandoned: over), stop requested, rounds of planning';
 CREATE TABLE @extschema@.snowseq_rebalance_steps (
 	run_id bigint NOT NULL REFERENCES @extschema@.snowseq_rebalance_runs ON DELETE CASCADE,
 	step integer NOT NULL,
@@ -1414,7 +1415,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_steps (
 	PRIMARY KEY (run_id, step)
 );
 COMMENT ON TABLE @extschema@.snowseq_rebalance_steps IS
-	'the moves of each rebalance: genes, servers, planned rows and bytes, state (planned, running, failed, done), the move that ran it, rows it copied, timings';
+	'the steps of each rebalance (a move, or a merge where from_server and to_server are one server): genes, servers, planned rows and bytes, state (planned, running, failed, done), the move that ran it, rows it copied, timings';
 CREATE TRIGGER snowseq_guard
 	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_rebalance_runs
 	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
@@ -1444,7 +1445,8 @@ REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_reba
 -- arguments checked, nothing read, nothing planned.
 CREATE FUNCTION @extschema@.snowseq_rebalance_plan_from(parent regclass, strategy text,
 	threshold double precision, drain name[], fill name[], sample interval,
-	first_parts oid[], first_writes bigint[], first_xids bigint[], first_at timestamptz, only_check boolean)
+	first_parts oid[], first_writes bigint[], first_xids bigint[], first_at timestamptz, only_check boolean,
+	merge_below double precision DEFAULT 0)
 	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
 		to_server name, rows bigint, bytes bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -1539,6 +1541,14 @@ DECLARE
 	gcs pg_catalog.name[];
 	bad pg_catalog.text;					-- group partitions a move cannot take genes from
 	group_held boolean := false;			-- a step was not planned for the group's partitions
+	-- merges: the partitions in gene order, a run of them, its load
+	mord integer[];
+	ma integer;
+	mb integer;
+	macc double precision;
+	mmean double precision;
+	mrows bigint;
+	mbytes bigint;
 BEGIN
 	IF parent IS NULL THEN
 		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
@@ -1616,6 +1626,12 @@ BEGIN
 		RAISE EXCEPTION 'a rebalance that drains every server of snowseq_shard_map has nowhere to move genes'
 			USING ERRCODE = 'invalid_parameter_value',
 				HINT = 'Name servers to fill, or drain fewer servers.';
+	END IF;
+	IF merge_below IS NULL OR merge_below OPERATOR(pg_catalog.<) 0 OR merge_below OPERATOR(pg_catalog.>) 1
+		OR merge_below OPERATOR(pg_catalog.=) 'NaN' THEN
+		RAISE EXCEPTION 'rebalance merge_below % is not between 0 and 1', pg_catalog.quote_nullable(merge_below)
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Neighbouring partitions of one server merge when their load together is at most merge_below x the mean load of a partition: such as 0.25; 0 merges none.';
 	END IF;
 	IF only_check THEN
 		RETURN;
@@ -2178,29 +2194,78 @@ BEGIN
 		srows[lo] := srows[lo] OPERATOR(pg_catalog.+) rows;
 		RETURN NEXT;
 	END LOOP;
+
+	-- merges, after the moves, of the partitions they leave: neighbours
+	-- on one server (not drained, none a revertable move holds) whose
+	-- loads together are at most merge_below x the mean load of a
+	-- partition, the longest such run from each, become one (a step with
+	-- from_server = to_server: snowseq_merge_partitions), where the
+	-- group's partitions of their genes lie inside them on that server
+	IF merge_below OPERATOR(pg_catalog.>) 0 AND pg_catalog.array_length(pf, 1) OPERATOR(pg_catalog.>) 1 THEN
+		mmean := (SELECT pg_catalog.avg(x) FROM pg_catalog.unnest(pv) x);
+		mord := ARRAY(SELECT o.j FROM pg_catalog.generate_subscripts(pf, 1) AS o(j) ORDER BY pf[o.j]);
+		ma := 1;
+		WHILE ma OPERATOR(pg_catalog.<) pg_catalog.cardinality(mord) LOOP
+			i := mord[ma];
+			best := NULL;
+			macc := pv[i];
+			mb := ma OPERATOR(pg_catalog.+) 1;
+			WHILE mb OPERATOR(pg_catalog.<=) pg_catalog.cardinality(mord) LOOP
+				k := mord[mb];
+				EXIT WHEN pm[i] OR pm[k] OR ps[k] OPERATOR(pg_catalog.<>) ps[i] OR ps[i] OPERATOR(pg_catalog.=) ANY (drain)
+					OR pf[k] OPERATOR(pg_catalog.<>) (pl[mord[mb OPERATOR(pg_catalog.-) 1]] OPERATOR(pg_catalog.+) 1);
+				macc := macc OPERATOR(pg_catalog.+) pv[k];
+				EXIT WHEN macc OPERATOR(pg_catalog.>) (merge_below OPERATOR(pg_catalog.*) mmean);
+				IF NOT EXISTS (SELECT FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
+						WHERE gcf[o.j] OPERATOR(pg_catalog.<=) pl[k] AND gcl[o.j] OPERATOR(pg_catalog.>=) pf[i]
+							AND (gcf[o.j] OPERATOR(pg_catalog.<) pf[i] OR gcl[o.j] OPERATOR(pg_catalog.>) pl[k]
+								OR gcs[o.j] OPERATOR(pg_catalog.<>) ps[i])) THEN
+					best := mb;
+				END IF;
+				mb := mb OPERATOR(pg_catalog.+) 1;
+			END LOOP;
+			IF best IS NULL THEN
+				ma := ma OPERATOR(pg_catalog.+) 1;
+				CONTINUE;
+			END IF;
+			n := n OPERATOR(pg_catalog.+) 1;
+			step := n;
+			from_server := ps[i];
+			to_server := ps[i];
+			first_gene := pf[i];
+			last_gene := pl[mord[best]];
+			SELECT CAST(pg_catalog.sum(pr[mord[o]]) AS bigint), CAST(pg_catalog.sum(pb[mord[o]]) AS bigint) INTO mrows, mbytes
+				FROM pg_catalog.generate_series(ma, best) AS o;
+			rows := mrows;
+			bytes := mbytes;
+			RETURN NEXT;
+			ma := best OPERATOR(pg_catalog.+) 1;
+		END LOOP;
+	END IF;
 END
 $plan$;
-COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean) IS
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean, double precision) IS
 	'the plan of snowseq_rebalance_plan, strategy writes from a first reading of snowseq_shard_counters taken at first_at (partitions, writes and next transaction ids; NULL: taken here, and sample slept); only_check: check the arguments alone';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean, double precision) FROM PUBLIC;
 
 -- The plan, one statement: strategy writes sleeps the sample in it, with
 -- no lock on the table (snowseq_shard_counters) but its snapshot.
 CREATE FUNCTION @extschema@.snowseq_rebalance_plan(parent regclass, strategy text DEFAULT 'rows',
 	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}',
-	sample interval DEFAULT '10 s')
+	sample interval DEFAULT '10 s', merge_below double precision DEFAULT 0)
 	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
 		to_server name, rows bigint, bytes bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	AS $plan$
 BEGIN
 	RETURN QUERY SELECT * FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
-		CAST(NULL AS pg_catalog.oid[]), CAST(NULL AS bigint[]), CAST(NULL AS bigint[]), CAST(NULL AS pg_catalog.timestamptz), false);
+		CAST(NULL AS pg_catalog.oid[]), CAST(NULL AS bigint[]), CAST(NULL AS bigint[]), CAST(NULL AS pg_catalog.timestamptz), false,
+		merge_below);
 END
 $plan$;
-COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval) IS
-	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows), row bytes (bytes) or rows written per second over sample (writes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized by a histogram of its rows over its genes (rows, bytes) or of its rows written during the sample (writes); counts from snowseq_shard_stats, the first reading of writes from snowseq_shard_counters, no lock on the table held through the sample';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval, double precision) IS
+	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows), row bytes (bytes) or rows written per second over sample (writes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized by a histogram of its rows over its genes (rows, bytes) or of its rows written during the sample (writes); then, with merge_below above 0, merges (from_server = to_server) of neighbouring partitions of one server whose load together is at most merge_below x the mean load of a partition; counts from snowseq_shard_stats, the first reading of writes from snowseq_shard_counters, no lock on the table held through the sample';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval, double precision) FROM PUBLIC;
 
 -- Whether the session that runs a rebalance is still there.
 CREATE FUNCTION @extschema@.snowseq_rebalance_runner_alive(pid integer, started timestamptz)
@@ -2274,8 +2339,8 @@ BEGIN
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
 	IF run.run_id IS NULL THEN
-		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, fill, sample, state)
-			VALUES (run.parent, run.strategy, run.threshold, run.drain, run.fill, run.sample, run.state)
+		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, fill, sample, merge_below, state)
+			VALUES (run.parent, run.strategy, run.threshold, run.drain, run.fill, run.sample, run.merge_below, run.state)
 			RETURNING * INTO saved;
 	ELSE
 		UPDATE @extschema@.snowseq_rebalance_runs r
@@ -2358,7 +2423,7 @@ REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval,
 -- SET clause; every name is qualified.
 CREATE PROCEDURE @extschema@.snowseq_rebalance(parent regclass, strategy text DEFAULT 'rows',
 	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}',
-	sample interval DEFAULT '10 s')
+	sample interval DEFAULT '10 s', merge_below double precision DEFAULT 0)
 	LANGUAGE plpgsql
 	AS $run$
 DECLARE
@@ -2391,7 +2456,7 @@ BEGIN
 		-- the arguments checked before the sample, which commits each
 		-- second of it (no lock on the table, no old snapshot held)
 		PERFORM FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
-			NULL, NULL, NULL, NULL, true);
+			NULL, NULL, NULL, NULL, true, merge_below);
 		IF strategy OPERATOR(pg_catalog.=) 'writes' THEN
 			CALL @extschema@.snowseq_rebalance_sample(parent, sample, w0p, w0, w0x, w0_at);
 		END IF;
@@ -2402,12 +2467,13 @@ BEGIN
 		run.drain := drain;
 		run.fill := fill;
 		run.sample := COALESCE(sample, CAST('10 s' AS pg_catalog.interval));
+		run.merge_below := merge_below;
 		run.state := 'running';
 		run := @extschema@.snowseq_rebalance_save_run(run);
 		planned := ARRAY(SELECT ROW(run.run_id, p.step, p.first_gene, p.last_gene, p.from_server, p.to_server,
 				p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
 			FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
-				w0p, w0, w0x, w0_at, false) p);
+				w0p, w0, w0x, w0_at, false, merge_below) p);
 		PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
 		nsteps := COALESCE(pg_catalog.cardinality(planned), 0);
 		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
@@ -2456,7 +2522,7 @@ BEGIN
 						-- drained servers have left the map
 						ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d WHERE EXISTS (SELECT
 							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill, run.sample,
-						w0p, w0, w0x, w0_at, false) p);
+						w0p, w0, w0x, w0_at, false, run.merge_below) p);
 				IF pg_catalog.cardinality(planned) OPERATOR(pg_catalog.>) 0 THEN
 					PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
 					run.rounds := run.rounds OPERATOR(pg_catalog.+) 1;
@@ -2488,6 +2554,57 @@ BEGIN
 						'on server ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(mv.server));
 			END LOOP;
 		END IF;
+		-- a merge (one server): its record says whether it is done
+		IF s.from_server OPERATOR(pg_catalog.=) s.to_server THEN
+			SELECT m.merge_id, m.state, m.error, m.rows_copied INTO mv
+				FROM @extschema@.snowseq_merges m
+				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
+					AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
+					AND s.state OPERATOR(pg_catalog.<>) 'planned'
+				ORDER BY m.merge_id DESC LIMIT 1;
+			IF NOT FOUND OR mv.state OPERATOR(pg_catalog.<>) 'done' THEN
+				SELECT pg_catalog.max(st.step) INTO nsteps FROM @extschema@.snowseq_rebalance_steps st
+					WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
+				s.state := 'running';
+				s.started_at := pg_catalog.clock_timestamp();
+				s.finished_at := NULL;
+				PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
+				COMMIT;
+				RAISE NOTICE 'rebalance %: step % of %: the partitions of genes % to % of table % on server "%" merge (about % rows)',
+					run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.rows;
+				CALL @extschema@.snowseq_merge_partitions(run.parent, s.first_gene, s.last_gene);
+				SELECT m.merge_id, m.state, m.error, m.rows_copied INTO mv
+					FROM @extschema@.snowseq_merges m
+					WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
+						AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
+						AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
+					ORDER BY m.merge_id DESC LIMIT 1;
+			END IF;
+			IF mv.state IS NOT NULL AND mv.state OPERATOR(pg_catalog.=) 'done' THEN
+				s.state := 'done';
+				s.rows_copied := mv.rows_copied;
+				s.error := NULL;
+				s.finished_at := pg_catalog.clock_timestamp();
+				PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
+				COMMIT;
+				CONTINUE;
+			END IF;
+			s.state := 'failed';
+			s.error := COALESCE(mv.error, 'the merge did not finish');
+			s.finished_at := pg_catalog.clock_timestamp();
+			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
+			run.state := 'stopped';
+			run.runner_pid := NULL;
+			run.runner_start := NULL;
+			run := @extschema@.snowseq_rebalance_save_run(run);
+			COMMIT;
+			RAISE EXCEPTION 'rebalance %: step % (merge %, genes % on server "%") failed: %', run.run_id, s.step,
+				mv.merge_id, s.first_gene OPERATOR(pg_catalog.||) ' to ' OPERATOR(pg_catalog.||) s.last_gene, s.to_server,
+				COALESCE(mv.error, 'the merge did not finish')
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'Fix the cause and CALL snowseq_rebalance again to retry the step, or give the run up with snowseq_rebalance_stop(abandon => true).';
+		END IF;
+
 		SELECT pg_catalog.bool_and(m.shard OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
 			FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g,
 			LATERAL (SELECT sm.shard FROM @extschema@.snowseq_shard_map sm
@@ -2554,9 +2671,9 @@ BEGIN
 	END LOOP;
 END
 $run$;
-COMMENT ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[], interval) IS
-	'plan the moves of snowseq_rebalance_plan (strategy writes: sampled again for each round, committing each second of the sample) into snowseq_rebalance_steps and run them one by one with snowseq_move_genes, committing between moves; a CALL with a run of the table not finished (stopped, or cut by a crash) continues it from its first step not done';
-REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[], interval) FROM PUBLIC;
+COMMENT ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[], interval, double precision) IS
+	'plan the moves and merges of snowseq_rebalance_plan (strategy writes: sampled again for each round, committing each second of the sample) into snowseq_rebalance_steps and run them one by one with snowseq_move_genes and snowseq_merge_partitions, committing between steps; a CALL with a run of the table not finished (stopped, or cut by a crash) continues it from its first step not done';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[], interval, double precision) FROM PUBLIC;
 
 -- Stop: writes the runs as their owner, for the roles granted it
 -- (SECURITY DEFINER: the search path is pg_catalog and pg_temp only).

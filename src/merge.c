@@ -76,14 +76,19 @@ typedef struct MergeTable
 	List	   *tables;			/* the tables they read on the server (quoted) */
 } MergeTable;
 
-/* The states of a merge, as snowseq_merges stores them. */
-#define MERGE_PREPARE	"prepare"
-#define MERGE_COPY		"copy"
-#define MERGE_SWITCH	"switch"
-#define MERGE_SWITCHED	"switched"
-#define MERGE_DONE		"done"
-#define MERGE_FAILED	"failed"
-#define MERGE_ROLLBACK	"rollback"
+/*
+ * The states of a merge are those of moves it goes through (MoveStateName):
+ * prepare, copy, switch, switched, then done, failed or rollback.
+ */
+#define MERGE_PREPARE	MoveStateName(MOVE_STATE_PREPARE)
+#define MERGE_COPY		MoveStateName(MOVE_STATE_COPY)
+#define MERGE_SWITCH	MoveStateName(MOVE_STATE_SWITCH)
+#define MERGE_SWITCHED	MoveStateName(MOVE_STATE_SWITCHED)
+#define MERGE_DONE		MoveStateName(MOVE_STATE_DONE)
+#define MERGE_FAILED	MoveStateName(MOVE_STATE_FAILED)
+#define MERGE_ROLLBACK	MoveStateName(MOVE_STATE_ROLLBACK)
+/* a merge not over */
+#define MERGE_NOT_OVER	MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_NONE)
 
 /* The router's lock of a merge, held by the session that runs it. */
 static bool
@@ -460,12 +465,13 @@ MergeRecordNew(Move *m)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("genes %d to %d of table \"%s\" are in move %s", m->first, m->last, t->parent_rel, v),
 					 errhint("Merge once it is over: done, failed, or (a revertable move) finalized; snowseq_move_cleanup() ends one that was interrupted.")));
-		v = MoveRecordsValue(m->ext, m->cxt,
-							 psprintf("SELECT merge_id::pg_catalog.text FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
-									  "AND state OPERATOR(pg_catalog.<>) ALL ('{done,failed}') "
-									  "AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
-									  "ORDER BY merge_id LIMIT 1",
-									  MoveExt(m, "snowseq_merges"), t->parent, m->first, m->last));
+		v = MoveRecordsValueParams(m->ext, m->cxt,
+								   psprintf("SELECT merge_id::pg_catalog.text FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
+											"AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+											"AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
+											"ORDER BY merge_id LIMIT 1",
+											MoveExt(m, "snowseq_merges"), t->parent, m->first, m->last),
+								   SQL_ARGS(MERGE_NOT_OVER));
 		if (v != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_IN_USE),
@@ -550,7 +556,8 @@ MergeForeignKeys(Move *m)
 		char	   *sql = RemoteValueParams(rc,
 											"SELECT pg_catalog.string_agg(pg_catalog.format('ALTER TABLE %s ADD CONSTRAINT %I %s NOT VALID', "
 											"$2::pg_catalog.text, $4::pg_catalog.text OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) c.conname, "
-											"pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' REFERENCES .*?\\(', "
+											"pg_catalog.replace(pg_catalog.pg_get_constraintdef(c.oid), "
+											"' REFERENCES ' OPERATOR(pg_catalog.||) c.confrelid::pg_catalog.regclass::text OPERATOR(pg_catalog.||) '(', "
 											"' REFERENCES ' OPERATOR(pg_catalog.||) coalesce(d.t, c.confrelid::pg_catalog.regclass::text) "
 											"OPERATOR(pg_catalog.||) '(')), '; ' ORDER BY c.conname) "
 											"FROM pg_catalog.pg_constraint c LEFT JOIN ROWS FROM (pg_catalog.unnest($3::pg_catalog.text[]), "
@@ -1134,14 +1141,21 @@ MergeCleanup(const char *ext, Oid parent, Move *collect, bool switching_only, in
 	ListCell   *lc;
 	int			left = 0;
 
-	MoveRecordsRun(ext, psprintf("SELECT m.merge_id FROM %s.snowseq_merges m WHERE m.group_merge IS NULL "
-								 "AND m.state OPERATOR(pg_catalog.<>) ALL ('{done,failed}') %s%s ORDER BY m.merge_id",
-								 ext, switching_only ? "AND m.state OPERATOR(pg_catalog.=) ANY ('{switch,switched}') " : "",
+	/* a catalog older than 1.3 has no merges */
+	if (SpiValueParams(CurrentMemoryContext, "SELECT pg_catalog.to_regclass($1::pg_catalog.text)",
+					   SQL_ARGS(psprintf("%s.snowseq_merges", ext))) == NULL)
+		return 0;
+	MoveRecordsRunParams(ext, psprintf("SELECT m.merge_id FROM %s.snowseq_merges m WHERE m.group_merge IS NULL "
+									   "AND m.state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+									   "AND ($2::pg_catalog.text[] IS NULL OR m.state OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])) "
+									   "%s ORDER BY m.merge_id",
+								 ext,
 								 OidIsValid(parent) ?
 								 psprintf("AND EXISTS (SELECT 1 FROM %s.snowseq_merges g WHERE (g.merge_id OPERATOR(pg_catalog.=) m.merge_id "
 										  "OR g.group_merge OPERATOR(pg_catalog.=) m.merge_id) AND g.parent OPERATOR(pg_catalog.=) %u)",
 										  ext, parent) : ""),
-				   SPI_OK_SELECT);
+						 SQL_ARGS(MERGE_NOT_OVER, switching_only ? MoveStateArray(MOVE_STATE_SWITCH, MOVE_STATE_SWITCHED, MOVE_STATE_NONE) : NULL),
+						 SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
@@ -1187,8 +1201,7 @@ MergeResolveSwitches(int elevel)
 	nsp = SpiValue(CurrentMemoryContext, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
 				   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
 				   "WHERE e.extname OPERATOR(pg_catalog.=) 'snowseq'");
-	if (nsp != NULL && SpiValueParams(CurrentMemoryContext, "SELECT pg_catalog.to_regclass($1::pg_catalog.text)",
-									  SQL_ARGS(psprintf("%s.snowseq_merges", nsp))) != NULL)
+	if (nsp != NULL)
 		left = MergeCleanup(nsp, InvalidOid, NULL, true, elevel);
 	SPI_finish();
 	return left;

@@ -533,13 +533,14 @@ MoveRecordNew(Move *m)
 
 	/* nor a merge of these genes that is not over (merge.c) */
 	{
-		char	   *merge = MoveRecordsValue(m->ext, m->cxt,
-											 psprintf("SELECT merge_id::pg_catalog.text OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) state OPERATOR(pg_catalog.||) ')' "
-													  "FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
-													  "AND state OPERATOR(pg_catalog.<>) ALL ('{done,failed}') "
-													  "AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
-													  "ORDER BY merge_id LIMIT 1",
-													  MoveExt(m, "snowseq_merges"), m->parent, m->first, m->last));
+		char	   *merge = MoveRecordsValueParams(m->ext, m->cxt,
+												   psprintf("SELECT merge_id::pg_catalog.text OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) state OPERATOR(pg_catalog.||) ')' "
+															"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
+															"AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+															"AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
+															"ORDER BY merge_id LIMIT 1",
+															MoveExt(m, "snowseq_merges"), m->parent, m->first, m->last),
+												   SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_NONE)));
 
 		if (merge != NULL)
 			ereport(ERROR,

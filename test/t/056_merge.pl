@@ -26,6 +26,9 @@
 # (4) A merge killed after the router's commit: the router's resolver, at its
 #     next start, commits the server's transaction.
 # (5) Bad requests.
+# (6) The rebalance plans merges of cold neighbouring partitions of one
+#     server (merge_below), where the placement group's partitions lie
+#     inside them, and CALL snowseq_rebalance runs them.
 use strict;
 use warnings;
 use lib 'test';
@@ -309,6 +312,72 @@ for my $bad (
 	($rc, $out, $err) = $router->psql('postgres', $bad->[0]);
 	like($err, $bad->[1], "(5) refused: $bad->[2]");
 }
+
+# ---------------------------------------------------------------------
+# (6) The rebalance plans merges of cold neighbours (merge_below)
+# ---------------------------------------------------------------------
+# s2's genes cut by hand: items in three partitions (8192..12287,
+# 12288..16383 cold, 16384..32767), notes in one over all of them
+$router->safe_psql('postgres', q{DELETE FROM notes WHERE note_id >= 8192::bigint << 48 AND note_id < 16384::bigint << 48
+		AND (note_id >> 48) % 5 <> 0;
+	DELETE FROM items WHERE item_id >= 8192::bigint << 48 AND item_id < 16384::bigint << 48 AND (item_id >> 48) % 5 <> 0});
+$node{s2}->safe_psql('postgres', q{
+	CREATE TABLE items_3 (item_id bigint PRIMARY KEY, k text NOT NULL);
+	CREATE TABLE items_4 (item_id bigint PRIMARY KEY, k text NOT NULL);
+	CREATE TABLE items_5 (item_id bigint PRIMARY KEY, k text NOT NULL);
+	CREATE TABLE notes_3 (note_id bigint PRIMARY KEY, item_id bigint NOT NULL, body text);
+	INSERT INTO items_3 SELECT * FROM items_g8192_32767 WHERE item_id < 12288::bigint << 48;
+	INSERT INTO items_4 SELECT * FROM items_g8192_32767 WHERE item_id >= 12288::bigint << 48 AND item_id < 16384::bigint << 48;
+	INSERT INTO items_5 SELECT * FROM items_g8192_32767 WHERE item_id >= 16384::bigint << 48;
+	INSERT INTO notes_3 SELECT * FROM notes_g8192_32767});
+$router->safe_psql('postgres', q{BEGIN;
+	ALTER TABLE items DETACH PARTITION items_g8192_32767;
+	DROP FOREIGN TABLE items_g8192_32767;
+	CREATE FOREIGN TABLE items_3 PARTITION OF items FOR VALUES FROM (8192::bigint << 48) TO (12288::bigint << 48) SERVER s2 OPTIONS (table_name 'items_3');
+	CREATE FOREIGN TABLE items_4 PARTITION OF items FOR VALUES FROM (12288::bigint << 48) TO (16384::bigint << 48) SERVER s2 OPTIONS (table_name 'items_4');
+	CREATE FOREIGN TABLE items_5 PARTITION OF items FOR VALUES FROM (16384::bigint << 48) TO (MAXVALUE) SERVER s2 OPTIONS (table_name 'items_5');
+	ALTER TABLE notes DETACH PARTITION notes_g8192_32767;
+	DROP FOREIGN TABLE notes_g8192_32767;
+	CREATE FOREIGN TABLE notes_3 PARTITION OF notes FOR VALUES FROM (8192::bigint << 48) TO (MAXVALUE) SERVER s2 OPTIONS (table_name 'notes_3');
+	COMMIT});
+$node{s2}->safe_psql('postgres', 'DROP TABLE notes_g8192_32767, items_g8192_32767');
+my $rows6 = $router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items});
+my $notes6 = $router->safe_psql('postgres', q{SELECT count(*) FROM notes});
+note 'loads: ' . $router->safe_psql('postgres', q{SELECT string_agg(partition || ' ' || rows, ', ') FROM snowseq_shard_stats('items')});
+sub merge_steps
+{
+	my ($args) = @_;
+	return $router->safe_psql('postgres', qq{SELECT string_agg(first_gene || '-' || last_gene || ' ' || from_server, ', ')
+		FROM snowseq_rebalance_plan('items', threshold => 10$args) WHERE from_server = to_server});
+}
+is(merge_steps(''), '', '(6) no merge is planned without merge_below');
+is(merge_steps(', merge_below => 0.5'), '',
+	'(6) nor with it where a partition of the placement group reaches past the cold neighbours (notes_3: genes 8192 to 32767)');
+# notes cut at 16384 too: its partition of the cold genes lies inside them
+$node{s2}->safe_psql('postgres', q{CREATE TABLE notes_5 (note_id bigint PRIMARY KEY, item_id bigint NOT NULL, body text);
+	WITH d AS (DELETE FROM notes_3 WHERE note_id >= 16384::bigint << 48 RETURNING *) INSERT INTO notes_5 SELECT * FROM d});
+$router->safe_psql('postgres', q{BEGIN;
+	ALTER TABLE notes DETACH PARTITION notes_3;
+	ALTER TABLE notes ATTACH PARTITION notes_3 FOR VALUES FROM (8192::bigint << 48) TO (16384::bigint << 48);
+	CREATE FOREIGN TABLE notes_5 PARTITION OF notes FOR VALUES FROM (16384::bigint << 48) TO (MAXVALUE) SERVER s2 OPTIONS (table_name 'notes_5');
+	COMMIT});
+is(merge_steps(', merge_below => 0.5'), '8192-16383 s2', '(6) with notes cut alike, the two cold neighbours on s2 merge');
+is(merge_steps(', merge_below => 0.01'), '', '(6) not below a load they exceed');
+($rc, $out, $err) = $router->psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items', merge_below => 2)});
+like($err, qr/rebalance merge_below '2' is not between 0 and 1/, '(6) merge_below above 1 is refused');
+($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items', threshold => 10, merge_below => 0.5)});
+note "rebalance:\n$err";
+is($rc, 0, '(6) CALL snowseq_rebalance runs the merge');
+like($err, qr/step 1 of 1: the partitions of genes 8192 to 16383 of table items on server "s2" merge/, '(6) ... saying so');
+is(parts('items'), 'items_5:s2.items_5 items_g0_8191:s1.items_g0_8191 items_g8192_16383:s2.items_g8192_16383',
+	'(6) items: genes 8192..16383 in one partition');
+is(parts('notes'), 'notes_3:s2.notes_3 notes_5:s2.notes_5 notes_g0_8191:s1.notes_g0_8191',
+	'(6) notes: already one partition there, as it was');
+is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items}), $rows6, '(6) every item is there once');
+is($router->safe_psql('postgres', q{SELECT count(*) FROM notes}), $notes6, '(6) every note too');
+is($router->safe_psql('postgres', q{SELECT state || ' ' || (rows_copied > 0) FROM snowseq_rebalance_steps
+	WHERE from_server = to_server}), 'done true', '(6) the step is done, with the rows it copied');
+is(merge_leftovers($node{s2}), '', '(6) nothing of the merge is left on s2');
 
 $router->stop;
 $node{$_}->stop for sort keys %node;
