@@ -313,6 +313,22 @@ for my $bad (
 	like($err, $bad->[1], "(5) refused: $bad->[2]");
 }
 
+# the records and the trigger, as other actors would use them
+($rc, $out, $err) = $router->psql('postgres', q{CREATE ROLE grantee; GRANT SELECT, UPDATE ON snowseq_merges TO grantee;
+	SET ROLE grantee; UPDATE snowseq_merges SET state = 'switched'});
+like($err, qr/table snowseq_merges is written by snowseq's functions alone/, '(5) a grantee of the records cannot mark a merge switched');
+($rc, $out, $err) = $node{s1}->psql('postgres', q{CREATE ROLE tenant; GRANT CREATE ON SCHEMA public TO tenant; SET ROLE tenant;
+	CREATE TABLE mine (id bigint PRIMARY KEY);
+	CREATE TRIGGER steal AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION snowseq_merge_mirror('public.items_g0_8191', 'id')});
+like($err, qr/permission denied for function snowseq_merge_mirror/, '(5) a role cannot make the merge trigger write for it');
+my $merged_rows = $node{s1}->safe_psql('postgres', 'SELECT count(*) FROM items_g0_8191');
+($rc, $out, $err) = $node{s1}->psql('postgres', q{
+	CREATE TRIGGER steal AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION snowseq_merge_mirror('public.items_g0_8191', 'id');
+	SET ROLE tenant; INSERT INTO mine VALUES (1)});
+like($err, qr/table "mine" has another owner than table "items_g0_8191", which it would write into/,
+	'(5) nor write into a table of another owner through one a superuser made on its table');
+is($node{s1}->safe_psql('postgres', 'SELECT count(*) FROM items_g0_8191'), $merged_rows, '(5) nothing was written there');
+
 # ---------------------------------------------------------------------
 # (6) The rebalance plans merges of cold neighbours (merge_below)
 # ---------------------------------------------------------------------
