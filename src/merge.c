@@ -1083,7 +1083,7 @@ MergeLoad(const char *ext, int64 id)
 
 	MoveRecordsRunParams(ext, psprintf("SELECT merge_id, parent, first_gene, last_gene, server, parts, source_tables, "
 									   "new_part_name, new_table, (pg_catalog.parse_ident(new_table))[1], "
-									   "(pg_catalog.parse_ident(new_table))[2], token, parent::pg_catalog.text "
+									   "(pg_catalog.parse_ident(new_table))[2], token, parent::pg_catalog.text, mover "
 									   "FROM %s.snowseq_merges WHERE merge_id OPERATOR(pg_catalog.=) $1::pg_catalog.int8 "
 									   "OR group_merge OPERATOR(pg_catalog.=) $1::pg_catalog.int8 ORDER BY merge_id", ext),
 						 SQL_ARGS(psprintf(INT64_FORMAT, id)), SPI_OK_SELECT);
@@ -1123,6 +1123,7 @@ MergeLoad(const char *ext, int64 id)
 		t->token = SPI_getvalue(tup, d, 12);
 		t->parent_q = SPI_getvalue(tup, d, 13);
 		t->parent_rel = t->parent_q;
+		t->mover = DatumGetObjectId(SPI_getbinval(tup, d, 14, &isnull));
 		MemoryContextSwitchTo(old);
 	}
 	return m;
@@ -1175,7 +1176,18 @@ MergeCleanup(const char *ext, Oid parent, Move *collect, bool switching_only, in
 			continue;
 		}
 		m = MergeLoad(ext, id);
-		MergeResolve(m, collect, elevel);
+		{
+			Oid			save_user;
+			int			save_sec;
+
+			/* at the router's start: as the role that ran the merge (its user mappings), if it is still there */
+			GetUserIdAndSecContext(&save_user, &save_sec);
+			if (switching_only && OidIsValid(m->mover) &&
+				SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(m->mover)))
+				SetUserIdAndSecContext(m->mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+			MergeResolve(m, collect, elevel);
+			SetUserIdAndSecContext(save_user, save_sec);
+		}
 		MoveCloseSessions(m);
 		state = MergeStateRead(m);
 		if (strcmp(state, MERGE_DONE) != 0 && strcmp(state, MERGE_FAILED) != 0)

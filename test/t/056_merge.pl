@@ -228,11 +228,11 @@ my $s2_rows = $router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(D
 	WHERE item_id >= 8192::bigint << 48});
 sub merge_paused_at
 {
-	my ($point, $label) = @_;
+	my ($point, $label, $role) = @_;
 	my ($out, $err) = ('', '');
 	$locker->query_safe("SELECT pg_advisory_lock($pause_lock)");
 	my $h = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
-		'-c', "SET snowseq.test_pause_at = '$point'",
+		'-c', "SET snowseq.test_pause_at = '$point'", '-c', ($role ? "SET ROLE $role" : 'SELECT 1'),
 		'-c', q{CALL snowseq_merge_partitions('items', 8192, 32767)} ], '>', \$out, '2>', \$err);
 	ok($router->poll_query_until('postgres', q{
 		SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'CALL%'}),
@@ -284,14 +284,30 @@ is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT ite
 # ---------------------------------------------------------------------
 # (4) Killed after the router's commit: the resolver commits at the start
 # ---------------------------------------------------------------------
-$h = merge_paused_at('merge_after_router_commit', '(4)');
+# run by a router administrator, whose user mapping alone reaches s2 when
+# the resolver acts for it
+my $su = $router->safe_psql('postgres', 'SELECT current_user');
+$router->safe_psql('postgres', qq{CREATE ROLE madmin;
+	GRANT EXECUTE ON PROCEDURE snowseq_merge_partitions(regclass, integer, integer) TO madmin;
+	GRANT CREATE ON SCHEMA public TO madmin;
+	GRANT USAGE ON FOREIGN SERVER s2 TO madmin;
+	ALTER TABLE items OWNER TO madmin;
+	ALTER TABLE notes OWNER TO madmin;
+	ALTER FOREIGN TABLE items_1 OWNER TO madmin;
+	ALTER FOREIGN TABLE items_1b OWNER TO madmin;
+	ALTER FOREIGN TABLE notes_1 OWNER TO madmin;
+	ALTER FOREIGN TABLE notes_1b OWNER TO madmin;
+	CREATE USER MAPPING FOR madmin SERVER s2 OPTIONS (user '$su', password_required 'false')});
+$h = merge_paused_at('merge_after_router_commit', '(4)', 'madmin');
 kill_merge($h, '(4)');
-is($router->safe_psql('postgres', q{SELECT state FROM snowseq_merges WHERE group_merge IS NULL ORDER BY merge_id DESC LIMIT 1}),
-	'switched', '(4) the killed merge is left switched');
+is($router->safe_psql('postgres', q{SELECT state || ' ' || mover::regrole FROM snowseq_merges WHERE group_merge IS NULL
+	ORDER BY merge_id DESC LIMIT 1}), 'switched madmin', '(4) the killed merge is left switched, madmin its mover');
 is($node{s2}->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '1', '(4) ... its server transaction prepared');
+$router->safe_psql('postgres', 'DROP USER MAPPING FOR CURRENT_USER SERVER s2');
 $router->restart;
 ok($router->poll_query_until('postgres', q{SELECT state = 'done' FROM snowseq_merges WHERE group_merge IS NULL
-	ORDER BY merge_id DESC LIMIT 1}), '(4) the resolver finishes it at the router\'s start');
+	ORDER BY merge_id DESC LIMIT 1}), '(4) the resolver finishes it at the router\'s start, as madmin');
+$router->safe_psql('postgres', 'CREATE USER MAPPING FOR CURRENT_USER SERVER s2');
 is(merge_leftovers($node{s2}), '', '(4) nothing of it is left on s2');
 is(parts('items'), 'items_g0_8191:s1.items_g0_8191 items_g8192_32767:s2.items_g8192_32767', '(4) one partition per server');
 is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items WHERE item_id >= 8192::bigint << 48}),
