@@ -7,7 +7,10 @@
 #                                 revertable and then reverted (the
 #                                 revert's pause), then rebalances 2M rows
 #                                 of A onto C (CALL snowseq_rebalance: its
-#                                 moves, rows copied and time), and writes
+#                                 moves, rows copied and time), merges the
+#                                 whole layout's two partitions of A into one
+#                                 (CALL snowseq_merge_partitions: its copy and
+#                                 the switch's pause), and writes
 #                                 the figures into docs/benchmarks.md (a
 #                                 section of its own)
 #   bash bench/move.sh --smoke    the same with 20,000 rows and short phases,
@@ -24,7 +27,7 @@
 #
 # Sizes: BENCH_MOVE_ROWS (rows in the moved range, default 1000000),
 # BENCH_MOVE_RATE (inserts per second per writer, default 200),
-# BENCH_MOVE_KINDS ("whole split revert rebalance"), BENCH_MOVE_SETTLE (seconds of load
+# BENCH_MOVE_KINDS ("whole split revert rebalance merge"), BENCH_MOVE_SETTLE (seconds of load
 # before and after the move, default 3); BENCH_OUT (report directory,
 # default docs/).  SKIP_BUILD=1 uses the installed snowseq.
 set -euo pipefail
