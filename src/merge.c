@@ -69,12 +69,16 @@
 #define MERGE_BATCH_ROWS	5000	/* rows the backfill updates per transaction */
 #define MERGE_NOTICE_MS		10000	/* the backfill says how far it got so often */
 #define MERGE_SWITCH_LOCK_MS	2000	/* the server's tables, with the router's lock held */
+#define MERGE_SWITCH_TRIES	5		/* switches that found the server's tables busy */
+#define MERGE_BATCH_TRIES	100		/* tries of a batch that waited too long or deadlocked */
 
 /* One table of a merge: the partitions that become one. */
 typedef struct MergeTable
 {
 	List	   *parts;			/* the router's partitions (quoted), in order */
 	List	   *tables;			/* the tables they read on the server (quoted) */
+	char	   *triggers;		/* the lead's: its merge triggers as made
+								 * (MergeTriggers), checked at the switch */
 } MergeTable;
 
 /*
@@ -409,6 +413,46 @@ MergeChecks(Move *m)
 						 errmsg("the primary key of table %s on server \"%s\" is not (%s)", table, m->src_name, t->id_col),
 						 errhint("A merge applies the rows written meanwhile by their ID: give each table a primary key on its ID alone.")));
 		}
+		/*
+		 * What would not carry over, or would break the switch's drop: a
+		 * unique index but the primary key (it would apply across the tables
+		 * merged, and a write to one of them could fail for a row of
+		 * another), a view or rule on them, a publication of them, FORCE
+		 * ROW LEVEL SECURITY (the copy runs as the owner and must see every
+		 * row), a virtual generated column
+		 */
+		v = RemoteValueParams(rc, "SELECT x FROM (SELECT 1 o, 'unique index ' OPERATOR(pg_catalog.||) i.indexrelid::pg_catalog.regclass::text "
+							  "OPERATOR(pg_catalog.||) ' of table ' OPERATOR(pg_catalog.||) i.indrelid::pg_catalog.regclass::text AS x "
+							  "FROM pg_catalog.pg_index i WHERE i.indrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
+							  "AND i.indisunique AND NOT i.indisprimary "
+							  "UNION ALL SELECT 1, 'exclusion constraint ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.conname) "
+							  "OPERATOR(pg_catalog.||) ' of table ' OPERATOR(pg_catalog.||) c.conrelid::pg_catalog.regclass::text "
+							  "FROM pg_catalog.pg_constraint c WHERE c.conrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
+							  "AND c.contype OPERATOR(pg_catalog.=) 'x' "
+							  "UNION ALL SELECT 2, 'view or rule ' OPERATOR(pg_catalog.||) r.ev_class::pg_catalog.regclass::text "
+							  "OPERATOR(pg_catalog.||) ' on table ' OPERATOR(pg_catalog.||) d.refobjid::pg_catalog.regclass::text "
+							  "FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_rewrite r ON r.oid OPERATOR(pg_catalog.=) d.objid "
+							  "WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass "
+							  "AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND d.refobjid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
+							  "UNION ALL SELECT 3, 'publication ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(p.pubname) "
+							  "OPERATOR(pg_catalog.||) ' of table ' OPERATOR(pg_catalog.||) pr.prrelid::pg_catalog.regclass::text "
+							  "FROM pg_catalog.pg_publication_rel pr JOIN pg_catalog.pg_publication p ON p.oid OPERATOR(pg_catalog.=) pr.prpubid "
+							  "WHERE pr.prrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
+							  "UNION ALL SELECT 4, 'FORCE ROW LEVEL SECURITY of table ' OPERATOR(pg_catalog.||) c.oid::pg_catalog.regclass::text "
+							  "FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") AND c.relforcerowsecurity "
+							  "UNION ALL SELECT 5, 'virtual generated column ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname) "
+							  "OPERATOR(pg_catalog.||) ' of table ' OPERATOR(pg_catalog.||) a.attrelid::pg_catalog.regclass::text "
+							  "FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
+							  "AND a.attgenerated OPERATOR(pg_catalog.=) 'v' AND NOT a.attisdropped) y ORDER BY o, x LIMIT 1",
+							  SQL_ARGS(SqlTextArray(MergeOf(t)->tables)), "look up what a merge cannot carry over");
+		if (v != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the %s on server \"%s\" keeps the merge of genes %d to %d from its tables", v, m->src_name,
+							m->first, m->last),
+					 errdetail("A merge drops the tables it merges, copies them as their owner, and keeps only their primary key unique."),
+					 errhint("Drop it (or turn it off) for the merge, then make it again on the merged table.")));
 		res = RemoteExecParams(rc, "SELECT pg_catalog.quote_ident(c.conname), c.conrelid::pg_catalog.regclass::text, "
 							   "c.confrelid::pg_catalog.regclass::text FROM pg_catalog.pg_constraint c "
 							   "WHERE c.contype OPERATOR(pg_catalog.=) 'f' "
@@ -423,13 +467,30 @@ MergeChecks(Move *m)
 							PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), m->src_name, PQgetvalue(res, 0, 2)),
 					 errhint("Drop the foreign key before merging, or merge the table that holds it too.")));
 		PQclear(res);
-		v = RemoteValueParams(rc, "SELECT pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL",
-							  SQL_ARGS(t->dst_table), "look up the merged table");
-		if (strcmp(v, "t") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_DUPLICATE_TABLE),
-					 errmsg("table %s already exists on server \"%s\"", t->dst_table, m->src_name),
-					 errhint("Drop or rename it: the merged genes get a table of that name.")));
+		/* a table of the merged table's name (a move's, of part of these genes): the merge's id after it */
+		for (int attempt = 0;; attempt++)
+		{
+			v = RemoteValueParams(rc, "SELECT pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL",
+								  SQL_ARGS(t->dst_table), "look up the merged table");
+			if (strcmp(v, "t") != 0)
+				break;
+			if (attempt > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_TABLE),
+						 errmsg("table %s already exists on server \"%s\"", t->dst_table, m->src_name),
+						 errhint("Drop or rename it: the merged genes get a table of that name.")));
+			{
+				MemoryContext old = MemoryContextSwitchTo(m->cxt);
+
+				t->dst_rel = psprintf("%s_j" INT64_FORMAT, t->dst_rel, t->id);
+				t->dst_table = quote_qualified_identifier(t->dst_nsp, t->dst_rel);
+				MemoryContextSwitchTo(old);
+			}
+			MoveRecordsRunParams(m->ext, psprintf("UPDATE %s SET new_table = $1::pg_catalog.text "
+												  "WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+												  MoveExt(m, "snowseq_merges"), t->id),
+								 SQL_ARGS(t->dst_table), SPI_OK_UPDATE);
+		}
 	}
 }
 
@@ -526,15 +587,17 @@ MergeRecordNew(Move *m)
 }
 
 /*
- * The foreign keys of the first table each table merges: made NOT VALID on
- * its merged table, referencing the merged table of the group where they
+ * In the switch's server transaction, before the tables merged go: the
+ * foreign keys of the first table each table merges, made NOT VALID on its
+ * merged table, referencing the merged table of the group where they
  * referenced a table the merge drops, else the table they referenced;
- * validated once the merge has switched (MergeValidateKeys).
+ * validated once the merge has switched (MergeValidateKeys).  Not before:
+ * the trigger applies a referencing row and the row it references in the
+ * order the writes committed on the tables merged, which checked them.
  */
 static void
-MergeForeignKeys(Move *m)
+MergeForeignKeys(Move *m, RemoteConn *rc)
 {
-	RemoteConn *rc = MoveSrc(m);
 	List	   *from = NIL;
 	List	   *to = NIL;
 	ListCell   *lc;
@@ -590,9 +653,35 @@ MergeSchemaTables(Move *t, RemoteConn *rc)
 }
 
 /*
- * Step: the merged tables, empty, with everything the first table each
- * merges has; then the trigger on every table merged, which from its
- * commit on applies each write there to the merged table.
+ * The merge triggers on the tables of a merge, as "oid:xmin" of each
+ * pg_trigger row: a trigger dropped, disabled or changed since they were
+ * made (even disabled and enabled again) changes it.
+ */
+static char *
+MergeTriggers(Move *m, RemoteConn *rc)
+{
+	List	   *all = NIL;
+	ListCell   *lc;
+
+	foreach(lc, MoveGroup(m))
+		all = list_concat(all, list_copy(MergeOf(lfirst(lc))->tables));
+	return RemoteValueParams(rc, "SELECT pg_catalog.string_agg(t.oid::text OPERATOR(pg_catalog.||) ':' "
+							 "OPERATOR(pg_catalog.||) t.xmin::text OPERATOR(pg_catalog.||) ':' "
+							 "OPERATOR(pg_catalog.||) t.tgenabled::text, ' ' ORDER BY t.oid) "
+							 "FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
+							 "AND t.tgname OPERATOR(pg_catalog.=) ANY ('{snowseq_merge,snowseq_merge_truncate}')",
+							 SQL_ARGS(SqlTextArray(all)), "read the merge triggers");
+}
+
+/*
+ * Step: the merged tables, empty, with what the first table each merges
+ * has (columns, keys, defaults, checks, indexes, policies, owner; its
+ * triggers made but disabled, its grants and foreign keys left for the
+ * switch: until then only the merge writes there, and what the triggers
+ * and keys would do was done on the tables merged); then the trigger on
+ * every table merged, which from its commit on applies each write there to
+ * the merged table.  ENABLE ALWAYS: writes under session_replication_role
+ * = replica (a subscription's) are applied too.
  */
 static void
 MergePrepare(Move *m)
@@ -608,34 +697,27 @@ MergePrepare(Move *m)
 		char	   *owner = RemoteValueParams(rc, "SELECT pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(relowner)) "
 											  "FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 											  SQL_ARGS(t->src_table), "read the table owner");
-		char	   *grants = RemoteValueParams(rc, "SELECT pg_catalog.string_agg(pg_catalog.format('GRANT %s ON TABLE %s TO %s', "
-											   "x.privilege_type, $2::pg_catalog.text, CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' "
-											   "ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(x.grantee)) END), '; ') "
-											   "FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) x "
-											   "WHERE c.oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
-											   "AND x.grantee OPERATOR(pg_catalog.<>) c.relowner",
-											   SQL_ARGS(t->src_table, t->dst_table), "read the table privileges");
 
 		/* one transaction: the table exists, marked as the merge's, or not at all */
 		RemoteCommand(rc, psprintf("CREATE TABLE %s (%s, CONSTRAINT %s PRIMARY KEY (%s), CONSTRAINT %s CHECK (%s)); "
-								   "COMMENT ON TABLE %s IS %s; ALTER TABLE %s OWNER TO %s; %s",
+								   "COMMENT ON TABLE %s IS %s; ALTER TABLE %s OWNER TO %s",
 								   t->dst_table, cols, quote_identifier(psprintf("%s_pkey", t->dst_rel)),
 								   quote_identifier(t->id_col), quote_identifier(psprintf("%s_genes", t->dst_rel)),
 								   MoveIdCondition(t), t->dst_table, quote_literal_cstr(MergeMark(t)),
-								   t->dst_table, owner, grants ? grants : ""),
+								   t->dst_table, owner),
 					  "create the merged table");
 		/* indexes now: the backfill then fills them row by row, as the writes do */
 		MoveSchemaCreate(st);
 		MoveSchemaIndexes(st);
+		RemoteCommand(rc, psprintf("ALTER TABLE %s DISABLE TRIGGER USER", t->dst_table),
+					  "disable the triggers of the merged table until the switch");
 	}
-	MergeForeignKeys(m);
 	SNOWSEQ_TESTPOINT("merge_before_triggers");
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
 		ListCell   *lt;
 
-		/* ALWAYS: also for writes under session_replication_role = replica (the backfill's) */
 		foreach(lt, MergeOf(t)->tables)
 			MoveTriggerDdl(rc, psprintf("CREATE TRIGGER snowseq_merge AFTER INSERT OR UPDATE OR DELETE ON %s "
 										"FOR EACH ROW EXECUTE FUNCTION %s(%s, %s); "
@@ -651,18 +733,30 @@ MergePrepare(Move *m)
 										(char *) lfirst(lt)),
 						   "create the merge trigger");
 	}
+	{
+		MemoryContext old = MemoryContextSwitchTo(m->cxt);
+
+		MergeOf(m)->triggers = MergeTriggers(m, rc);
+		MemoryContextSwitchTo(old);
+	}
 	MergeRecordState(m, MERGE_COPY, NULL);
 }
 
 /*
  * Step: the backfill.  The rows of the tables merged are copied to the
- * merged table in batches that each commit, locked FOR SHARE and inserted
- * ON CONFLICT DO NOTHING, with session_replication_role = replica (the
- * merged table's triggers fired on the tables merged already).  The lock
- * makes a writer of a row wait for the batch, or the batch for the writer,
- * whose version it then copies, unless the writer's trigger has applied it
+ * merged table in batches of consecutive IDs that each commit (the bound of
+ * a batch read first, unlocked, so that a row whose ID changes while the
+ * batch waits for it cannot carry the batch past IDs it did not copy),
+ * locked FOR SHARE and inserted ON CONFLICT DO NOTHING.  The lock makes a
+ * writer of a row wait for the batch, or the batch for the writer, whose
+ * version it then copies, unless the writer's trigger has applied it
  * already (merge_mirror.c).  A batch creates no row version in the tables
- * merged, so no REPEATABLE READ writer there fails for it.
+ * merged, so no REPEATABLE READ writer there fails for it; it waits for a
+ * row at most a second and gives way in a deadlock (deadlock_timeout
+ * 100 ms), and is tried again.  It runs as the tables' owner, with
+ * row_security off (a policy that would hide a row from it is an ERROR,
+ * never a row left out): the merged table's indexes, checks and defaults
+ * are that role's code.  READ COMMITTED whatever the role's default.
  */
 static void
 MergeCopy(Move *m)
@@ -674,7 +768,8 @@ MergeCopy(Move *m)
 	ListCell   *lc;
 
 	SNOWSEQ_TESTPOINT("merge_before_backfill");
-	RemoteCommand(rc, "SET session_replication_role = replica", "set the session's replication role");
+	RemoteCommand(rc, "SET default_transaction_isolation = 'read committed'; SET lock_timeout = '1s'; "
+				  "SET deadlock_timeout = '100ms'", "set up the session of the copy");
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
@@ -684,29 +779,45 @@ MergeCopy(Move *m)
 											 "FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
 											 "AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped AND attgenerated OPERATOR(pg_catalog.=) ''",
 											 SQL_ARGS(t->dst_table), "read the columns of the merged table");
+		char	   *owner = RemoteValueParams(rc, "SELECT pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(relowner)) "
+											  "FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+											  SQL_ARGS(t->dst_table), "read the owner of the merged table");
 		ListCell   *lt;
 
+		RemoteCommand(rc, psprintf("SET ROLE %s; SET row_security = off", owner), "become the owner of the tables");
 		foreach(lt, MergeOf(t)->tables)
 		{
 			char	   *after = NULL;
-			char	   *sql = psprintf("WITH b AS (SELECT %s FROM %s WHERE $1::pg_catalog.int8 IS NULL "
-									   "OR %s OPERATOR(pg_catalog.>) $1::pg_catalog.int8 ORDER BY %s LIMIT %d FOR SHARE), "
-									   "i AS (INSERT INTO %s (%s) SELECT %s FROM b ON CONFLICT (%s) DO NOTHING RETURNING 1) "
-									   "SELECT (SELECT pg_catalog.max(%s) FROM b)::pg_catalog.text, (SELECT pg_catalog.count(*) FROM i)",
-									   cols, (char *) lfirst(lt), col, col, MERGE_BATCH_ROWS,
-									   t->dst_table, cols, cols, col, col);
+			char	   *bound = psprintf("SELECT %s::pg_catalog.text FROM %s WHERE $1::pg_catalog.int8 IS NULL "
+										 "OR %s OPERATOR(pg_catalog.>) $1::pg_catalog.int8 ORDER BY %s OFFSET %d LIMIT 1",
+										 col, (char *) lfirst(lt), col, col, MERGE_BATCH_ROWS - 1);
+			char	   *batch = psprintf("WITH b AS (SELECT %s FROM %s WHERE ($1::pg_catalog.int8 IS NULL "
+										 "OR %s OPERATOR(pg_catalog.>) $1::pg_catalog.int8) AND ($2::pg_catalog.int8 IS NULL "
+										 "OR %s OPERATOR(pg_catalog.<=) $2::pg_catalog.int8) FOR SHARE), "
+										 "i AS (INSERT INTO %s (%s) SELECT %s FROM b ON CONFLICT (%s) DO NOTHING RETURNING 1) "
+										 "SELECT pg_catalog.count(*) FROM i",
+										 cols, (char *) lfirst(lt), col, col, t->dst_table, cols, cols, col);
 
 			for (;;)
 			{
-				PGresult   *res = RemoteExecParams(rc, sql, SQL_ARGS(after), "copy a batch of rows to the merged table");
+				char	   *upper = RemoteValueParams(rc, bound, SQL_ARGS(after), "read the bound of a batch");
+				PGresult   *res = NULL;
+				char		state[6];
 
-				if (PQgetisnull(res, 0, 0))
+				for (int attempt = 1; res == NULL; attempt++)
 				{
-					PQclear(res);
-					break;
+					res = RemoteTryExecParams(rc, batch, SQL_ARGS(after, upper), "copy a batch of rows to the merged table",
+											  state);
+					if (res != NULL)
+						break;
+					/* a lock waited for too long, a deadlock: again, a little later */
+					if (attempt == MERGE_BATCH_TRIES ||
+						(strcmp(state, "55P03") != 0 && strcmp(state, "40P01") != 0 && strcmp(state, "40001") != 0))
+						res = RemoteExecParams(rc, batch, SQL_ARGS(after, upper), "copy a batch of rows to the merged table");
+					else
+						MoveSleep(10 * attempt);
 				}
-				after = pstrdup(PQgetvalue(res, 0, 0));
-				rows += pg_strtoint64(PQgetvalue(res, 0, 1));
+				rows += pg_strtoint64(PQgetvalue(res, 0, 0));
 				PQclear(res);
 				CHECK_FOR_INTERRUPTS();
 				if (MsSince(noticed) > MERGE_NOTICE_MS)
@@ -716,10 +827,15 @@ MergeCopy(Move *m)
 							(errmsg("merging genes %d to %d on server \"%s\": %lld rows after %.0f s",
 									m->first, m->last, m->src_name, (long long) rows, MsSince(start) / 1000)));
 				}
+				if (upper == NULL)
+					break;
+				after = upper;
 			}
 		}
+		RemoteCommand(rc, "RESET ROLE; RESET row_security", "be the merge's role again");
 	}
-	RemoteCommand(rc, "RESET session_replication_role", "reset the session's replication role");
+	RemoteCommand(rc, "RESET default_transaction_isolation; RESET lock_timeout; RESET deadlock_timeout",
+				  "reset the session of the copy");
 	MergeRecordSet(m, psprintf("rows_copied = " INT64_FORMAT ", copied_at = pg_catalog.clock_timestamp()", rows), 0, NULL);
 }
 
@@ -781,7 +897,6 @@ MergeSwitch(Move *m)
 	ListCell   *lc;
 	List	   *all = NIL;
 	char	   *v;
-	int			n = 0;
 
 	(void) MoveLockParent(m, false);
 	m->blocked_at = GetCurrentTimestamp();
@@ -800,7 +915,6 @@ MergeSwitch(Move *m)
 		{
 			appendStringInfo(&tables, ", %s", (char *) lfirst(lt));
 			appendStringInfo(&dropped, "%s%s", dropped.len ? ", " : "", (char *) lfirst(lt));
-			n++;
 		}
 	}
 	foreach(lc, MoveGroup(m))
@@ -811,23 +925,57 @@ MergeSwitch(Move *m)
 	RemoteCommand(rc, psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
 							   MERGE_SWITCH_LOCK_MS, tables.data),
 				  "lock the tables of the merge");
-	{
-		v = RemoteValueParams(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger "
-							  "WHERE tgrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
-							  "AND tgname OPERATOR(pg_catalog.=) 'snowseq_merge' AND tgenabled OPERATOR(pg_catalog.=) 'A'",
-							  SQL_ARGS(SqlTextArray(all)), "look up the merge triggers");
-	}
-	if (pg_strtoint32(v) != n)
+	/* the triggers as the prepare step made them, so no write escaped them */
+	v = MergeTriggers(m, rc);
+	if (v == NULL || MergeOf(m)->triggers == NULL || strcmp(v, MergeOf(m)->triggers) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("a merge trigger on the tables of the merge on server \"%s\" was dropped or disabled", m->src_name),
+				 errmsg("a merge trigger on the tables of the merge on server \"%s\" was dropped, disabled or changed",
+						m->src_name),
 				 errdetail("Writes since then may be missing in the merged table; the merge is undone.")));
+	MergeForeignKeys(m, rc);
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
+		char	   *cols = MoveRemoteColumns(rc, t->dst_table);
+		ListCell   *lt;
 
-		/* ENABLE REPLICA and ENABLE ALWAYS triggers as on the first table (off while it filled) */
-		MoveSchemaTriggersOn(MergeSchemaTables(t, rc));
+		/* no column came or went since the copy */
+		foreach(lt, MergeOf(t)->tables)
+		{
+			char	   *c = MoveRemoteColumns(rc, lfirst(lt));
+
+			if (c == NULL || strcmp(c, cols) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("the columns of table %s on server \"%s\" changed during the merge",
+								(char *) lfirst(lt), m->src_name),
+						 errdetail("The merge is undone.")));
+		}
+		/* the first table's grants, the sequences its columns own, its triggers as they are on it */
+		v = RemoteValueParams(rc, "SELECT pg_catalog.concat_ws('; ', "
+							  "(SELECT pg_catalog.string_agg(pg_catalog.format('GRANT %s ON TABLE %s TO %s', x.privilege_type, "
+							  "$2::pg_catalog.text, CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' "
+							  "ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(x.grantee)) END), '; ') "
+							  "FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) x "
+							  "WHERE c.oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND x.grantee OPERATOR(pg_catalog.<>) c.relowner), "
+							  "(SELECT pg_catalog.string_agg(pg_catalog.format('ALTER SEQUENCE %s OWNED BY %s.%I', "
+							  "d.objid::pg_catalog.regclass, $2::pg_catalog.text, a.attname), '; ') "
+							  "FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_class q ON q.oid OPERATOR(pg_catalog.=) d.objid "
+							  "JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.refobjid "
+							  "AND a.attnum OPERATOR(pg_catalog.=) d.refobjsubid "
+							  "WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND d.refobjid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND d.deptype OPERATOR(pg_catalog.=) 'a' "
+							  "AND q.relkind OPERATOR(pg_catalog.=) 'S'), "
+							  "(SELECT pg_catalog.string_agg(pg_catalog.format('ALTER TABLE %s %s TRIGGER %I', $2::pg_catalog.text, "
+							  "CASE tgenabled WHEN 'O' THEN 'ENABLE' WHEN 'R' THEN 'ENABLE REPLICA' WHEN 'A' THEN 'ENABLE ALWAYS' "
+							  "ELSE 'DISABLE' END, tgname), '; ') FROM pg_catalog.pg_trigger "
+							  "WHERE tgrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND NOT tgisinternal "
+							  "AND tgname OPERATOR(pg_catalog.<>) ALL ('{snowseq_fence,snowseq_fence_truncate,snowseq_merge,snowseq_merge_truncate}')))",
+							  SQL_ARGS(t->src_table, t->dst_table), "read the grants, sequences and triggers of the table");
+		if (v != NULL && v[0] != '\0')
+			RemoteCommand(rc, v, "give the merged table the grants, sequences and triggers of the first table");
 		RemoteCommand(rc, psprintf("COMMENT ON TABLE %s IS NULL", t->dst_table), "unmark the merged table");
 	}
 	RemoteCommand(rc, psprintf("DROP TABLE %s", dropped.data), "drop the tables the merge made one");
@@ -1027,6 +1175,46 @@ MergeRun(Move *m, MoveStep step)
 }
 
 /*
+ * Run the switch; while the server's tables were busy (a lock not had
+ * within MERGE_SWITCH_LOCK_MS: a long query or an anti-wraparound vacuum
+ * there), let go of everything and try again a little later, up to
+ * MERGE_SWITCH_TRIES times; then as MergeRun.
+ */
+static bool
+MergeRunSwitch(Move *m)
+{
+	for (int attempt = 1; attempt < MERGE_SWITCH_TRIES; attempt++)
+	{
+		ErrorData  *err = MoveTry(m, MergeSwitch);
+
+		if (err == NULL)
+		{
+			SPI_commit();
+			return true;
+		}
+		if (err->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		{
+			/* MergeRun resolves it, as for any other error */
+			MoveReleaseParent(m);
+			RemoteClose(m->lock);
+			m->lock = NULL;
+			SPI_commit();
+			MergeUndo(m, err->message);
+			SPI_commit();
+			ReThrowError(err);
+		}
+		ereport(NOTICE,
+				(errmsg("merge " INT64_FORMAT ": the switch found the tables busy (%s); trying again", m->id, err->message)));
+		MoveReleaseParent(m);
+		RemoteClose(m->lock);
+		m->lock = NULL;
+		SPI_commit();
+		MoveSleep(1000L * attempt);
+	}
+	return MergeRun(m, MergeSwitch);
+}
+
+/*
  * Resolve a merge that no session runs (its lock taken): finish it if its
  * router switched, else undo it; report into collect, or at elevel.
  */
@@ -1131,13 +1319,74 @@ MergeLoad(const char *ext, int64 id)
 }
 
 /*
- * Resolve the merges that no session runs (of one table's group, or all;
- * with switching_only, those in or after their switch, whose prepared
- * transaction holds the server's tables).  Returns how many are still not
- * over.
+ * Load and resolve one merge (into *m, for the caller to close); *over:
+ * whether it is over.
+ */
+static void
+MergeCleanupResolve(const char *ext, int64 id, Move *collect, bool at_start, int elevel, Move *volatile *m,
+					volatile bool *over)
+{
+	Oid			save_user;
+	int			save_sec;
+	char	   *state;
+
+	*m = MergeLoad(ext, id);
+	/* at the router's start: as the role that ran the merge (its user mappings), if it is still there */
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	if (at_start && OidIsValid((*m)->mover) &&
+		SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum((*m)->mover)))
+		SetUserIdAndSecContext((*m)->mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	MergeResolve(*m, collect, elevel);
+	SetUserIdAndSecContext(save_user, save_sec);
+	state = MergeStateRead(*m);
+	*over = strcmp(state, MERGE_DONE) == 0 || strcmp(state, MERGE_FAILED) == 0;
+}
+
+/* Close the sessions of a merge cleanup resolved (if loaded), and let go of its lock. */
+static void
+MergeCleanupRelease(int64 id, Move *m)
+{
+	if (m != NULL)
+	{
+		MoveCloseSessions(m);
+		MemoryContextDelete(m->cxt);
+	}
+	MergeUnlock(id);
+}
+
+/*
+ * Resolve one merge whose lock this session has just taken (MergeCleanup),
+ * and let go of the lock and of its sessions, whatever happens; whether it
+ * is over.
+ */
+static bool
+MergeCleanupOne(const char *ext, int64 id, Move *collect, bool at_start, int elevel)
+{
+	Move	   *volatile m = NULL;
+	volatile bool over = false;
+
+	PG_TRY();
+	{
+		MergeCleanupResolve(ext, id, collect, at_start, elevel, &m, &over);
+	}
+	PG_CATCH();
+	{
+		MergeCleanupRelease(id, m);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	MergeCleanupRelease(id, m);
+	return over;
+}
+
+/*
+ * Resolve the merges that no session runs (of one table's group, or all):
+ * finish those the router switched, undo the others; at_start (the
+ * resolver, at the router's start) as the role that ran each.  Returns how
+ * many are still not over.
  */
 int
-MergeCleanup(const char *ext, Oid parent, Move *collect, bool switching_only, int elevel)
+MergeCleanup(const char *ext, Oid parent, Move *collect, bool at_start, int elevel)
 {
 	List	   *ids = NIL;
 	ListCell   *lc;
@@ -1148,16 +1397,13 @@ MergeCleanup(const char *ext, Oid parent, Move *collect, bool switching_only, in
 					   SQL_ARGS(psprintf("%s.snowseq_merges", ext))) == NULL)
 		return 0;
 	MoveRecordsRunParams(ext, psprintf("SELECT m.merge_id FROM %s.snowseq_merges m WHERE m.group_merge IS NULL "
-									   "AND m.state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
-									   "AND ($2::pg_catalog.text[] IS NULL OR m.state OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])) "
-									   "%s ORDER BY m.merge_id",
-								 ext,
-								 OidIsValid(parent) ?
-								 psprintf("AND EXISTS (SELECT 1 FROM %s.snowseq_merges g WHERE (g.merge_id OPERATOR(pg_catalog.=) m.merge_id "
-										  "OR g.group_merge OPERATOR(pg_catalog.=) m.merge_id) AND g.parent OPERATOR(pg_catalog.=) %u)",
-										  ext, parent) : ""),
-						 SQL_ARGS(MERGE_NOT_OVER, switching_only ? MoveStateArray(MOVE_STATE_SWITCH, MOVE_STATE_SWITCHED, MOVE_STATE_NONE) : NULL),
-						 SPI_OK_SELECT);
+									   "AND m.state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) %s ORDER BY m.merge_id",
+									   ext,
+									   OidIsValid(parent) ?
+									   psprintf("AND EXISTS (SELECT 1 FROM %s.snowseq_merges g WHERE (g.merge_id OPERATOR(pg_catalog.=) m.merge_id "
+												"OR g.group_merge OPERATOR(pg_catalog.=) m.merge_id) AND g.parent OPERATOR(pg_catalog.=) %u)",
+												ext, parent) : ""),
+						 SQL_ARGS(MERGE_NOT_OVER), SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
@@ -1168,41 +1414,20 @@ MergeCleanup(const char *ext, Oid parent, Move *collect, bool switching_only, in
 	foreach(lc, ids)
 	{
 		int64		id = pg_strtoint64(lfirst(lc));
-		Move	   *m;
-		char	   *state;
 
-		if (!MergeLock(id, false))
-		{
+		if (!MergeLock(id, false) || !MergeCleanupOne(ext, id, collect, at_start, elevel))
 			left++;
-			continue;
-		}
-		m = MergeLoad(ext, id);
-		{
-			Oid			save_user;
-			int			save_sec;
-
-			/* at the router's start: as the role that ran the merge (its user mappings), if it is still there */
-			GetUserIdAndSecContext(&save_user, &save_sec);
-			if (switching_only && OidIsValid(m->mover) &&
-				SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(m->mover)))
-				SetUserIdAndSecContext(m->mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-			MergeResolve(m, collect, elevel);
-			SetUserIdAndSecContext(save_user, save_sec);
-		}
-		MoveCloseSessions(m);
-		state = MergeStateRead(m);
-		if (strcmp(state, MERGE_DONE) != 0 && strcmp(state, MERGE_FAILED) != 0)
-			left++;
-		MergeUnlock(id);
-		MemoryContextDelete(m->cxt);
 	}
 	return left;
 }
 
 /*
  * At the start of a router (its resolver, in a transaction): resolve the
- * merges of this database interrupted in or after their switch, as
- * snowseq_move_cleanup() would.  Returns how many are left.
+ * merges of this database that a crash interrupted, as snowseq_move_cleanup()
+ * would: one in or after its switch holds the server's tables in its
+ * prepared transaction, one before it keeps the trigger on the tables it
+ * merges (a cost to every write there, and TRUNCATE refused), and nothing of
+ * either runs after a restart.  Returns how many are left.
  */
 int
 MergeResolveSwitches(int elevel)
@@ -1270,7 +1495,7 @@ snowseq_merge_partitions(PG_FUNCTION_ARGS)
 			MergeRun(m, MergePrepare) &&
 			MergeRun(m, MergeCopy) &&
 			MergeRun(m, MergeCompare) &&
-			MergeRun(m, MergeSwitch))
+			MergeRunSwitch(m))
 		{
 			SNOWSEQ_TESTPOINT("merge_after_router_commit");
 			(void) MergeRun(m, MergeFinish);

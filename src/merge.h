@@ -8,7 +8,7 @@
 
 #include "move_common.h"
 
-extern int	MergeCleanup(const char *ext, Oid parent, Move *collect, bool switching_only, int elevel);
+extern int	MergeCleanup(const char *ext, Oid parent, Move *collect, bool at_start, int elevel);
 extern int	MergeResolveSwitches(int elevel);
 
 #endif							/* SNOWSEQ_MERGE_H */

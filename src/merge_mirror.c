@@ -27,10 +27,12 @@
 
  * The writes run as the merged table's owner, which must own the table the
  * trigger fires on (else the trigger would let whoever writes there write
- * into a table of another role), and with session_replication_role =
- * replica: the merged table's triggers are copies of the source table's,
- * which fired on the source already, and its foreign keys are validated
- * once the merge has switched.  TRUNCATE of a table being merged is refused.
+ * into a table of another role), as a security-restricted operation, into
+ * a plain table only.  The merged table fires none of its own triggers and
+ * checks no foreign key meanwhile: the merge keeps its triggers disabled
+ * and makes its foreign keys in the switch (merge.c), since they fired and
+ * checked on the tables merged already.  TRUNCATE of a table being merged
+ * is refused.
  */
 #include "postgres.h"
 
@@ -171,15 +173,18 @@ snowseq_merge_mirror(PG_FUNCTION_ARGS)
 		new_id = DatumGetInt64(heap_getattr(row, attno, RelationGetDescr(rel), &isnull));
 
 	target = table_open(target_id, RowExclusiveLock);
+	if (target->rd_rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\", which table \"%s\" is being merged into, is not a table",
+						RelationGetRelationName(target), RelationGetRelationName(rel))));
 	target_q = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(target)),
 										  RelationGetRelationName(target));
 	GetUserIdAndSecContext(&save_user, &save_sec);
 	SetUserIdAndSecContext(target->rd_rel->relowner,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_NOFORCE_RLS);
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION |
+						   SECURITY_NOFORCE_RLS);
 	nest = NewGUCNestLevel();
-	if (SessionReplicationRole != SESSION_REPLICATION_ROLE_REPLICA)
-		(void) set_config_option("session_replication_role", "replica", PGC_SUSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
 	SPI_connect();
 	if (!TRIGGER_FIRED_BY_INSERT(td->tg_event) && (row == NULL || new_id != old_id))
 		MergeMirrorRun(psprintf("DELETE FROM %s WHERE %s OPERATOR(pg_catalog.=) $1",

@@ -449,6 +449,27 @@ RemoteTryMessageParams(RemoteConn *rc, const char *sql, int nargs, const char *c
 	return message;
 }
 
+/*
+ * Run one statement with parameters and return its result, a success (the
+ * caller clears it); on a remote error return NULL and its SQLSTATE (in a
+ * buffer of 6) instead of raising.  A lost connection still raises.
+ */
+PGresult *
+RemoteTryExecParams(RemoteConn *rc, const char *sql, int nargs, const char *const *values,
+					const char *what, char *sqlstate)
+{
+	PGresult   *res = RemoteRun(rc, sql, nargs, values, what);
+	const char *st;
+
+	sqlstate[0] = '\0';
+	if (RemoteOk(res))
+		return res;
+	st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	strlcpy(sqlstate, st ? st : "", 6);
+	PQclear(res);
+	return NULL;
+}
+
 /* Run SQL for its effect. */
 void
 RemoteCommandParams(RemoteConn *rc, const char *sql, int nargs, const char *const *values,

@@ -66,6 +66,8 @@ extern void RemoteCommand(RemoteConn *rc, const char *sql, const char *what);
 extern bool RemoteTry(RemoteConn *rc, const char *sql, const char *what, char *sqlstate);
 extern bool RemoteTryParams(RemoteConn *rc, const char *sql, int nargs,
 							const char *const *values, const char *what, char *sqlstate);
+extern PGresult *RemoteTryExecParams(RemoteConn *rc, const char *sql, int nargs, const char *const *values,
+									 const char *what, char *sqlstate);
 extern char *RemoteTryMessage(RemoteConn *rc, const char *sql, const char *what, char *sqlstate);
 extern char *RemoteTryMessageParams(RemoteConn *rc, const char *sql, int nargs,
 									const char *const *values, const char *what,
