@@ -449,7 +449,7 @@ MergeChecks(Move *m)
 		if (v != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the %s on server \"%s\" keeps the merge of genes %d to %d from its tables", v, m->src_name,
+					 errmsg("the %s on server \"%s\" keeps genes %d to %d from being merged", v, m->src_name,
 							m->first, m->last),
 					 errdetail("A merge drops the tables it merges, copies them as their owner, and keeps only their primary key unique."),
 					 errhint("Drop it (or turn it off) for the merge, then make it again on the merged table.")));

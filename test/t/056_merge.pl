@@ -22,13 +22,17 @@
 # (2) A merge killed in its switch before the router's commit: cleanup rolls
 #     the server's prepared transaction back and undoes it.
 # (3) A move of genes under a merge is refused; the merge killed after its
-#     triggers are on is undone by cleanup.
+#     triggers are on is undone by cleanup, and again by the router's
+#     resolver at its next start.
 # (4) A merge killed after the router's commit: the router's resolver, at its
 #     next start, commits the server's transaction.
 # (5) Bad requests.
 # (6) The rebalance plans merges of cold neighbouring partitions of one
 #     server (merge_below), where the placement group's partitions lie
-#     inside them, and CALL snowseq_rebalance runs them.
+#     inside them, and CALL snowseq_rebalance runs them; a merge refuses
+#     what it would not carry over (a view, a unique index, a publication,
+#     FORCE ROW LEVEL SECURITY), takes another name where its table's is
+#     taken, and its switch waits for a query on the server to end.
 use strict;
 use warnings;
 use lib 'test';
@@ -280,6 +284,17 @@ like($cleanup, qr/^table public.items_g8192_32767: dropped$/m, '(3) ... and the 
 is(merge_leftovers($node{s2}), '', '(3) nothing of it is left on s2');
 is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items WHERE item_id >= 8192::bigint << 48}),
 	$s2_rows, '(3) every row is there once');
+# cut again before its backfill, and no one runs cleanup: the router's
+# resolver undoes it at the next start (its trigger would tax every write)
+$h = merge_paused_at('merge_before_backfill', '(3)');
+kill_merge($h, '(3)');
+like(merge_leftovers($node{s2}), qr/trigger snowseq_merge on items_2/, '(3) a merge cut before its backfill leaves its triggers');
+$locker->quit;
+$router->restart;
+$locker = $router->background_psql('postgres');
+ok($router->poll_query_until('postgres', q{SELECT state = 'failed' FROM snowseq_merges WHERE group_merge IS NULL
+	ORDER BY merge_id DESC LIMIT 1}), '(3) the resolver undoes it at the router\'s start');
+is(merge_leftovers($node{s2}), '', '(3) ... and nothing of it is left on s2');
 
 # ---------------------------------------------------------------------
 # (4) Killed after the router's commit: the resolver commits at the start
@@ -397,12 +412,37 @@ is(merge_steps(', merge_below => 0.5'), '8192-16383 s2', '(6) with notes cut ali
 is(merge_steps(', merge_below => 0.01'), '', '(6) not below a load they exceed');
 ($rc, $out, $err) = $router->psql('postgres', q{SELECT * FROM snowseq_rebalance_plan('items', merge_below => 2)});
 like($err, qr/rebalance merge_below '2' is not between 0 and 1/, '(6) merge_below above 1 is refused');
-($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items', threshold => 10, merge_below => 0.5)});
-note "rebalance:\n$err";
-is($rc, 0, '(6) CALL snowseq_rebalance runs the merge');
-like($err, qr/step 1 of 1: the partitions of genes 8192 to 16383 of table items on server "s2" merge/, '(6) ... saying so');
-is(parts('items'), 'items_5:s2.items_5 items_g0_8191:s1.items_g0_8191 items_g8192_16383:s2.items_g8192_16383',
-	'(6) items: genes 8192..16383 in one partition');
+# what a merge would not carry over is refused before anything is made
+for my $bad (
+	[ 'CREATE VIEW items_3_v AS SELECT * FROM items_3', 'DROP VIEW items_3_v', qr/the view or rule (public\.)?items_3_v on table (public\.)?items_3 on server "s2" keeps genes 8192 to 16383 from being merged/ ],
+	[ 'CREATE UNIQUE INDEX items_4_k ON items_4 (k)', 'DROP INDEX items_4_k', qr/the unique index (public\.)?items_4_k of table (public\.)?items_4 on server "s2" keeps genes 8192 to 16383 from being merged/ ],
+	[ 'CREATE PUBLICATION items_pub FOR TABLE items_3', 'DROP PUBLICATION items_pub', qr/the publication items_pub of table (public\.)?items_3 on server "s2" keeps genes 8192 to 16383 from being merged/ ],
+	[ 'ALTER TABLE items_4 FORCE ROW LEVEL SECURITY', 'ALTER TABLE items_4 NO FORCE ROW LEVEL SECURITY', qr/the FORCE ROW LEVEL SECURITY of table (public\.)?items_4 on server "s2" keeps genes 8192 to 16383 from being merged/ ])
+{
+	$node{s2}->safe_psql('postgres', $bad->[0]);
+	($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_merge_partitions('items', 8192, 16383)});
+	like($err, $bad->[2], "(6) refused: $bad->[0]");
+	$node{s2}->safe_psql('postgres', $bad->[1]);
+}
+is(merge_leftovers($node{s2}), '', '(6) the refused merges left nothing');
+# a table of the merged table's name there already; and a query on s2
+# holding items_3 when the switch comes: the switch tries again until it
+# has gone
+$node{s2}->safe_psql('postgres', 'CREATE TABLE items_g8192_16383 (x int)');
+my $holder = $node{s2}->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE items_3 IN ACCESS SHARE MODE');
+my ($rout, $rerr) = ('', '');
+my $rebalance = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
+	'-c', q{CALL snowseq_rebalance('items', threshold => 10, merge_below => 0.5)} ], '>', \$rout, '2>', \$rerr);
+ok(wait_until(sub { $rebalance->pump_nb; $rerr =~ /the switch found the tables busy/ }),
+	'(6) the switch finds items_3 busy, and will try again');
+$holder->query_safe('COMMIT');
+$holder->quit;
+ok($rebalance->finish, '(6) CALL snowseq_rebalance runs the merge');
+note "rebalance:\n$rerr";
+like($rerr, qr/step 1 of 1: the partitions of genes 8192 to 16383 of table items on server "s2" merge/, '(6) ... saying so');
+like(parts('items'), qr/^items_5:s2.items_5 items_g0_8191:s1.items_g0_8191 items_g8192_16383:s2.items_g8192_16383_j\d+$/,
+	'(6) items: genes 8192..16383 in one partition, its table named after the merge (the name was taken)');
 is(parts('notes'), 'notes_3:s2.notes_3 notes_5:s2.notes_5 notes_g0_8191:s1.notes_g0_8191',
 	'(6) notes: already one partition there, as it was');
 is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items}), $rows6, '(6) every item is there once');
