@@ -189,19 +189,37 @@ def run_kind(args, kind, rows, rate, settle):
     return r
 
 
+def under_writers(args, db, rate, settle, call):
+    """Run a CALL on the router while the two writers insert, settle seconds
+    of load before and after it; returns (writers, notices, t0, t1)."""
+    writers = {"moved": Writer(args, db, MOVED, 1001, rate), "other": Writer(args, db, OTHER, 1002, rate)}
+    time.sleep(settle)
+    t0 = time.monotonic()
+    _, notices = psql(args, args.router, call, db)
+    t1 = time.monotonic()
+    time.sleep(settle)
+    for w in writers.values():
+        w.finish()
+    return writers, notices, t0, t1
+
+
+def writer_figures(r, writers, t0, t1, settle, expected_errors=None):
+    """Each writer's longest pause around t0..t1 and its errors (those but
+    expected_errors, a text they hold, are unexpected); every row once."""
+    for name, w in writers.items():
+        gap, n = w.longest_gap(t0 - settle, t1 + settle)
+        r[name + "_gap_ms"], r[name + "_n"] = gap * 1000, n
+        r[name + "_errors"] = len(w.errors)
+        r[name + "_other_errors"] = [e for e in w.errors if expected_errors is None or expected_errors not in e][:3]
+
+
 def run_rebalance(args, rows, rate, settle):
     """The split's layout (one partition on A holding every gene, 2 x rows),
     then CALL snowseq_rebalance onto C, a server the map does not name yet,
     under the writers: its moves, rows copied, total time and pauses."""
     db = setup(args, "rebalance", rows)
-    writers = {"moved": Writer(args, db, MOVED, 1001, rate), "other": Writer(args, db, OTHER, 1002, rate)}
-    time.sleep(settle)
-    t0 = time.monotonic()
-    _, notices = psql(args, args.router, "CALL snowseq_rebalance('orders', fill => ARRAY['shard_c']::name[])", db)
-    t1 = time.monotonic()
-    time.sleep(settle)
-    for w in writers.values():
-        w.finish()
+    writers, notices, t0, t1 = under_writers(args, db, rate, settle,
+                                             "CALL snowseq_rebalance('orders', fill => ARRAY['shard_c']::name[])")
     steps, _ = psql(args, args.router, "SELECT count(*), coalesce(sum(rows_copied), 0) FROM snowseq_rebalance_steps "
                     "WHERE state = 'done'", db)
     held, _ = psql(args, args.router, "SELECT coalesce(max(pause_ms), 0) FROM snowseq_moves", db)
@@ -210,11 +228,7 @@ def run_rebalance(args, rows, rate, settle):
     r = {"kind": "rebalance", "rows": 2 * rows, "total_s": t1 - t0, "notices": notices, "held_ms": float(held),
          "servers": servers}
     r["moves"], r["copied"] = [int(x) for x in steps.split("|")]
-    for name, w in writers.items():
-        gap, n = w.longest_gap(t0 - settle, t1 + settle)
-        r[name + "_gap_ms"], r[name + "_n"] = gap * 1000, n
-        r[name + "_errors"] = len(w.errors)
-        r[name + "_other_errors"] = [e for e in w.errors if "are moving to server" not in e][:3]
+    writer_figures(r, writers, t0, t1, settle, "are moving to server")
     total, _ = psql(args, args.router, "SELECT count(*), count(DISTINCT order_id) FROM orders", db)
     r["total"], r["distinct"] = [int(x) for x in total.split("|")]
     r["expected"] = 2 * rows + sum(len(w.times) for w in writers.values())
@@ -227,25 +241,14 @@ def run_merge(args, rows, rate, settle):
     8192..32767 with a tenth of that), then CALL snowseq_merge_partitions of
     all genes under the writers: the merge's copy, total time and pauses."""
     db = setup(args, "whole", rows)
-    writers = {"moved": Writer(args, db, MOVED, 1001, rate), "other": Writer(args, db, OTHER, 1002, rate)}
-    time.sleep(settle)
-    t0 = time.monotonic()
-    _, notices = psql(args, args.router, "CALL snowseq_merge_partitions('orders', 0, 32767)", db)
-    t1 = time.monotonic()
-    time.sleep(settle)
-    for w in writers.values():
-        w.finish()
+    writers, notices, t0, t1 = under_writers(args, db, rate, settle, "CALL snowseq_merge_partitions('orders', 0, 32767)")
     rec, _ = psql(args, args.router, "SELECT pause_ms, rows_copied, extract(epoch FROM copied_at - started_at), state "
                   "FROM snowseq_merges WHERE group_merge IS NULL", db)
     held, copied, copy_s, state = rec.split("|")
     parts, _ = psql(args, args.router, "SELECT count(*) FROM pg_inherits WHERE inhparent = 'orders'::regclass", db)
     r = {"kind": "merge", "rows": rows + rows // 10, "total_s": t1 - t0, "notices": notices, "held_ms": float(held),
          "copied": int(copied), "copy_s": float(copy_s), "state": state, "partitions": int(parts)}
-    for name, w in writers.items():
-        gap, n = w.longest_gap(t0 - settle, t1 + settle)
-        r[name + "_gap_ms"], r[name + "_n"] = gap * 1000, n
-        r[name + "_errors"] = len(w.errors)
-        r[name + "_other_errors"] = w.errors[:3]
+    writer_figures(r, writers, t0, t1, settle)
     total, _ = psql(args, args.router, "SELECT count(*), count(DISTINCT order_id) FROM orders", db)
     r["total"], r["distinct"] = [int(x) for x in total.split("|")]
     r["expected"] = rows + rows // 10 + sum(len(w.times) for w in writers.values())

@@ -2433,6 +2433,7 @@ DECLARE
 	mv record;
 	nsteps integer;
 	on_dest boolean;
+	is_merge boolean;					-- the step merges (one server)
 	t0 pg_catalog.timestamptz := pg_catalog.clock_timestamp();
 	w0p pg_catalog.oid[];			-- strategy writes: the first reading of the sample
 	w0 bigint[];
@@ -2554,76 +2555,38 @@ BEGIN
 						'on server ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(mv.server));
 			END LOOP;
 		END IF;
-		-- a merge (one server): its record says whether it is done
-		IF s.from_server OPERATOR(pg_catalog.=) s.to_server THEN
-			SELECT m.merge_id, m.state, m.error, m.rows_copied INTO mv
+		-- a merge is a step whose servers are one: its record says whether
+		-- it is done; a move's, the map
+		is_merge := s.from_server OPERATOR(pg_catalog.=) s.to_server;
+		IF is_merge THEN
+			SELECT m.merge_id AS move_id, m.rows_copied INTO mv
 				FROM @extschema@.snowseq_merges m
 				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
 					AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
-					AND s.state OPERATOR(pg_catalog.<>) 'planned'
+					AND m.state OPERATOR(pg_catalog.=) 'done'
 				ORDER BY m.merge_id DESC LIMIT 1;
-			IF NOT FOUND OR mv.state OPERATOR(pg_catalog.<>) 'done' THEN
-				SELECT pg_catalog.max(st.step) INTO nsteps FROM @extschema@.snowseq_rebalance_steps st
-					WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
-				s.state := 'running';
-				s.started_at := pg_catalog.clock_timestamp();
-				s.finished_at := NULL;
-				PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
-				COMMIT;
-				RAISE NOTICE 'rebalance %: step % of %: the partitions of genes % to % of table % on server "%" merge (about % rows)',
-					run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.rows;
-				CALL @extschema@.snowseq_merge_partitions(run.parent, s.first_gene, s.last_gene);
-				SELECT m.merge_id, m.state, m.error, m.rows_copied INTO mv
-					FROM @extschema@.snowseq_merges m
-					WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
-						AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
-						AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
-					ORDER BY m.merge_id DESC LIMIT 1;
-			END IF;
-			IF mv.state IS NOT NULL AND mv.state OPERATOR(pg_catalog.=) 'done' THEN
-				s.state := 'done';
-				s.rows_copied := mv.rows_copied;
-				s.error := NULL;
-				s.finished_at := pg_catalog.clock_timestamp();
-				PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
-				COMMIT;
-				CONTINUE;
-			END IF;
-			s.state := 'failed';
-			s.error := COALESCE(mv.error, 'the merge did not finish');
-			s.finished_at := pg_catalog.clock_timestamp();
-			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
-			run.state := 'stopped';
-			run.runner_pid := NULL;
-			run.runner_start := NULL;
-			run := @extschema@.snowseq_rebalance_save_run(run);
-			COMMIT;
-			RAISE EXCEPTION 'rebalance %: step % (merge %, genes % on server "%") failed: %', run.run_id, s.step,
-				mv.merge_id, s.first_gene OPERATOR(pg_catalog.||) ' to ' OPERATOR(pg_catalog.||) s.last_gene, s.to_server,
-				COALESCE(mv.error, 'the merge did not finish')
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					HINT = 'Fix the cause and CALL snowseq_rebalance again to retry the step, or give the run up with snowseq_rebalance_stop(abandon => true).';
-		END IF;
-
-		SELECT pg_catalog.bool_and(m.shard OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
-			FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g,
-			LATERAL (SELECT sm.shard FROM @extschema@.snowseq_shard_map sm
-				WHERE sm.upper_gene OPERATOR(pg_catalog.>=) g ORDER BY sm.upper_gene LIMIT 1) m;
-		IF on_dest AND s.state OPERATOR(pg_catalog.<>) 'planned' THEN
+			on_dest := FOUND;
+		ELSE
+			SELECT pg_catalog.bool_and(m.shard OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
+				FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g,
+				LATERAL (SELECT sm.shard FROM @extschema@.snowseq_shard_map sm
+					WHERE sm.upper_gene OPERATOR(pg_catalog.>=) g ORDER BY sm.upper_gene LIMIT 1) m;
 			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.rows_copied INTO mv
 				FROM @extschema@.snowseq_moves m
 				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
 					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
 				ORDER BY m.move_id DESC LIMIT 1;
+		END IF;
+		IF on_dest AND s.state OPERATOR(pg_catalog.<>) 'planned' THEN
 			s.state := 'done';
-			s.move_id := mv.move_id;
+			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
 			s.rows_copied := mv.rows_copied;
 			s.error := NULL;
 			s.finished_at := pg_catalog.clock_timestamp();
 			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
 			COMMIT;
-			RAISE NOTICE 'rebalance %: step % (genes % to %) was done by move %', run.run_id, s.step,
-				s.first_gene, s.last_gene, mv.move_id;
+			RAISE NOTICE 'rebalance %: step % (genes % to %) was done by % %', run.run_id, s.step,
+				s.first_gene, s.last_gene, CASE WHEN is_merge THEN 'merge' ELSE 'move' END, mv.move_id;
 			CONTINUE;
 		END IF;
 
@@ -2634,19 +2597,30 @@ BEGIN
 		s.finished_at := NULL;
 		PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
 		COMMIT;
-		RAISE NOTICE 'rebalance %: step % of %: genes % to % of table % from server "%" to server "%" (about % rows)',
-			run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.to_server, s.rows;
-		CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
-
-		SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state, m.error, m.rows_copied INTO mv
-			FROM @extschema@.snowseq_moves m
-			WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
-				AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
-				AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
-			ORDER BY m.move_id DESC LIMIT 1;
+		IF is_merge THEN
+			RAISE NOTICE 'rebalance %: step % of %: the partitions of genes % to % of table % on server "%" merge (about % rows)',
+				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.rows;
+			CALL @extschema@.snowseq_merge_partitions(run.parent, s.first_gene, s.last_gene);
+			SELECT m.merge_id AS move_id, m.state, m.error, m.rows_copied INTO mv
+				FROM @extschema@.snowseq_merges m
+				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
+					AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
+					AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
+				ORDER BY m.merge_id DESC LIMIT 1;
+		ELSE
+			RAISE NOTICE 'rebalance %: step % of %: genes % to % of table % from server "%" to server "%" (about % rows)',
+				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.to_server, s.rows;
+			CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
+			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state, m.error, m.rows_copied INTO mv
+				FROM @extschema@.snowseq_moves m
+				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
+					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
+					AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
+				ORDER BY m.move_id DESC LIMIT 1;
+		END IF;
 		IF mv.state IS NOT NULL AND mv.state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'revertable']) THEN
 			s.state := 'done';
-			s.move_id := mv.move_id;
+			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
 			s.rows_copied := mv.rows_copied;
 			s.error := NULL;
 			s.finished_at := pg_catalog.clock_timestamp();
@@ -2654,8 +2628,8 @@ BEGIN
 			COMMIT;
 		ELSE
 			s.state := 'failed';
-			s.move_id := mv.move_id;
-			s.error := COALESCE(mv.error, 'the move did not finish');
+			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
+			s.error := COALESCE(mv.error, CASE WHEN is_merge THEN 'the merge did not finish' ELSE 'the move did not finish' END);
 			s.finished_at := pg_catalog.clock_timestamp();
 			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
 			run.state := 'stopped';
@@ -2663,8 +2637,9 @@ BEGIN
 			run.runner_start := NULL;
 			run := @extschema@.snowseq_rebalance_save_run(run);
 			COMMIT;
-			RAISE EXCEPTION 'rebalance %: step % (move %, genes % to % to server "%") failed: %', run.run_id, s.step,
-				mv.move_id, s.first_gene, s.last_gene, s.to_server, COALESCE(mv.error, 'the move did not finish')
+			RAISE EXCEPTION 'rebalance %: step % (% %, genes % to % % server "%") failed: %', run.run_id, s.step,
+				CASE WHEN is_merge THEN 'merge' ELSE 'move' END, mv.move_id, s.first_gene, s.last_gene,
+				CASE WHEN is_merge THEN 'on' ELSE 'to' END, s.to_server, s.error
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					HINT = 'Fix the cause and CALL snowseq_rebalance again to retry the step, or give the run up with snowseq_rebalance_stop(abandon => true).';
 		END IF;

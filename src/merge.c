@@ -183,16 +183,7 @@ MergeFindParts(Move *t, char **server)
 		int			f,
 					l;
 
-		if (b->is_default)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("table \"%s\" has a default partition, \"%s\"", t->parent_rel, name),
-					 errhint("Merges keep every gene in a partition of its own range: detach the default partition first.")));
-		if (!GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, &f, &l))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("partition \"%s\" of table \"%s\" is not aligned on gene boundaries", name, t->parent_rel),
-					 errhint("Bounds of gene-range partitions are multiples of 2^48.")));
+		MovePartGenes(t, b, &f, &l);
 		if (l < t->first || f > t->last)
 			continue;
 		if (f < t->first || l > t->last)
@@ -255,15 +246,7 @@ MergeFindParts(Move *t, char **server)
 				 errhint("A merge makes neighbouring partitions one.")));
 	t->kind = MOVE_KIND_WHOLE;
 	/* the router's new partition: the parent's columns */
-	t->new_cols = SpiValue(t->cxt, psprintf(
-											"SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
-											"pg_catalog.format_type(a.atttypid, a.atttypmod) OPERATOR(pg_catalog.||) "
-											"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
-											"THEN ' COLLATE ' OPERATOR(pg_catalog.||) a.attcollation::pg_catalog.regcollation::text ELSE '' END "
-											"OPERATOR(pg_catalog.||) CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, ', ' ORDER BY a.attnum) "
-											"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
-											"WHERE a.attrelid OPERATOR(pg_catalog.=) %u AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
-											t->parent));
+	t->new_cols = MoveParentColumns(t);
 	return list_length(mt->parts);
 }
 
@@ -636,6 +619,15 @@ MergeForeignKeys(Move *m, RemoteConn *rc)
 	}
 }
 
+/* The owner of a table on the server, quoted. */
+static char *
+MergeOwner(RemoteConn *rc, const char *table)
+{
+	return RemoteValueParams(rc, "SELECT pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(relowner)) "
+							 "FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+							 SQL_ARGS(table), "read the owner of a table");
+}
+
 /* The tables of one table of a merge, for move_schema.c: from its first table to the merged one. */
 static MoveSchemaTables *
 MergeSchemaTables(Move *t, RemoteConn *rc)
@@ -694,9 +686,7 @@ MergePrepare(Move *m)
 		Move	   *t = lfirst(lc);
 		MoveSchemaTables *st = MergeSchemaTables(t, rc);
 		char	   *cols = MoveRemoteColumns(rc, t->src_table);
-		char	   *owner = RemoteValueParams(rc, "SELECT pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(relowner)) "
-											  "FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-											  SQL_ARGS(t->src_table), "read the table owner");
+		char	   *owner = MergeOwner(rc, t->src_table);
 
 		/* one transaction: the table exists, marked as the merge's, or not at all */
 		RemoteCommand(rc, psprintf("CREATE TABLE %s (%s, CONSTRAINT %s PRIMARY KEY (%s), CONSTRAINT %s CHECK (%s)); "
@@ -779,9 +769,7 @@ MergeCopy(Move *m)
 											 "FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
 											 "AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped AND attgenerated OPERATOR(pg_catalog.=) ''",
 											 SQL_ARGS(t->dst_table), "read the columns of the merged table");
-		char	   *owner = RemoteValueParams(rc, "SELECT pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(relowner)) "
-											  "FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-											  SQL_ARGS(t->dst_table), "read the owner of the merged table");
+		char	   *owner = MergeOwner(rc, t->dst_table);
 		ListCell   *lt;
 
 		RemoteCommand(rc, psprintf("SET ROLE %s; SET row_security = off", owner), "become the owner of the tables");
@@ -1436,9 +1424,7 @@ MergeResolveSwitches(int elevel)
 	char	   *nsp;
 
 	SPI_connect();
-	nsp = SpiValue(CurrentMemoryContext, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
-				   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
-				   "WHERE e.extname OPERATOR(pg_catalog.=) 'snowseq'");
+	nsp = ExtSchemaInstalled();
 	if (nsp != NULL)
 		left = MergeCleanup(nsp, InvalidOid, NULL, true, elevel);
 	SPI_finish();

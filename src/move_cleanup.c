@@ -819,10 +819,7 @@ MoveResolveSwitches(int elevel)
 	char	   *nsp;
 
 	SPI_connect();
-	/* no SQL function of snowseq was called: its schema from pg_extension */
-	nsp = SpiValue(CurrentMemoryContext, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
-				   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
-				   "WHERE e.extname OPERATOR(pg_catalog.=) 'snowseq'");
+	nsp = ExtSchemaInstalled();
 	if (nsp != NULL)
 		left = CleanupMoves(nsp, InvalidOid, NULL, true, elevel);
 	SPI_finish();

@@ -129,6 +129,46 @@ MoveParentKey(Move *m)
 }
 
 /*
+ * The genes of a partition of m's parent: no default partition, bounds on
+ * gene boundaries (moves and merges keep every gene in a partition of its
+ * own range).
+ */
+void
+MovePartGenes(Move *m, MovePartBound *b, int *first, int *last)
+{
+	char	   *name = get_rel_name(b->relid);
+
+	if (b->is_default)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has a default partition, \"%s\"", m->parent_rel, name),
+				 errhint("Moves and merges keep every gene in a partition of its own range: detach the default partition first.")));
+	if (!GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, first, last))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("partition \"%s\" of table \"%s\" is not aligned on gene boundaries", name, m->parent_rel),
+				 errhint("Bounds of gene-range partitions are multiples of 2^48.")));
+}
+
+/*
+ * The columns of m's parent as a foreign table on a new table of its
+ * partitions lists them (names, types, collations, NOT NULL).
+ */
+char *
+MoveParentColumns(Move *m)
+{
+	return SpiValue(m->cxt, psprintf(
+									 "SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
+									 "pg_catalog.format_type(a.atttypid, a.atttypmod) OPERATOR(pg_catalog.||) "
+									 "CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
+									 "THEN ' COLLATE ' OPERATOR(pg_catalog.||) a.attcollation::pg_catalog.regcollation::text ELSE '' END "
+									 "OPERATOR(pg_catalog.||) CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, ', ' ORDER BY a.attnum) "
+									 "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
+									 "WHERE a.attrelid OPERATOR(pg_catalog.=) %u AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
+									 m->parent));
+}
+
+/*
  * Find the partition holding genes first..last and check it can give them
  * up: a postgres_fdw foreign table, gene-aligned, the genes at one end.
  */
@@ -147,16 +187,7 @@ MovePartition(Move *m)
 		int			f,
 					l;
 
-		if (b->is_default)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("table \"%s\" has a default partition, \"%s\"", m->parent_rel, name),
-					 errhint("Moves keep every gene in a partition of its own range: detach the default partition first.")));
-		if (!GenesOfAlignedIds(b->has_lo, b->lo, b->has_hi, b->hi, &f, &l))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("partition \"%s\" of table \"%s\" is not aligned on gene boundaries", name, m->parent_rel),
-					 errhint("Bounds of gene-range partitions are multiples of 2^48.")));
+		MovePartGenes(m, b, &f, &l);
 		if (l < m->first || f > m->last)
 			continue;
 		if (OidIsValid(part) || f > m->first || l < m->last)
@@ -395,15 +426,7 @@ MovePlan(Move *m, const char *to_server)
 				 errhint("Create them first: after the move their queries would go to server \"%s\".", m->dst_name)));
 
 	/* the new foreign table: the parent's columns, the partition's options */
-	m->new_cols = SpiValue(m->cxt, psprintf(
-											"SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
-											"pg_catalog.format_type(a.atttypid, a.atttypmod) OPERATOR(pg_catalog.||) "
-											"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
-											"THEN ' COLLATE ' OPERATOR(pg_catalog.||) a.attcollation::pg_catalog.regcollation::text ELSE '' END "
-											"OPERATOR(pg_catalog.||) CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, ', ' ORDER BY a.attnum) "
-											"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
-											"WHERE a.attrelid OPERATOR(pg_catalog.=) %u AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
-											m->parent));
+	m->new_cols = MoveParentColumns(m);
 	MoveForeignOptions(m, part, &m->new_opts, &m->new_colopts);
 }
 

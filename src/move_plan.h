@@ -11,6 +11,8 @@
 #include "move_common.h"
 
 extern List *MovePartBounds(Oid parent);
+extern void MovePartGenes(Move *m, MovePartBound *b, int *first, int *last);
+extern char *MoveParentColumns(Move *m);
 extern char *MoveParentKey(Move *m);
 extern void MoveForeignNames(Oid part, const char *key, char **schema, char **table, char **col);
 extern ForeignServer *MovePartitionServer(Oid part, const char *part_name);

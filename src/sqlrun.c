@@ -132,6 +132,19 @@ ExtSchemaQuoted(Oid fn_oid)
 	return pstrdup(quote_identifier(get_namespace_name(ExtNamespace(fn_oid))));
 }
 
+/*
+ * The schema of snowseq in this database, quoted for SQL text, or NULL if it
+ * is not installed: from pg_extension, for code that no SQL function of
+ * snowseq called (a background worker).  The caller is connected to SPI.
+ */
+char *
+ExtSchemaInstalled(void)
+{
+	return SpiValue(CurrentMemoryContext, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
+					"JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+					"WHERE e.extname OPERATOR(pg_catalog.=) 'snowseq'");
+}
+
 /* One of snowseq's objects, schema-qualified and quoted for SQL text. */
 char *
 ExtObject(Oid fn_oid, const char *name)

@@ -53,6 +53,7 @@ extern char *SpiValue(MemoryContext cxt, const char *sql);
 
 extern Oid	ExtNamespace(Oid fn_oid);
 extern char *ExtSchemaQuoted(Oid fn_oid);
+extern char *ExtSchemaInstalled(void);
 extern char *ExtObject(Oid fn_oid, const char *name);
 extern Oid	ExtRelationOwner(Oid relid);
 extern void ExtBecome(Oid role, Oid *save_user, int *save_sec);
