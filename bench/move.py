@@ -260,8 +260,8 @@ def merge_section(r):
     """The merge's paragraph of the report."""
     return ("\n**Merge** (`CALL snowseq_merge_partitions('orders', 0, 32767)`, the whole layout: A holds genes "
             "0..8191 and 8192..32767 in two partitions, %s rows; the same two writers, one into each): %s rows "
-            "copied in %.1f s (the copy under the trigger that applies the writes, and the comparison), %.1f s in "
-            "all; the switch held the table for %.0f ms (`snowseq_merges.pause_ms`); longest pause of the writer "
+            "copied in %.1f s (from the start of the merge to the end of its copy; then the comparison of "
+            "every row and the switch), %.1f s in all; the switch held the table for %.0f ms (`snowseq_merges.pause_ms`); longest pause of the writer "
             "of genes 0..8191 %.0f ms, of genes 8192..32767 %.0f ms, inserts turned away %d; %d partition "
             "afterwards; rows through the router: %s, %s distinct, %s loaded plus inserts the writers saw."
             % (fmt_int(r["rows"]), fmt_int(r["copied"]), r["copy_s"], r["total_s"], r["held_ms"],

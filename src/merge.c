@@ -966,6 +966,10 @@ MergeSwitch(Move *m)
 			RemoteCommand(rc, v, "give the merged table the grants, sequences and triggers of the first table");
 		RemoteCommand(rc, psprintf("COMMENT ON TABLE %s IS NULL", t->dst_table), "unmark the merged table");
 	}
+	/* their fences (tombstones of genes moved away, outside the merged table's check) go with them */
+	foreach(lc, all)
+		RemoteCommandParams(rc, psprintf("SELECT %s($1::pg_catalog.regclass)", MoveRemoteExt(rc, "snowseq_fence_clear")),
+							SQL_ARGS((char *) lfirst(lc)), "clear the fences of a table the merge drops");
 	RemoteCommand(rc, psprintf("DROP TABLE %s", dropped.data), "drop the tables the merge made one");
 	RemoteCommand(rc, psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(m->token)),
 				  "prepare the server transaction of the merge");

@@ -429,6 +429,8 @@ is(merge_leftovers($node{s2}), '', '(6) the refused merges left nothing');
 # holding items_3 when the switch comes: the switch tries again until it
 # has gone
 $node{s2}->safe_psql('postgres', 'CREATE TABLE items_g8192_16383 (x int)');
+# and a tombstone of genes moved away from items_4 once (a fence "moved")
+$node{s2}->safe_psql('postgres', q{SELECT snowseq_fence_state(snowseq_fence_open('tomb', 'items_4', 0, 1, 'elsewhere'), 'moved')});
 my $holder = $node{s2}->background_psql('postgres');
 $holder->query_safe('BEGIN; LOCK TABLE items_3 IN ACCESS SHARE MODE');
 my ($rout, $rerr) = ('', '');
@@ -450,6 +452,7 @@ is($router->safe_psql('postgres', q{SELECT count(*) FROM notes}), $notes6, '(6) 
 is($router->safe_psql('postgres', q{SELECT state || ' ' || (rows_copied > 0) FROM snowseq_rebalance_steps
 	WHERE from_server = to_server}), 'done true', '(6) the step is done, with the rows it copied');
 is(merge_leftovers($node{s2}), '', '(6) nothing of the merge is left on s2');
+is($node{s2}->safe_psql('postgres', q{SELECT count(*) FROM snowseq_fence}), '0', '(6) the fences of the tables it dropped went with them');
 
 $router->stop;
 $node{$_}->stop for sort keys %node;
