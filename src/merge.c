@@ -312,8 +312,8 @@ MergePlan(const char *ext, Oid parent, int first, int last)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("must be owner of table %s", t->parent_rel)));
-		(void) GetUserMapping(GetUserId(), GetForeignServerByName(server, false)->serverid);
 	}
+	(void) GetUserMapping(GetUserId(), GetForeignServerByName(server, false)->serverid);
 	return m;
 }
 
@@ -647,7 +647,8 @@ MergeSchemaTables(Move *t, RemoteConn *rc)
 /*
  * The merge triggers on the tables of a merge, as "oid:xmin" of each
  * pg_trigger row: a trigger dropped, disabled or changed since they were
- * made (even disabled and enabled again) changes it.
+ * made (even disabled and enabled again: each ALTER writes the row anew)
+ * changes it.
  */
 static char *
 MergeTriggers(Move *m, RemoteConn *rc)
@@ -658,8 +659,7 @@ MergeTriggers(Move *m, RemoteConn *rc)
 	foreach(lc, MoveGroup(m))
 		all = list_concat(all, list_copy(MergeOf(lfirst(lc))->tables));
 	return RemoteValueParams(rc, "SELECT pg_catalog.string_agg(t.oid::text OPERATOR(pg_catalog.||) ':' "
-							 "OPERATOR(pg_catalog.||) t.xmin::text OPERATOR(pg_catalog.||) ':' "
-							 "OPERATOR(pg_catalog.||) t.tgenabled::text, ' ' ORDER BY t.oid) "
+							 "OPERATOR(pg_catalog.||) t.xmin::text, ' ' ORDER BY t.oid) "
 							 "FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) ANY (" MOVE_GROUP_OIDS(1) ") "
 							 "AND t.tgname OPERATOR(pg_catalog.=) ANY ('{snowseq_merge,snowseq_merge_truncate}')",
 							 SQL_ARGS(SqlTextArray(all)), "read the merge triggers");
@@ -702,7 +702,6 @@ MergePrepare(Move *m)
 		RemoteCommand(rc, psprintf("ALTER TABLE %s DISABLE TRIGGER USER", t->dst_table),
 					  "disable the triggers of the merged table until the switch");
 	}
-	SNOWSEQ_TESTPOINT("merge_before_triggers");
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
@@ -1129,22 +1128,16 @@ MergeUndo(Move *m, const char *error)
 }
 
 /*
- * Run a step of a merge and commit; on an error, resolve the merge as its
+ * After a step's error (rolled back, committed): resolve the merge as its
  * committed state says (finish it if the router switched, else undo it)
  * and throw the error.  Returns false if the merge ended that way without
  * an error to throw (it completed).
  */
 static bool
-MergeRun(Move *m, MoveStep step)
+MergeFailed(Move *m, ErrorData *err)
 {
-	ErrorData  *err = MoveTry(m, step);
 	char	   *state;
 
-	if (err == NULL)
-	{
-		SPI_commit();
-		return true;
-	}
 	SPI_commit();
 	state = MergeStateRead(m);
 	if (state != NULL && strcmp(state, MERGE_SWITCHED) == 0)
@@ -1166,16 +1159,28 @@ MergeRun(Move *m, MoveStep step)
 	return false;
 }
 
+/* Run a step of a merge and commit; as MergeFailed on an error. */
+static bool
+MergeRun(Move *m, MoveStep step)
+{
+	ErrorData  *err = MoveTry(m, step);
+
+	if (err != NULL)
+		return MergeFailed(m, err);
+	SPI_commit();
+	return true;
+}
+
 /*
  * Run the switch; while the server's tables were busy (a lock not had
  * within MERGE_SWITCH_LOCK_MS: a long query or an anti-wraparound vacuum
  * there), let go of everything and try again a little later, up to
- * MERGE_SWITCH_TRIES times; then as MergeRun.
+ * MERGE_SWITCH_TRIES tries in all; otherwise as MergeRun.
  */
 static bool
 MergeRunSwitch(Move *m)
 {
-	for (int attempt = 1; attempt < MERGE_SWITCH_TRIES; attempt++)
+	for (int attempt = 1;; attempt++)
 	{
 		ErrorData  *err = MoveTry(m, MergeSwitch);
 
@@ -1184,17 +1189,8 @@ MergeRunSwitch(Move *m)
 			SPI_commit();
 			return true;
 		}
-		if (err->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-		{
-			/* MergeRun resolves it, as for any other error */
-			MoveReleaseParent(m);
-			RemoteClose(m->lock);
-			m->lock = NULL;
-			SPI_commit();
-			MergeUndo(m, err->message);
-			SPI_commit();
-			ReThrowError(err);
-		}
+		if (err->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || attempt == MERGE_SWITCH_TRIES)
+			return MergeFailed(m, err);
 		ereport(NOTICE,
 				(errmsg("merge " INT64_FORMAT ": the switch found the tables busy (%s); trying again", m->id, err->message)));
 		MoveReleaseParent(m);
@@ -1203,7 +1199,6 @@ MergeRunSwitch(Move *m)
 		SPI_commit();
 		MoveSleep(1000L * attempt);
 	}
-	return MergeRun(m, MergeSwitch);
 }
 
 /*
@@ -1454,12 +1449,7 @@ snowseq_merge_partitions(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table and genes of a merge must not be NULL")));
-	if (fcinfo->context == NULL || !IsA(fcinfo->context, CallContext) ||
-		((CallContext *) fcinfo->context)->atomic)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
-				 errmsg("a merge of partitions must run as a CALL of its own"),
-				 errhint("It commits between its steps: CALL it outside BEGIN ... COMMIT and outside functions.")));
+	MoveCheckNonAtomic(fcinfo, "a merge of partitions");
 	SPI_connect_ext(SPI_OPT_NONATOMIC);
 	ext = ExtSchemaQuoted(fcinfo->flinfo->fn_oid);
 	m = MergePlan(ext, PG_GETARG_OID(0), PG_GETARG_INT32(1), PG_GETARG_INT32(2));
@@ -1473,7 +1463,6 @@ snowseq_merge_partitions(PG_FUNCTION_ARGS)
 	SPI_commit();
 	MergeRecordNew(m);
 	SPI_commit();
-	SNOWSEQ_TESTPOINT("merge_after_record");
 	ereport(NOTICE,
 			(errmsg("merge " INT64_FORMAT ": the partitions of genes %d to %d of table \"%s\"%s on server \"%s\" become one",
 					m->id, m->first, m->last, m->parent_rel,

@@ -99,18 +99,6 @@ MoveInit(void)
 							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
 }
 
-/* Refuse to run inside a transaction block or a function. */
-static void
-MoveCheckNonAtomic(FunctionCallInfo fcinfo)
-{
-	if (fcinfo->context == NULL || !IsA(fcinfo->context, CallContext) ||
-		((CallContext *) fcinfo->context)->atomic)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
-				 errmsg("a move of genes must run as a CALL of its own"),
-				 errhint("It commits between its steps: CALL it outside BEGIN ... COMMIT and outside functions.")));
-}
-
 /*
  * Open a fence of one table of a move on the source (its group's), on the
  * IDs that move, for its destination; returns the fence's id.
@@ -484,7 +472,7 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	List	   *group;
 	ListCell   *lc;
 
-	MoveCheckNonAtomic(fcinfo);
+	MoveCheckNonAtomic(fcinfo, "a move of genes");
 	SPI_connect_ext(SPI_OPT_NONATOMIC);
 	ext = ExtSchemaQuoted(fcinfo->flinfo->fn_oid);
 
@@ -726,7 +714,7 @@ snowseq_move_revert(PG_FUNCTION_ARGS)
 	Move	   *o;
 	Move	   *r;
 
-	MoveCheckNonAtomic(fcinfo);
+	MoveCheckNonAtomic(fcinfo, "a move of genes");
 	SPI_connect_ext(SPI_OPT_NONATOMIC);
 	o = MoveRevertable(fcinfo, id);
 	PG_TRY();
@@ -791,7 +779,7 @@ snowseq_move_finalize(PG_FUNCTION_ARGS)
 	int64		id = PG_GETARG_INT64(0);
 	Move	   *o;
 
-	MoveCheckNonAtomic(fcinfo);
+	MoveCheckNonAtomic(fcinfo, "a move of genes");
 	SPI_connect_ext(SPI_OPT_NONATOMIC);
 	o = MoveRevertable(fcinfo, id);
 	PG_TRY();

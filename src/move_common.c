@@ -77,6 +77,21 @@ MoveLockStart(void)
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
+/*
+ * Refuse to run inside a transaction block or a function: a move or a
+ * merge (what names it, for the message) commits between its steps.
+ */
+void
+MoveCheckNonAtomic(FunctionCallInfo fcinfo, const char *what)
+{
+	if (fcinfo->context == NULL || !IsA(fcinfo->context, CallContext) ||
+		((CallContext *) fcinfo->context)->atomic)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
+				 errmsg("%s must run as a CALL of its own", what),
+				 errhint("It commits between its steps: CALL it outside BEGIN ... COMMIT and outside functions.")));
+}
+
 /* Milliseconds since a moment. */
 double
 MsSince(TimestampTz t)

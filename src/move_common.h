@@ -193,6 +193,7 @@ extern void MoveRecordState(Move *m, MoveStateId state, const char *sets);
 extern bool MoveLock(int64 id, bool wait);
 extern void MoveUnlock(int64 id);
 extern void MoveLockStart(void);
+extern void MoveCheckNonAtomic(FunctionCallInfo fcinfo, const char *what);
 extern void MoveSleep(long ms);
 extern double MsSince(TimestampTz t);
 extern char *MoveExt(Move *m, const char *name);
