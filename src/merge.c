@@ -6,28 +6,29 @@
  * A router partition is a postgres_fdw foreign table reading one table on
  * its server.  A merge of genes first..last makes the partitions of those
  * genes, all on one server, one partition reading one table there, for
- * every table of the placement group, in five steps that each commit:
+ * every table of the placement group, in four steps that each commit:
  *
  *	prepare  the merged table on the server, with what the first table it
- *			 merges has (columns, keys, defaults, checks, triggers, policies,
- *			 indexes, grants, owner; foreign keys NOT VALID), and on each
- *			 table it merges the trigger snowseq_merge_mirror (merge_mirror.c),
- *			 which applies every row written there to the merged table in the
+ *			 merges has (columns, keys, defaults, checks, policies, indexes,
+ *			 owner; its triggers made but disabled), and on each table it
+ *			 merges the trigger snowseq_merge_mirror (merge_mirror.c), which
+ *			 applies every row written there to the merged table in the
  *			 same transaction;
  *	copy	 the backfill: the rows of the tables it merges are copied in
  *			 batches, locked FOR SHARE (so a writer of a row and the copy of
  *			 it take turns), ON CONFLICT DO NOTHING (a row the trigger wrote
- *			 is the latest), with session_replication_role = replica (no
- *			 user trigger fires for the copies); then one query compares the
- *			 rows of the merged table with theirs;
+ *			 is the latest), as the tables' owner; then one query compares
+ *			 the rows of the merged table with theirs;
  *	switch	 the router takes its parents' lock; a server transaction locks
- *			 the tables, drops the tables it merged and is prepared
- *			 (two-phase); the router detaches and drops the old partitions,
- *			 attaches one foreign table on the merged table and commits; then
- *			 the server commits.  No query through the router sees a row
- *			 twice or misses one: until the switch the merged table is read
- *			 by no partition, and the switch's pause does not grow with the
- *			 rows;
+ *			 the tables, checks the triggers are as made, gives the merged
+ *			 table the first table's foreign keys (NOT VALID), grants,
+ *			 sequences and trigger states, drops the tables it merged and is
+ *			 prepared (two-phase); the router detaches and drops the old
+ *			 partitions, attaches one foreign table on the merged table and
+ *			 commits; then the server commits.  No query through the router
+ *			 sees a row twice or misses one: until the switch the merged
+ *			 table is read by no partition, and the switch's pause does not
+ *			 grow with the rows;
  *	finish	 the foreign keys of the merged table are validated.
  *
  * Logical replication, which moves use, cannot copy between two tables of
@@ -36,8 +37,8 @@
  * unique in one table only; hence the trigger.  A merge that fails is
  * undone (the prepared transaction rolled back, the triggers and the merged
  * table dropped); one cut by a crash is resolved by snowseq_move_cleanup()
- * or, from its switch on, by the resolver at the router's start
- * (MergeResolveSwitches), as its record (snowseq_merges) says.
+ * or by the resolver at the router's start (MergeResolveSwitches), as its
+ * record (snowseq_merges) says.
  */
 #include "postgres.h"
 
