@@ -32,29 +32,36 @@ OBJS = \
 	src/keystore.o \
 	src/keyring.o \
 	src/pubtext.o \
-	src/remote.o \
-	src/fence.o \
-	src/apply_error.o \
-	src/move.o \
-	src/merge.o \
-	src/merge_mirror.o \
-	src/shard_stats.o \
-	src/move_common.o \
-	src/move_plan.o \
-	src/move_group.o \
-	src/move_repl.o \
-	src/move_switch.o \
-	src/move_keep.o \
-	src/move_cleanup.o \
-	src/move_orphans.o \
-	src/move_schema.o \
-	src/nodes.o \
 	src/convert.o \
 	src/scatter.o \
 	src/uuid.o \
 	src/backfill.o \
 	src/testpoint.o \
-	src/catcache.o
+	src/catcache.o \
+	$(SHARDS_OBJS)
+
+# elastic shards (src/shards/README.md): the router side, and what runs on
+# shard servers (src/shards/server/)
+SHARDS_OBJS = \
+	src/shards/remote.o \
+	src/shards/nodes.o \
+	src/shards/create_shards.o \
+	src/shards/move.o \
+	src/shards/move_common.o \
+	src/shards/move_plan.o \
+	src/shards/move_group.o \
+	src/shards/move_repl.o \
+	src/shards/move_switch.o \
+	src/shards/move_keep.o \
+	src/shards/move_cleanup.o \
+	src/shards/move_orphans.o \
+	src/shards/move_schema.o \
+	src/shards/merge.o \
+	src/shards/shard_stats.o \
+	src/shards/resolver.o \
+	src/shards/server/fence.o \
+	src/shards/server/apply_error.o \
+	src/shards/server/merge_mirror.o
 
 # the full script of every release (so the upgrade test can compare a fresh
 # install with an upgraded one) and the upgrade scripts between them
@@ -86,7 +93,7 @@ TAP_TESTS = 1
 PROVE_TESTS = $(or $(T),test/t/*.pl)
 PROVE_FLAGS = -I ./test
 
-PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir) -DSNOWSEQ_VERSION=\"$(EXTVERSION)\"
+PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/shards -I$(srcdir)/src/shards/server -I$(libpq_srcdir) -DSNOWSEQ_VERSION=\"$(EXTVERSION)\"
 # a test build with snowseq's own Assert()s checked (ERROR when they fail)
 # on a server built without assertions: make SNOWSEQ_DEBUG=1 (src/debug.h,
 # included first in every source file)

@@ -19,8 +19,8 @@
 #include "guc.h"
 #include "keystore.h"
 #include "move.h"
-#include "remote.h"
 #include "reserve.h"
+#include "resolver.h"
 #include "rmgr.h"
 #include "segment.h"
 #include "testpoint.h"
@@ -112,4 +112,5 @@ _PG_init(void)
 	shmem_startup_hook = SnowseqShmemStartup;
 
 	WorkerRegister();
+	ResolverRegister();
 }

@@ -10,13 +10,6 @@
  * Without the worker callers advance for themselves.  Named
  * counters advance in a backend of their database instead (counter.c),
  * which writes the counter's floor sequence before the new bound.
- *
- * Also the move resolver: at every start of the server (crash restarts
- * included) it visits each database, and where snowseq is installed it
- * resolves the gene-range moves interrupted in their switch
- * (MoveResolveSwitches, move_cleanup.c), so
- * the prepared source transactions they left commit or roll back as the
- * router's record says, without anyone running snowseq_move_cleanup().
  */
 #include "postgres.h"
 
@@ -40,18 +33,10 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
-#include "merge.h"
-#include "move_cleanup.h"
-#include "remote.h"
 #include "reserve.h"
 #include "worker.h"
 
-#define RESOLVE_TRIES			30	/* per database, RESOLVE_RETRY_MS apart */
-#define RESOLVE_RETRY_MS		2000
-
 PGDLLEXPORT void snowseq_worker_main(Datum arg);
-PGDLLEXPORT void snowseq_resolver_main(Datum arg);
-PGDLLEXPORT void snowseq_resolver_db_main(Datum arg);
 
 /* Forget our latch when we exit, so callers fall back to advancing themselves. */
 static void
@@ -97,146 +82,7 @@ snowseq_worker_main(Datum arg)
 	}
 }
 
-/*
- * One pass over a database: resolve its interrupted switches; how many are
- * left (-1: the pass failed, and said why in the log).
- */
-static int
-ResolverPass(void)
-{
-	volatile int left = -1;
-	MemoryContext cxt = CurrentMemoryContext;
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PG_TRY();
-	{
-		PushActiveSnapshot(GetTransactionSnapshot());
-		left = MoveResolveSwitches(LOG);
-		left += MergeResolveSwitches(LOG);
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		/* report it and try again later, as after an unreachable server */
-		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		left = -1;
-	}
-	PG_END_TRY();
-	return left;
-}
-
-/* Entry point of a resolver for one database (main_arg: its oid). */
-void
-snowseq_resolver_db_main(Datum arg)
-{
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	/* as the bootstrap superuser; each move is resolved as the role that ran it */
-	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
-	SetConfigOption("application_name", "snowseq move resolver", PGC_USERSET, PGC_S_SESSION);
-	for (int i = 1;; i++)
-	{
-		int			left = ResolverPass();
-
-		if (left == 0)
-			break;
-		if (i == RESOLVE_TRIES)
-		{
-			ereport(WARNING,
-					(errmsg("snowseq: interrupted moves of database \"%s\" are not resolved",
-							get_database_name(MyDatabaseId)),
-					 errhint("Their source tables wait for it: run SELECT * FROM snowseq_move_cleanup(); once their servers are reachable.")));
-			break;
-		}
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 RESOLVE_RETRY_MS, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-	proc_exit(0);
-}
-
-/* The databases a resolver may connect to. */
-static List *
-ResolverDatabases(void)
-{
-	List	   *dbs = NIL;
-	Relation	rel;
-	TableScanDesc scan;
-	HeapTuple	tup;
-
-	StartTransactionCommand();
-	(void) GetTransactionSnapshot();
-	rel = table_open(DatabaseRelationId, AccessShareLock);
-	scan = table_beginscan_catalog(rel, 0, NULL);
-	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
-	{
-		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
-		MemoryContext old;
-
-		if (!db->datallowconn || db->datistemplate)
-			continue;
-		old = MemoryContextSwitchTo(TopMemoryContext);
-		dbs = lappend_oid(dbs, db->oid);
-		MemoryContextSwitchTo(old);
-	}
-	table_endscan(scan);
-	table_close(rel, AccessShareLock);
-	CommitTransactionCommand();
-	return dbs;
-}
-
-/*
- * Entry point of the move resolver: one resolver per database, one after
- * the other; then it idles, so that only a restart of the server (or a
- * crash restart, which starts it again) runs it again.
- */
-void
-snowseq_resolver_main(Datum arg)
-{
-	ListCell   *lc;
-
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
-	foreach(lc, ResolverDatabases())
-	{
-		BackgroundWorker worker;
-		BackgroundWorkerHandle *handle;
-
-		memset(&worker, 0, sizeof(worker));
-		worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		worker.bgw_restart_time = BGW_NEVER_RESTART;
-		strlcpy(worker.bgw_library_name, "snowseq", BGW_MAXLEN);
-		strlcpy(worker.bgw_function_name, "snowseq_resolver_db_main", BGW_MAXLEN);
-		snprintf(worker.bgw_name, BGW_MAXLEN, "snowseq move resolver for database %u", lfirst_oid(lc));
-		strlcpy(worker.bgw_type, "snowseq move resolver", BGW_MAXLEN);
-		worker.bgw_main_arg = ObjectIdGetDatum(lfirst_oid(lc));
-		worker.bgw_notify_pid = MyProcPid;
-		if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-		{
-			ereport(WARNING,
-					(errmsg("snowseq: no background worker slot to resolve interrupted moves"),
-					 errhint("Raise max_worker_processes, or run SELECT * FROM snowseq_move_cleanup(); in each database with snowseq.")));
-			break;
-		}
-		(void) WaitForBackgroundWorkerShutdown(handle);
-	}
-	for (;;)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
-/* Register the workers at preload: they run on a primary, never on a standby. */
+/* Register the reservation worker at preload: it runs on a primary, never on a standby. */
 void
 WorkerRegister(void)
 {
@@ -252,16 +98,4 @@ WorkerRegister(void)
 	strlcpy(worker.bgw_type, "snowseq reservation worker", BGW_MAXLEN);
 	RegisterBackgroundWorker(&worker);
 
-	/* pg_upgrade's servers hold no moves, and want no other sessions */
-	if (IsBinaryUpgrade)
-		return;
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 10;
-	strlcpy(worker.bgw_library_name, "snowseq", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "snowseq_resolver_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "snowseq move resolver", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "snowseq move resolver", BGW_MAXLEN);
-	RegisterBackgroundWorker(&worker);
 }

@@ -1,7 +1,7 @@
 /*
  * worker.h
- *		The background workers: the reservation worker and the move
- *		resolver (worker.c).
+ *		The reservation worker (worker.c); the move resolver is
+ *		src/shards/resolver.c.
  */
 #ifndef SNOWSEQ_WORKER_H
 #define SNOWSEQ_WORKER_H

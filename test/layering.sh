@@ -10,31 +10,60 @@
 # header: reserve.h declares reserve.c's API, guc.h guc.c's, move_plan.h
 # move_plan.c's; a header with no file of its name, compat.h or debug.h,
 # may declare none).
-# Usage: bash test/layering.sh [DIR]   (DIR holds the .o files; default src)
+# Folders are layers: src/ is the core, src/shards/ the router side of
+# elastic shards, src/shards/server/ what runs on shard servers.  The core
+# never uses nor includes anything of src/shards/ (except snowseq.c, the
+# module's entry, which calls each subsystem's Init), and the server side
+# never uses nor includes the router side.
+# Usage: bash test/layering.sh [DIR]   (DIR holds the .o files and the
+# sources, in those folders; default src)
 # The one cycle allowed is WAL logging and its redo: reserve.c writes the
 # records that rmgr.c replays into the reservations.
 set -euo pipefail
 dir=${1:-src}
 allowed=${LAYERING_ALLOWED:-"reserve rmgr"}
 shopt -s nullglob
-objs=("$dir"/*.o)
+objs=("$dir"/*.o "$dir"/shards/*.o "$dir"/shards/server/*.o)
 if [ ${#objs[@]} -eq 0 ]; then
 	echo "layering: no object files in $dir (run make first)" >&2
 	exit 2
 fi
+# the layer of each file (core, shards, server), from its folder
+layer_of() {
+	case "$1" in
+		"$dir"/shards/server/*) echo server ;;
+		"$dir"/shards/*) echo shards ;;
+		*) echo core ;;
+	esac
+}
+# the includes of snowseq's own headers, as "I file header" lines
+{
+for c in "$dir"/*.[ch] "$dir"/shards/*.[ch] "$dir"/shards/server/*.[ch]; do
+	f=$(basename "$c"); f=${f%.*}
+	sed -n 's/^#include "\([a-z_0-9]*\)\.h".*/\1/p' "$c" | while read -r h; do
+		echo "I $f $h"
+	done
+done
+for h in "$dir"/*.h "$dir"/shards/*.h "$dir"/shards/server/*.h; do
+	echo "L $(basename "$h" .h) $(layer_of "$h")"
+done
 for o in "${objs[@]}"; do
 	f=$(basename "$o" .o)
+	echo "L $f $(layer_of "$o")"
 	nm "$o" | awk -v f="$f" '
 		$1 == "U" { print "U", f, $2; next }
 		NF == 3 && $2 ~ /^[TDBRVWG]$/ { print "D", f, $3 }
 		NF == 3 && $2 == "T" { print "T", f, $3 }'
-done | HEADERS="$dir" perl -e '
+done
+} | HEADERS="$dir $dir/shards $dir/shards/server" perl -e '
 	use strict; use warnings;
 	my @allowed = sort split /\s+/, $ARGV[0];
-	my (%def, %use, %edge, @func);
+	my (%def, %use, %edge, @func, %layer, @incl);
 	while (<STDIN>)
 	{
 		my ($k, $f, $s) = split;
+		if ($k eq "L") { $layer{$f} = $s; next }
+		if ($k eq "I") { push @incl, [$f, $s]; next }
 		if ($k eq "D") { $def{$s} = $f }
 		elsif ($k eq "T") { push @func, [$f, $s] }
 		else { push @{$use{$f}}, $s }
@@ -90,6 +119,32 @@ done | HEADERS="$dir" perl -e '
 			}
 		}
 	}
+	# the layers: the core uses nothing of shards/ (but the module entry,
+	# snowseq.c, calls their Init), the server side nothing of the router side
+	my %below = (core => {core => 1}, server => {core => 1, server => 1},
+		shards => {core => 1, server => 1, shards => 1});
+	my $reaches = sub {
+		my ($f, $g) = @_;
+		return 1 if $f eq "snowseq";
+		my ($lf, $lg) = ($layer{$f} // "core", $layer{$g} // "core");
+		return $below{$lf}{$lg};
+	};
+	for my $f (sort keys %edge)
+	{
+		for my $g (sort keys %{$edge{$f}})
+		{
+			next if $reaches->($f, $g);
+			print "LAYER: $f.c ($layer{$f}) uses $g.c ($layer{$g}): ", join(" ", sort keys %{$edge{$f}{$g}}), "\n";
+			$bad = 1;
+		}
+	}
+	for my $i (@incl)
+	{
+		my ($f, $h) = @$i;
+		next unless exists $layer{$h} && !$reaches->($f, $h);
+		print "LAYER: $f ($layer{$f}) includes $h.h ($layer{$h})\n";
+		$bad = 1;
+	}
 	# the core: each prefix names the file that defines its functions
 	my %home = (
 		Backfill => "backfill", CatCache => "catcache", Clock => "clock",
@@ -113,10 +168,11 @@ done | HEADERS="$dir" perl -e '
 	# every header declares what the file of its name defines (a header
 	# with no file of its name, compat.h or debug.h, declares no function)
 	my %where = map { $_->[1] => $_->[0] } @func;
-	for my $h (sort map { m{(\w+)\.h$} ? $1 : () } glob("$ENV{HEADERS}/*.h"))
+	for my $hp (sort map { glob("$_/*.h") } split / /, $ENV{HEADERS})
 	{
+		my ($h) = $hp =~ m{(\w+)\.h$};
 		my @files = ($h);
-		open(my $fh, "<", "$ENV{HEADERS}/$h.h") or die "$h.h: $!";
+		open(my $fh, "<", $hp) or die "$hp: $!";
 		my $text = do { local $/; <$fh> };
 		close($fh);
 		while ($text =~ /^extern\s+[^;(]*?\b(\w+)\s*\(/mg)
@@ -137,6 +193,6 @@ done | HEADERS="$dir" perl -e '
 			$bad = 1;
 		}
 	}
-	print $bad ? "layering: FAILED\n" : "layering: no cycle but the allowed one, every core function in the file its prefix names and declared in its header\n";
+	print $bad ? "layering: FAILED\n" : "layering: no cycle but the allowed one, each folder uses only the layers below it, every core function in the file its prefix names and declared in its header\n";
 	exit $bad;
 ' "$allowed"

@@ -21,7 +21,7 @@ my ($out, $err);
 my $ok = run_log([ 'bash', 'test/layering.sh', 'src' ], '>', \$out, '2>', \$err);
 ok($ok, 'no cycle among src/ files but the WAL log/redo pair') or diag($out . $err);
 like($out, qr/^allowed cycle: reserve rmgr$/m, 'the one cycle is reserve.c <-> rmgr.c');
-unlike($out, qr/^(CYCLE|MISPLACED|HEADER):/m, 'no other cycle, no misplaced function, no header declaring another file\'s');
+unlike($out, qr/^(CYCLE|MISPLACED|HEADER|LAYER):/m, 'no other cycle, no misplaced function, no header declaring another file\'s, no folder using one above it');
 like($out, qr/^statefile\s+->\s+(?!.*\bclock\b).*$/m, 'the state file layer does not call the clock');
 like($out, qr/^shmem\s+->\s+guc$/m, 'shared state calls nothing above it but the settings');
 unlike($out, qr/^worker\s+->.*\b(clock|segment|backfill|counter)\b/m,
@@ -68,11 +68,41 @@ like($out, qr/^HEADER: d\.h declares b1, defined in b$/m,
 	'every header is checked, not only the core\'s: d.h declares a function of b.c');
 unlike($out, qr/^HEADER: d\.h declares d1/m, 'and d.h may declare d.c\'s own');
 
+# Folders are layers (src/shards/README.md): the core never uses nor
+# includes elastic shards (but snowseq.c, the module's entry, calls their
+# Init), the server side never the router side.  The tree keeps that; the
+# check finds a core file calling into src/shards/ and a server file
+# including a router header.
+{
+	my $ldir = tempdir(CLEANUP => 1);
+	mkdir "$ldir/shards" or die;
+	mkdir "$ldir/shards/server" or die;
+	my %lsrc = ('clock' => 'int MoveStart(void); int ClockNow(void) { return MoveStart(); }',
+		'shards/move' => 'int MoveStart(void) { return 1; }',
+		'shards/server/fence' => "#include \"move.h\"\nint FenceNow(void) { return 2; }");
+	open(my $mh, '>', "$ldir/shards/move.h") or die;
+	print $mh "extern int MoveStart(void);\n";
+	close($mh);
+	for my $f (sort keys %lsrc)
+	{
+		open(my $fh, '>', "$ldir/$f.c") or die;
+		print $fh "$lsrc{$f}\n";
+		close($fh);
+		system($cc, '-c', "-I$ldir/shards", '-o', "$ldir/$f.o", "$ldir/$f.c") == 0 or BAIL_OUT("cannot compile with $cc");
+	}
+	$ok = run_log([ 'bash', 'test/layering.sh', $ldir ], '>', \$out, '2>', \$err);
+	ok(!$ok, 'a file using a layer above it fails the check');
+	like($out, qr/^LAYER: clock\.c \(core\) uses move\.c \(shards\): MoveStart$/m, 'the core calling into src/shards/ is named');
+	like($out, qr/^LAYER: fence \(server\) includes move\.h \(shards\)$/m, 'a server file including a router header is named');
+}
+# and the tree has files in each layer
+ok(scalar(glob('src/shards/*.o')) && scalar(glob('src/shards/server/*.o')), 'the build made objects in src/shards/ and src/shards/server/');
+
 # Each state of a move and of a fence is named once in the C sources (the
 # names array of its file) and is never a literal in SQL text: the SQL side
 # takes it from that array (issue: a state lived in five places).
 my %code;
-for my $f (glob('src/*.c'))
+for my $f (glob('src/*.c src/shards/*.c src/shards/server/*.c'))
 {
 	open(my $fh, '<', $f) or die "$f: $!";
 	my $text = do { local $/; <$fh> };
@@ -185,7 +215,7 @@ sub records_as_caller
 	return grep { /snowseq_(?:moves|move_objects|status)\b/ && !/to_regclass\(|::pg_catalog\.regclass/ }
 	  map { call_args($text, $_) } qw(SpiRun SpiRunArgs SpiRunParams SpiValue SpiValueParams);
 }
-for my $f (grep { m{src/move} } sort keys %code)
+for my $f (grep { m{src/shards/(?:move|merge|resolver)} } sort keys %code)
 {
 	my @hits = records_as_caller($code{$f});
 	is(scalar(@hits), 0, "$f reads and writes the records of moves as their owner" . (@hits ? ":\n" . join("\n", @hits) : ''));
@@ -263,7 +293,7 @@ sub quoted_values
 	}
 	return @hits;
 }
-for my $f ((sort keys %code), glob('src/*.h'))
+for my $f ((sort keys %code), glob('src/*.h src/shards/*.h src/shards/server/*.h'))
 {
 	my $text = $code{$f};
 	if (!defined $text)

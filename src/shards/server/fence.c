@@ -49,7 +49,7 @@
 #include "snowseq.h"
 #include "fence.h"
 #include "gene.h"
-#include "remote.h"
+#include "shard_locks.h"
 #include "sqlrun.h"
 
 typedef struct Fence
