@@ -156,7 +156,7 @@ for my $name (sort keys %guide)
 	for my $t (@{ $g->{tables} })
 	{
 		is($node->safe_psql($db,
-				"SELECT pg_get_expr(d.adbin, d.adrelid) || ' ' || a.attidentity || "
+				"SELECT pg_get_expr(d.adbin, d.adrelid) || ' ' || a.attidentity::text || "
 				  . "coalesce(pg_get_serial_sequence('$t', 'id'), 'no sequence') "
 				  . "FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
 				  . "WHERE a.attrelid = '$t'::regclass AND a.attname = 'id'"),
