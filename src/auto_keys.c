@@ -189,6 +189,7 @@ AutoKeysTable(AutoKeysTarget *target)
 	Form_pg_attribute att;
 	char	   *colname;
 	char		identity;
+	bool		column_new;
 	Oid			type;
 	char	   *relname;
 	char	   *done;
@@ -211,6 +212,8 @@ AutoKeysTable(AutoKeysTarget *target)
 	colname = pstrdup(NameStr(att->attname));
 	identity = att->attidentity;
 	type = getBaseType(att->atttypid);
+	/* ADD COLUMN IF NOT EXISTS of a column that was there adds nothing */
+	column_new = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data));
 	ReleaseSysCache(tup);
 
 	if (!target->created)
@@ -220,7 +223,7 @@ AutoKeysTable(AutoKeysTarget *target)
 
 		foreach(lc, target->added)
 			added |= strcmp(lfirst(lc), colname) == 0;
-		if (!added)
+		if (!added || !column_new)
 			return;
 	}
 	if (!identity && !AutoKeysIsSerial(relid, attnum, colname))

@@ -67,6 +67,8 @@ SET snowseq.auto_keys = off;
 CREATE TABLE kept2 (id bigserial PRIMARY KEY);
 SET snowseq.auto_keys = on;
 ALTER TABLE kept2 ADD COLUMN note text;
+-- and so does ADD COLUMN IF NOT EXISTS of the key that is there
+ALTER TABLE kept2 ADD COLUMN IF NOT EXISTS id bigserial;
 SELECT key_of('kept2');
 
 -- integer keys are refused, with what to declare instead
