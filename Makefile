@@ -33,6 +33,7 @@ OBJS = \
 	src/keyring.o \
 	src/pubtext.o \
 	src/convert.o \
+	src/auto_keys.o \
 	src/scatter.o \
 	src/uuid.o \
 	src/backfill.o \
@@ -79,7 +80,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 # snowseq preloaded.  The instance is UTF8 with the C locale whatever the
 # environment says: without a locale (LANG unset) initdb would make it
 # SQL_ASCII, and the gene vectors of non-ASCII keys would not hold.
-REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid public_uuid
+REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid public_uuid auto_keys
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/snowseq.conf \
 	--temp-instance=./tmp_check_regress --encoding=UTF8 --no-locale
 

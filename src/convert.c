@@ -52,6 +52,7 @@
 
 #include "clock.h"
 #include "compat.h"
+#include "convert.h"
 #include "guc.h"
 #include "shmem.h"
 #include "sqlrun.h"
@@ -542,8 +543,8 @@ ConvertColumn(Relation rel, List *rels, const char *col, const char *qrel, const
 }
 
 /* The sequences the column's defaults use, in the table and every partition. */
-static List *
-DefaultSequences(List *rels, const char *col)
+List *
+ConvertDefaultSequences(List *rels, const char *col)
 {
 	List	   *seqs = NIL;
 	ListCell   *lc;
@@ -631,21 +632,15 @@ DropSequences(List *seqs, bool keep, StringInfo result)
 	}
 }
 
-PG_FUNCTION_INFO_V1(snowseq_convert);
-
 /*
- * snowseq_convert(tab, col, keep_sequence) -> text: the key column of a
- * table the caller owns, and of all its partitions, takes its values from
- * snowseq_next(), above every value it holds; the old sequence or identity
- * is dropped, or kept.  Says what it did.
+ * ConvertRun switches the key column col of a table the current user owns,
+ * and of all its partitions, to DEFAULT snowseq_next() of the schema
+ * extschema, above every value it holds; the old sequence or identity is
+ * dropped, or kept.  Returns what it did, as snowseq_convert says it.
  */
-Datum
-snowseq_convert(PG_FUNCTION_ARGS)
+char *
+ConvertRun(Oid relid, const char *col, bool keep, const char *extschema)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	char	   *col = NameStr(*PG_GETARG_NAME(1));
-	bool		keep = PG_GETARG_BOOL(2);
-	char	   *extschema = get_namespace_name(ExtNamespace(fcinfo->flinfo->fn_oid));
 	char	   *qcol = pstrdup(quote_identifier(col));
 	char	   *qrel;
 	char	   *relname;
@@ -673,14 +668,14 @@ snowseq_convert(PG_FUNCTION_ARGS)
 	table_close(rel, NoLock);
 	if (old_expr && IsA(old_expr, FuncExpr) &&
 		((FuncExpr *) old_expr)->funcid ==
-		LookupFuncName(list_make2(makeString(extschema), makeString("snowseq_next")), 0, NULL, false))
+		LookupFuncName(list_make2(makeString(pstrdup(extschema)), makeString("snowseq_next")), 0, NULL, false))
 	{
 		ereport(NOTICE,
 				(errmsg("column \"%s\" of table \"%s\" already takes its values from snowseq_next()",
 						col, relname)));
-		PG_RETURN_TEXT_P(cstring_to_text(psprintf("%s.%s: already DEFAULT snowseq_next()", qrel, qcol)));
+		return psprintf("%s.%s: already DEFAULT snowseq_next()", qrel, qcol);
 	}
-	default_seqs = DefaultSequences(rels, col);
+	default_seqs = ConvertDefaultSequences(rels, col);
 
 	/* every ID issued from now on must lie above every value there */
 	SPI_connect();
@@ -719,5 +714,24 @@ snowseq_convert(PG_FUNCTION_ARGS)
 						 (long long) max, (long long) next);
 	else
 		appendStringInfo(&result, "; column empty, new IDs above %lld", (long long) next);
-	PG_RETURN_TEXT_P(cstring_to_text(result.data));
+	return result.data;
+}
+
+PG_FUNCTION_INFO_V1(snowseq_convert);
+
+/*
+ * snowseq_convert(tab, col, keep_sequence) -> text: the key column of a
+ * table the caller owns, and of all its partitions, takes its values from
+ * snowseq_next(), above every value it holds; the old sequence or identity
+ * is dropped, or kept.  Says what it did.
+ */
+Datum
+snowseq_convert(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *col = NameStr(*PG_GETARG_NAME(1));
+	bool		keep = PG_GETARG_BOOL(2);
+	char	   *extschema = get_namespace_name(ExtNamespace(fcinfo->flinfo->fn_oid));
+
+	PG_RETURN_TEXT_P(cstring_to_text(ConvertRun(relid, col, keep, extschema)));
 }

@@ -13,6 +13,7 @@
 #include "storage/shmem.h"
 
 #include "apply_error.h"
+#include "auto_keys.h"
 #include "backfill.h"
 #include "clock.h"
 #include "compat.h"
@@ -98,6 +99,7 @@ _PG_init(void)
 	KeyStoreInit();
 	TestPointInit();
 	MoveInit();
+	AutoKeysInit();
 	RmgrInit();
 	GucReservePrefix();
 	GucValidate();

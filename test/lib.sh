@@ -18,13 +18,14 @@ PACKAGES="postgresql-$PG_MAJOR postgresql-client-$PG_MAJOR postgresql-server-dev
 	libipc-run-perl libxxhash-dev libmurmurhash-dev libssl-dev faketime make gcc rsync"
 # What the whole suite needs besides: the benchmark harness (bench/run.sh
 # --smoke), the clients whose guides under docs/clients/ run in
-# test/t/081_clients.pl (node-postgres itself comes from the npm registry,
+# test/t/081_clients.pl, the ORMs of test/t/082_orms.pl (Django, Active
+# Record; node-postgres and Knex come from the npm registry,
 # test/clients/package.json), and Prometheus's PostgreSQL exporter and
 # promtool for test/t/080_monitoring.pl.  test/check.sh installs all of it
 # up front.
 TEST_PACKAGES="gnuplot-nox python3 python3-psycopg python3-psycopg2 python3-sqlalchemy
 	python3-xxhash nodejs npm default-jdk-headless libpostgresql-jdbc-java libguava-java
-	liblz4-java prometheus-postgres-exporter prometheus"
+	liblz4-java prometheus-postgres-exporter prometheus python3-django ruby-activerecord ruby-pg"
 
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 
