@@ -259,6 +259,54 @@ static const char *const MoveStateNames[] = {
 	"revertable", "reverted"
 };
 
+/*
+ * The state machine of a move: each change of its stored state a move may
+ * make.  MoveRecordState, the one writer of that state, refuses any other
+ * (src/shards/README.md draws it).  Before "switched" a move only goes back
+ * (failed, or rollback while objects are left); from "switched" only
+ * forward.  "block" is a state of 1.0's moves, read and resolved, never
+ * entered.
+ */
+static const struct
+{
+	MoveStateId from;
+	MoveStateId to;
+}			MoveTransitions[] = {
+	/* forward, step by step */
+	{MOVE_STATE_PREPARE, MOVE_STATE_COPY},
+	{MOVE_STATE_COPY, MOVE_STATE_SWITCH},
+	{MOVE_STATE_PREPARE, MOVE_STATE_SWITCH},	/* a revert copies nothing */
+	{MOVE_STATE_SWITCH, MOVE_STATE_SWITCHED},
+	{MOVE_STATE_BLOCK, MOVE_STATE_SWITCHED},
+	{MOVE_STATE_SWITCHED, MOVE_STATE_SWITCHED}, /* an error after the switch, recorded */
+	{MOVE_STATE_SWITCHED, MOVE_STATE_REVERTABLE},
+	{MOVE_STATE_SWITCHED, MOVE_STATE_DONE},
+	{MOVE_STATE_REVERTABLE, MOVE_STATE_SWITCHED},	/* finalized, or an error after it */
+	{MOVE_STATE_REVERTABLE, MOVE_STATE_DONE},
+	{MOVE_STATE_REVERTABLE, MOVE_STATE_REVERTED},
+	/* back: undone before the switch */
+	{MOVE_STATE_PREPARE, MOVE_STATE_FAILED},
+	{MOVE_STATE_COPY, MOVE_STATE_FAILED},
+	{MOVE_STATE_BLOCK, MOVE_STATE_FAILED},
+	{MOVE_STATE_SWITCH, MOVE_STATE_FAILED},
+	{MOVE_STATE_ROLLBACK, MOVE_STATE_FAILED},	/* its leftovers dropped */
+	{MOVE_STATE_PREPARE, MOVE_STATE_ROLLBACK},
+	{MOVE_STATE_COPY, MOVE_STATE_ROLLBACK},
+	{MOVE_STATE_BLOCK, MOVE_STATE_ROLLBACK},
+	{MOVE_STATE_SWITCH, MOVE_STATE_ROLLBACK},
+	{MOVE_STATE_ROLLBACK, MOVE_STATE_ROLLBACK}, /* some still left */
+};
+
+/* Whether the state machine has the change from one state to another. */
+bool
+MoveTransitionAllowed(MoveStateId from, MoveStateId to)
+{
+	for (int i = 0; i < lengthof(MoveTransitions); i++)
+		if (MoveTransitions[i].from == from && MoveTransitions[i].to == to)
+			return true;
+	return false;
+}
+
 /* Names of the kinds of recorded objects, as snowseq_move_object_kind labels them (MoveObjectKind order). */
 static const char *const MoveObjectNames[] = {
 	"publication", "replication slot", "subscription", "table", "fence", "prepared transaction", "view", "half copy"
@@ -471,14 +519,27 @@ MoveKindFromName(const char *name)
 
 /*
  * Update the move's record to a state, and more columns (sets, or NULL);
- * the records of the other tables of its group take the state too.
+ * the records of the other tables of its group take the state too.  The one
+ * writer of a move's state: it refuses a change MoveTransitions lacks.
  */
 void
 MoveRecordState(Move *m, MoveStateId state, const char *sets)
 {
 	Move	   *lead = MoveLead(m);
 	const char *name = MoveStateName(state);
+	MoveStateId from;
 
+	/* the stored state, locked: no other session changes it meanwhile */
+	from = MoveStateFromName(MoveRecordsValue(m->ext, m->cxt,
+											  psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT " FOR UPDATE",
+													   MoveExt(m, "snowseq_moves"), m->id)));
+	if (!MoveTransitionAllowed(from, state))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("move " INT64_FORMAT " cannot go from state \"%s\" to \"%s\"",
+						m->id, from == MOVE_STATE_NONE ? "(no record)" : MoveStateName(from), name),
+				 errdetail("Another session changed the move's record meanwhile, or the record was edited."),
+				 errhint("SELECT * FROM snowseq_move_progress; shows the move; SELECT * FROM snowseq_move_cleanup(); resolves an interrupted one.")));
 	MoveRecordSetParams(m, psprintf("state = $1::pg_catalog.text%s%s", sets ? ", " : "", sets ? sets : ""),
 						SQL_ARGS(name));
 	if (lead->members != NIL)

@@ -178,6 +178,7 @@ typedef void (*MoveStep) (Move *m);
 
 /* move_common.c: the Move, its sessions and record, running a step */
 extern const char *MoveStateName(MoveStateId state);
+extern bool MoveTransitionAllowed(MoveStateId from, MoveStateId to);
 extern MoveStateId MoveStateFromName(const char *name);
 extern const char *MoveKindName(MoveKind kind);
 extern char *MoveStateArray(int first,...);

@@ -132,6 +132,24 @@ for my $array (sort keys %sets)
 	}
 }
 
+# A move's state has one writer and a declared machine (issue: a move's
+# state was written at 14 places in 4 files): MoveTransitions lists every
+# change, MoveRecordState alone sets the column, and it checks the change.
+{
+	my ($common) = grep { m{src/shards/move_common\.c$} } sort keys %code;
+	my $text = defined $common ? $code{$common} : '';
+	my ($list) = $text =~ /\bMoveTransitions\[\]\s*=\s*\{(.*?)\n\};/s;
+	my @pairs = defined $list ? $list =~ /\{(MOVE_STATE_\w+),\s*(MOVE_STATE_\w+)\}/g : ();
+	ok(@pairs >= 2 * 10, 'the changes of a move\'s state are one declared table (MoveTransitions): ' . (@pairs / 2) . ' changes');
+	my %to = map { $pairs[2 * $_ + 1] => 1 } 0 .. $#pairs / 2;
+	is(join(',', sort keys %to), join(',', sort map { "MOVE_STATE_\U$_" } qw(copy switch switched revertable done reverted failed rollback)),
+		'every state a move enters after prepare is the target of a declared change');
+	my @writers = grep { $code{$_} =~ /\bstate = \$\d|SET state\b/ } grep { m{src/shards/[^/]+\.c$} && !m{merge} } sort keys %code;
+	is(join(',', @writers), 'src/shards/move_common.c', 'one file of the moves writes their state column');
+	my ($writer) = $text =~ /\nMoveRecordState\(Move \*m,[^{]*\{(.*?)\n\}/s;
+	like($writer // '', qr/MoveTransitionAllowed\(from, state\)/, 'and its writer refuses a change the table does not declare');
+}
+
 # Cleanup finds what moves made by their records (snowseq_move_objects),
 # never by their names (issue 30): no regular expression, LIKE or SIMILAR
 # TO pattern in the SQL text of any C file, and the kinds of recorded
