@@ -59,6 +59,7 @@ SHARDS_OBJS = \
 	src/shards/move_schema.o \
 	src/shards/merge.o \
 	src/shards/shard_stats.o \
+	src/shards/check_shards.o \
 	src/shards/resolver.o \
 	src/shards/server/fence.o \
 	src/shards/server/apply_error.o \

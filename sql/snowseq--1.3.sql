@@ -685,6 +685,28 @@ COMMENT ON PROCEDURE snowseq_merge_shards(regclass, integer) IS
 	'move the partition holding gene to the server of its left neighbour (its right one for the first)';
 REVOKE ALL ON PROCEDURE snowseq_merge_shards(regclass, integer) FROM PUBLIC;
 
+-- ---- the move to a neighbour's server, by its own name (1.3) ----
+-- snowseq_merge_shards moves a partition to another server and merges no
+-- table; snowseq_move_to_neighbour says so.  The older name stays, the same
+-- procedure.
+CREATE PROCEDURE @extschema@.snowseq_move_to_neighbour(parent pg_catalog.regclass, gene pg_catalog.int4)
+	AS 'MODULE_PATHNAME', 'snowseq_merge_shards'
+	LANGUAGE C;
+COMMENT ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4) IS
+	'move the partition holding gene to the server of its left neighbour (its right one for the first); snowseq_merge_shards is its older name';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
+
+-- ---- drift between the router and its shard servers (1.3) ----
+CREATE FUNCTION @extschema@.snowseq_check_shards(OUT parent pg_catalog.regclass, OUT server pg_catalog.text,
+	OUT remote_table pg_catalog.text, OUT kind pg_catalog.text, OUT object pg_catalog.text,
+	OUT router pg_catalog.text, OUT shard pg_catalog.text, OUT problem pg_catalog.text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_check_shards'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_check_shards() IS
+	'one row per difference between the router''s gene-sharded tables and their tables on the shard servers (columns, indexes, CHECK and foreign key constraints, triggers), and per server of another snowseq version; no row: no drift';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_check_shards() FROM PUBLIC;
+
 CREATE FUNCTION snowseq_move_cleanup(
 	OUT move_id bigint, OUT parent regclass, OUT first_gene integer, OUT last_gene integer,
 	OUT server name, OUT object text, OUT action text)

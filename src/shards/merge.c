@@ -214,7 +214,7 @@ MergeFindParts(Move *t, char **server)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("partition \"%s\" of table \"%s\" reads server \"%s\", not server \"%s\"",
 							name, t->parent_rel, fs->servername, *server),
-					 errhint("Move its genes to server \"%s\" first (snowseq_merge_shards), then merge.", *server)));
+					 errhint("Move its genes to server \"%s\" first (snowseq_move_to_neighbour), then merge.", *server)));
 		MoveForeignNames(b->relid, key, &schema, &table, &col);
 		old = MemoryContextSwitchTo(t->cxt);
 		if (mt->parts == NIL)

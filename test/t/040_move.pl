@@ -380,8 +380,8 @@ check_state('(2) after splitting B');
 # ---------------------------------------------------------------------
 ($rc, $err) = move(q{snowseq_merge_shards('orders', 0)});
 is($rc, 0, '(3) snowseq_merge_shards moves genes 0..4095 back to shard_a');
-($rc, $err) = move(q{snowseq_merge_shards('orders', 30000)});
-is($rc, 0, '(3) snowseq_merge_shards moves genes 24576..32767 back to shard_b');
+($rc, $err) = move(q{snowseq_move_to_neighbour('orders', 30000)});
+is($rc, 0, '(3) snowseq_move_to_neighbour, its clearer name, moves genes 24576..32767 back to shard_b');
 like(layout(), qr/^16383=shard_a,32767=shard_b /, '(3) the map is two rows again: adjacent ranges on one server are joined');
 let_clients_write('(3) after merging back');
 check_state('(3) after merging back');
