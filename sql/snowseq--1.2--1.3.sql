@@ -1831,3 +1831,13 @@ CREATE FUNCTION @extschema@.snowseq_check_shards(OUT parent pg_catalog.regclass,
 COMMENT ON FUNCTION @extschema@.snowseq_check_shards() IS
 	'one row per difference between the router''s gene-sharded tables and their tables on the shard servers (columns, indexes, CHECK and foreign key constraints, triggers), and per server of another snowseq version; no row: no drift';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_check_shards() FROM PUBLIC;
+
+-- ---- monitoring of merges and rebalance runs, for pg_monitor (1.3) ----
+-- The exporter's queries read what a merge and a run are (table, genes,
+-- server, state, instants, rows), not their tokens, tables made or errors.
+GRANT SELECT (group_merge, parent, first_gene, last_gene, server)
+	ON @extschema@.snowseq_merges TO pg_monitor;
+GRANT SELECT (run_id, parent, state, runner_pid, runner_start, started_at)
+	ON @extschema@.snowseq_rebalance_runs TO pg_monitor;
+GRANT SELECT (run_id, step, state, rows_copied)
+	ON @extschema@.snowseq_rebalance_steps TO pg_monitor;

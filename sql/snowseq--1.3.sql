@@ -2781,3 +2781,13 @@ COMMENT ON PROCEDURE @extschema@.snowseq_merge_partitions(regclass, integer, int
 	'make the partitions holding genes first_gene..last_gene, on one server, one partition, for every table of the placement group, while they take writes';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_merge_partitions(regclass, integer, integer) FROM PUBLIC;
 -- ---- end of merges (1.3) ----
+
+-- ---- monitoring of merges and rebalance runs, for pg_monitor (1.3) ----
+-- The exporter's queries read what a merge and a run are (table, genes,
+-- server, state, instants, rows), not their tokens, tables made or errors.
+GRANT SELECT (group_merge, parent, first_gene, last_gene, server)
+	ON @extschema@.snowseq_merges TO pg_monitor;
+GRANT SELECT (run_id, parent, state, runner_pid, runner_start, started_at)
+	ON @extschema@.snowseq_rebalance_runs TO pg_monitor;
+GRANT SELECT (run_id, step, state, rows_copied)
+	ON @extschema@.snowseq_rebalance_steps TO pg_monitor;

@@ -31,6 +31,12 @@
 #     "switched" with a phase age that grows, rows copied and to copy equal
 #     to the rows moved, bytes copied, lag, progress last recorded before
 #     the phase began; once it is done, no move.
+# (4b) A merge of the two partitions (the split's genes moved back) paused
+#     before the router's commit: one merge in progress, its labels and
+#     phase, none failed; once done, no merge series.  A rebalance filling
+#     shard_b, paused after its first move's copy: the run's series (its
+#     session there, steps planned, none done or failed); its session
+#     terminated: the open run shows no runner; given up: no series.
 # (5) The exporter's role, a member of pg_monitor only, reads nothing else
 #     of snowseq: not the keys (nor the key list beyond its versions), not
 #     the move records beyond their phases' instants, not the fences, not the
@@ -98,7 +104,7 @@ for my $case (split /- eval_time:/, slurp_file('monitoring/alerts_test.yml'))
 	if ($case =~ /exp_labels:/) { $fires{$name}++; }
 	else { $quiet{$name}++; }
 }
-is(scalar(@alerts), 11, '(1) the rules hold 11 alerts');
+is(scalar(@alerts), 16, '(1) the rules hold 16 alerts');
 for my $alert (@alerts)
 {
 	ok($fires{$alert} && $quiet{$alert}, "(1) $alert: a unit test where it fires and one where it stays quiet");
@@ -359,8 +365,8 @@ for my $name (qw(router clock))
 	}
 }
 # the moves' series appear with a move (4)
-my @missing = grep { !$seen{$_} && !/^snowseq_move_/ } sort keys %doc;
-is_deeply(\@missing, [], '(2) every metric of the guide is scraped (moves: below)');
+my @missing = grep { !$seen{$_} && !/^snowseq_(?:move|merge|rebalance)_/ } sort keys %doc;
+is_deeply(\@missing, [], '(2) every metric of the guide is scraped (moves, merges, rebalance runs: below)');
 
 # the names pass promtool's lint
 my $snowseq_text = join("\n", grep { /^(# (HELP|TYPE) )?snowseq_/ } split /\n/, $s{router}{text}) . "\n";
@@ -543,6 +549,72 @@ is(value_of($s{router}, 'snowseq_moves_in_progress', database => 'postgres'), 0,
 is(scalar(samples_of($s{router}, 'snowseq_move_phase_age_seconds')), 0, '(4) and no move\'s series');
 
 # ---------------------------------------------------------------------
+# (4b) A merge paused before the router's commit; a rebalance run whose
+# session is killed during its first move
+# ---------------------------------------------------------------------
+is(value_of($s{router}, 'snowseq_merges_in_progress', database => 'postgres'), 0, '(4b) no merge in progress');
+is(value_of($s{router}, 'snowseq_merges_failed_total', database => 'postgres'), 0, '(4b) and none failed');
+is(scalar(samples_of($s{router}, 'snowseq_rebalance_runner_up')), 0, '(4b) no rebalance run\'s series');
+# the split's genes come back: two neighbouring partitions on shard_a
+$router->safe_psql('postgres', q{CALL snowseq_move_to_neighbour('orders', 30000)});
+$locker = $router->background_psql('postgres');
+$locker->query_safe("SELECT pg_advisory_lock($pause_lock)");
+my $merger = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
+		'-c', "SET snowseq.test_pause_at = 'merge_before_router_commit'",
+		'-c', q{CALL snowseq_merge_partitions('orders', 0, 32767)} ],
+	'<', \undef, '>', \$mout, '2>', \$merr);
+ok($router->poll_query_until('postgres', q{
+	SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'CALL%'}),
+	'(4b) the merge paused before the router\'s commit');
+$s{router} = scrape('router');
+my ($merge_id, $merge_phase) = split /\|/, $router->safe_psql('postgres',
+	'SELECT merge_id, state FROM snowseq_merges WHERE group_merge IS NULL ORDER BY merge_id DESC LIMIT 1');
+is(value_of($s{router}, 'snowseq_merges_in_progress', database => 'postgres'), 1, '(4b) one merge in progress');
+my $merge_age = value_of($s{router}, 'snowseq_merge_phase_age_seconds', database => 'postgres', merge_id => $merge_id,
+	parent => 'orders', first_gene => '0', last_gene => '32767', shard_server => 'shard_a', phase => $merge_phase);
+ok(defined $merge_age && $merge_age >= 0, "(4b) merge $merge_id of orders, genes 0 to 32767 on shard_a, in phase $merge_phase for $merge_age s")
+  or diag explain [ samples_of($s{router}, 'snowseq_merge_phase_age_seconds') ];
+$locker->query_safe("SELECT pg_advisory_unlock($pause_lock)");
+$merger->finish;
+is($router->safe_psql('postgres', "SELECT state FROM snowseq_merges WHERE merge_id = $merge_id"), 'done', '(4b) the merge finished')
+  or diag $merr;
+$s{router} = scrape('router');
+is(value_of($s{router}, 'snowseq_merges_in_progress', database => 'postgres'), 0, '(4b) then no merge in progress');
+is(scalar(samples_of($s{router}, 'snowseq_merge_phase_age_seconds')), 0, '(4b) and no merge\'s series');
+
+# a rebalance that gives shard_b (not in the map now) its share, its first
+# move paused after its copy
+$locker->query_safe("SELECT pg_advisory_lock($pause_lock)");
+my $runner = IPC::Run::start([ 'psql', '-X', '-d', $router->connstr('postgres'),
+		'-c', "SET snowseq.test_pause_at = 'move_after_copy'",
+		'-c', q{CALL snowseq_rebalance('orders', fill => '{shard_b}')} ],
+	'<', \undef, '>', \$mout, '2>', \$merr);
+ok($router->poll_query_until('postgres', q{
+	SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'CALL%'}),
+	'(4b) the rebalance\'s first move paused after its copy');
+my $run_id = $router->safe_psql('postgres', 'SELECT max(run_id) FROM snowseq_rebalance_runs');
+my %rl = (database => 'postgres', run_id => $run_id, parent => 'orders', state => 'running');
+$s{router} = scrape('router');
+my %run = map { $_ => value_of($s{router}, "snowseq_rebalance_$_", %rl) } qw(runner_up age_seconds steps steps_done steps_failed copied_rows);
+is("$run{runner_up} $run{steps_done} $run{steps_failed} $run{copied_rows}", '1 0 0 0',
+	'(4b) the run is running, its session there, no step done or failed yet')
+  or diag explain [ samples_of($s{router}, 'snowseq_rebalance_runner_up') ];
+ok($run{steps} >= 1 && $run{age_seconds} >= 0, "(4b) $run{steps} steps planned, begun $run{age_seconds} s ago");
+# the session goes (a closed laptop): the run stays open, no one runs it
+$router->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	WHERE query LIKE 'CALL snowseq_rebalance%' AND pid <> pg_backend_pid()});
+$locker->query_safe("SELECT pg_advisory_unlock($pause_lock)");
+$runner->finish;
+$locker->quit;
+$s{router} = scrape('router');
+is(value_of($s{router}, 'snowseq_rebalance_runner_up', %rl), 0,
+	'(4b) its session gone, the open run shows no runner (SnowseqRebalanceRunnerGone)');
+$router->safe_psql('postgres', q{SELECT count(*) FROM snowseq_move_cleanup();
+	SELECT snowseq_rebalance_stop('orders', abandon => true)});
+$s{router} = scrape('router');
+is(scalar(samples_of($s{router}, 'snowseq_rebalance_runner_up')), 0, '(4b) given up: no rebalance run\'s series');
+
+# ---------------------------------------------------------------------
 # (5) What the exporter's role cannot do
 # ---------------------------------------------------------------------
 my @refused = (
@@ -552,6 +624,10 @@ my @refused = (
 	[ 'SELECT token FROM snowseq_moves', qr/permission denied for table snowseq_moves/ ],
 	[ 'SELECT error FROM snowseq_moves', qr/permission denied for table snowseq_moves/ ],
 	[ 'SELECT * FROM snowseq_fence', qr/permission denied for table snowseq_fence/ ],
+	[ 'SELECT token FROM snowseq_merges', qr/permission denied for table snowseq_merges/ ],
+	[ 'SELECT error FROM snowseq_merges', qr/permission denied for table snowseq_merges/ ],
+	[ 'SELECT error FROM snowseq_rebalance_steps', qr/permission denied for table snowseq_rebalance_steps/ ],
+	[ 'SELECT drain FROM snowseq_rebalance_runs', qr/permission denied for table snowseq_rebalance_runs/ ],
 	[ q{SELECT snowseq_counter_state('orders_no')}, qr/permission denied for counter "orders_no"/ ],
 	[ q{SELECT snowseq_counter_next('orders_no')}, qr/permission denied for function snowseq_counter_next/ ],
 	[ q{SELECT snowseq_counter_raise('orders_no', 100)}, qr/permission denied for function snowseq_counter_raise/ ],
