@@ -707,6 +707,22 @@ COMMENT ON FUNCTION @extschema@.snowseq_check_shards() IS
 	'one row per difference between the router''s gene-sharded tables and their tables on the shard servers (columns, indexes, CHECK and foreign key constraints, triggers), and per server of another snowseq version; no row: no drift';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_check_shards() FROM PUBLIC;
 
+-- ---- type prefixes of public text IDs (1.3) ----
+-- ord_<code>, as TypeID and Stripe-style IDs write them; reading checks the
+-- prefix.  The same markings and rights as the functions without one.
+CREATE FUNCTION @extschema@.snowseq_public_text(id pg_catalog.int8, prefix pg_catalog.text) RETURNS pg_catalog.text
+	AS 'MODULE_PATHNAME', 'snowseq_public_text_prefixed'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_public_text(pg_catalog.int8, pg_catalog.text) IS
+	'public ID of a gene ID as text with a type prefix: prefix, an underscore and the 14 characters of snowseq_public_text(id)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_public_text(pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_from_public_text(code pg_catalog.text, prefix pg_catalog.text) RETURNS pg_catalog.int8
+	AS 'MODULE_PATHNAME', 'snowseq_from_public_text_prefixed'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_from_public_text(pg_catalog.text, pg_catalog.text) IS
+	'gene ID of a public text ID of that type prefix; an ERROR for another prefix, none, or a mistyped code';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_from_public_text(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+
 CREATE FUNCTION snowseq_move_cleanup(
 	OUT move_id bigint, OUT parent regclass, OUT first_gene integer, OUT last_gene integer,
 	OUT server name, OUT object text, OUT action text)

@@ -31,10 +31,19 @@
  * check refuses it, or it reads as the code that was meant.  U stays an
  * invalid character.  The length is fixed, so a character left out or typed
  * twice is refused by the length alone.
+ *
+ * Type prefixes: snowseq_public_text(id, 'ord') writes ord_<code>, as TypeID
+ * and Stripe-style IDs do, so that an ID says what it names; a prefix is 1
+ * to 63 lower-case letters a to z and underscores, beginning and ending
+ * with a letter.  snowseq_from_public_text(code, 'ord') reads only codes of
+ * that prefix (in either case, as the code): an order's ID passed where a
+ * customer's is expected is refused before any decryption.  The check
+ * character covers the code, not the prefix; the prefix is compared whole.
  */
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
@@ -196,6 +205,76 @@ PubtextDecode(const text *code, char *canonical)
 	return (int64) value;
 }
 
+#define PUBTEXT_PREFIX_MAX	63	/* as TypeID: at most 63 characters */
+
+/* ERROR unless prefix is 1 to 63 of a-z and '_', beginning and ending with a letter. */
+static void
+PubtextCheckPrefix(const char *prefix, int len)
+{
+	bool		ok = len >= 1 && len <= PUBTEXT_PREFIX_MAX &&
+		prefix[0] >= 'a' && prefix[0] <= 'z' &&
+		prefix[len - 1] >= 'a' && prefix[len - 1] <= 'z';
+
+	for (int i = 0; ok && i < len; i++)
+		ok = (prefix[i] >= 'a' && prefix[i] <= 'z') || prefix[i] == '_';
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid type prefix \"%s\" for public text IDs", pnstrdup(prefix, Min(len, 80))),
+				 errdetail("A type prefix is 1 to %d lower-case letters a to z and underscores, beginning and ending with a letter.",
+						   PUBTEXT_PREFIX_MAX),
+				 errhint("Use a short name of what the ID names, such as 'ord' or 'customer'.")));
+}
+
+/* The prefix argument (argument 1), checked; an ERROR for NULL. */
+static text *
+PubtextPrefixArg(FunctionCallInfo fcinfo)
+{
+	text	   *prefix;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("type prefix of public text IDs must not be NULL"),
+				 errhint("Pass a prefix such as 'ord', or call the function without one.")));
+	prefix = PG_GETARG_TEXT_PP(1);
+	PubtextCheckPrefix(VARDATA_ANY(prefix), VARSIZE_ANY_EXHDR(prefix));
+	return prefix;
+}
+
+/*
+ * The code part of a prefixed public text ID: code must begin with prefix
+ * and '_' (the prefix in either case); an ERROR naming both otherwise.
+ */
+static text *
+PubtextStripPrefix(text *code, const text *prefix)
+{
+	const char *c = VARDATA_ANY(code);
+	int			clen = VARSIZE_ANY_EXHDR(code);
+	const char *p = VARDATA_ANY(prefix);
+	int			plen = VARSIZE_ANY_EXHDR(prefix);
+	const char *sep = memchr(c, '_', clen);
+	int			found = 0;
+
+	/* the prefix of the code: up to its last '_' (prefixes may hold '_') */
+	for (const char *q = c; q < c + clen; q++)
+		if (*q == '_')
+			sep = q;
+	if (sep == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("public text ID has no type prefix, expected \"%.*s\"", plen, p),
+				 errhint("Pass a code made by snowseq_public_text(id, '%.*s').", plen, p)));
+	found = sep - c;
+	if (found != plen || pg_strncasecmp(c, p, plen) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("public text ID has type prefix \"%s\", expected \"%.*s\"",
+						pnstrdup(c, Min(found, 80)), plen, p),
+				 errhint("The ID names another kind of thing: pass an ID of prefix \"%.*s\".", plen, p)));
+	return cstring_to_text_with_len(sep + 1, c + clen - sep - 1);
+}
+
 /* Context line of a decryption ERROR: which code it was. */
 static void
 PubtextErrorContext(void *arg)
@@ -205,10 +284,12 @@ PubtextErrorContext(void *arg)
 
 PG_FUNCTION_INFO_V1(snowseq_public_text);
 PG_FUNCTION_INFO_V1(snowseq_from_public_text);
+PG_FUNCTION_INFO_V1(snowseq_public_text_prefixed);
+PG_FUNCTION_INFO_V1(snowseq_from_public_text_prefixed);
 PG_FUNCTION_INFO_V1(snowseq_pubtext_test_encode);
 PG_FUNCTION_INFO_V1(snowseq_pubtext_test_decode);
 
-/* snowseq_public_text(id) -> text: the public ID of a gene ID, as a code. */
+/* snowseq_public_text(id [, prefix]) -> text: the public ID of a gene ID, as a code (prefix_code). */
 Datum
 snowseq_public_text(PG_FUNCTION_ARGS)
 {
@@ -217,16 +298,29 @@ snowseq_public_text(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("ID to encrypt must not be NULL"),
 				 errhint("Public text IDs are made from gene IDs by snowseq_public_text() and read back by snowseq_from_public_text().")));
+	if (PG_NARGS() > 1)
+	{
+		text	   *prefix = PubtextPrefixArg(fcinfo);
+		text	   *code = PubtextEncode(CryptEncryptId(fcinfo, PG_GETARG_INT64(0)));
+		StringInfoData out;
+
+		initStringInfo(&out);
+		appendBinaryStringInfo(&out, VARDATA_ANY(prefix), VARSIZE_ANY_EXHDR(prefix));
+		appendStringInfoChar(&out, '_');
+		appendBinaryStringInfo(&out, VARDATA(code), PUBTEXT_LENGTH);
+		PG_RETURN_TEXT_P(cstring_to_text_with_len(out.data, out.len));
+	}
 	PG_RETURN_TEXT_P(PubtextEncode(CryptEncryptId(fcinfo, PG_GETARG_INT64(0))));
 }
 
-/* snowseq_from_public_text(code) -> bigint: the gene ID of a code, or an ERROR. */
+/* snowseq_from_public_text(code [, prefix]) -> bigint: the gene ID of a code, or an ERROR. */
 Datum
 snowseq_from_public_text(PG_FUNCTION_ARGS)
 {
 	char		canonical[PUBTEXT_LENGTH + 1];
 	int64		public_id;
 	int64		id;
+	text	   *code;
 	ErrorContextCallback context;
 
 	if (PG_ARGISNULL(0))
@@ -234,7 +328,15 @@ snowseq_from_public_text(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("public text ID must not be NULL"),
 				 errhint("Public text IDs are made from gene IDs by snowseq_public_text() and read back by snowseq_from_public_text().")));
-	public_id = PubtextDecode(PG_GETARG_TEXT_PP(0), canonical);
+	code = PG_GETARG_TEXT_PP(0);
+	if (PG_NARGS() > 1)
+		code = PubtextStripPrefix(code, PubtextPrefixArg(fcinfo));
+	else if (memchr(VARDATA_ANY(code), '_', VARSIZE_ANY_EXHDR(code)) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("public text ID has a type prefix"),
+				 errhint("Pass its prefix too: snowseq_from_public_text(code, prefix) checks it.")));
+	public_id = PubtextDecode(code, canonical);
 
 	context.callback = PubtextErrorContext;
 	context.arg = canonical;
@@ -243,6 +345,23 @@ snowseq_from_public_text(PG_FUNCTION_ARGS)
 	id = CryptDecryptId(fcinfo, public_id);
 	error_context_stack = context.previous;
 	PG_RETURN_INT64(id);
+}
+
+/*
+ * The functions with a type prefix: symbols of their own (a symbol keeps
+ * its arguments across versions), the same bodies, which read PG_NARGS().
+ */
+Datum
+snowseq_public_text_prefixed(PG_FUNCTION_ARGS)
+{
+	return snowseq_public_text(fcinfo);
+}
+
+/* snowseq_from_public_text(code, prefix): see snowseq_from_public_text. */
+Datum
+snowseq_from_public_text_prefixed(PG_FUNCTION_ARGS)
+{
+	return snowseq_from_public_text(fcinfo);
 }
 
 /* ---- SQL-callable test entry points (not part of the extension) ---- */

@@ -244,6 +244,30 @@ SELECT snowseq_from_public_text(snowseq_public_text((12345::bigint << 48) | 777)
 SELECT snowseq_from_public_text(code) FROM codes WHERE id = 0;
 SELECT count(*) FILTER (WHERE pg_temp.try(code) ~ '^[0-9]+$') AS still_read FROM some_codes;
 
+-- ---- type prefixes ----
+-- ord_<code>: the prefix, an underscore, the same 14 characters
+SELECT snowseq_public_text(1, 'ord') = 'ord_' || snowseq_public_text(1) AS prefixed,
+       snowseq_from_public_text(snowseq_public_text(1, 'ord'), 'ord') = 1 AS reads_back,
+       snowseq_from_public_text(upper(snowseq_public_text(1, 'ord')), 'ord') = 1 AS case_ignored,
+       snowseq_from_public_text(snowseq_public_text(1, 'line_item'), 'line_item') = 1 AS underscores_in_prefix;
+-- another kind of ID, none, a prefix where none is expected: refused
+SELECT snowseq_from_public_text(snowseq_public_text(1, 'cus'), 'ord');
+SELECT snowseq_from_public_text(snowseq_public_text(1), 'ord');
+SELECT snowseq_from_public_text(snowseq_public_text(1, 'ord'));
+SELECT snowseq_from_public_text('ord_' || snowseq_public_text(1), 'order');
+-- the code after the prefix is checked as ever
+SELECT snowseq_from_public_text(overlay(snowseq_public_text(1, 'ord') PLACING 'Z' FROM 9), 'ord');
+-- prefixes: 1 to 63 of a-z and _, a letter first and last
+SELECT snowseq_public_text(1, NULL);
+SELECT snowseq_public_text(1, '');
+SELECT snowseq_public_text(1, 'Ord');
+SELECT snowseq_public_text(1, '_ord');
+SELECT snowseq_public_text(1, 'ord_');
+SELECT snowseq_public_text(1, 'or-d');
+SELECT snowseq_public_text(1, repeat('a', 64));
+SELECT length(snowseq_public_text(1, repeat('a', 63))) AS longest;
+SELECT snowseq_from_public_text(snowseq_public_text(1, 'ord'), 'ORD');
+
 -- ---- bad input: clear ERRORs ----
 SELECT snowseq_public_text(NULL);
 SELECT snowseq_public_text(-1);
