@@ -65,6 +65,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/tuplestore.h"
 #include "utils/wait_event.h"
 
 #include "move.h"
