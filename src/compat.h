@@ -1,10 +1,10 @@
 /*
  * compat.h
  *		The differences between the PostgreSQL major versions snowseq builds
- *		against (15 to 18) that its code meets, each in one place: the rest
+ *		against (15 to 19) that its code meets, each in one place: the rest
  *		of snowseq calls the names below and tests no version itself.
  *
- * Checked against the headers of 15, 17 and 18 and the same in all of them,
+ * Checked against the headers of 15, 17, 18 and 19 and the same in all of them,
  * so used directly: RegisterCustomRmgr and RmgrData (custom WAL resource
  * managers, new in 15), XLogBeginInsert / XLogRegisterData / XLogInsert /
  * XLogFlush, SyncRepWaitForLSN(lsn, commit), shmem_request_hook (new in 15),
@@ -23,6 +23,7 @@
 #endif
 
 #include "fmgr.h"
+#include "access/tableam.h"
 #include "replication/syncrep.h"
 #include "replication/walsender_private.h"
 #include "storage/proc.h"
@@ -72,6 +73,20 @@ SnowseqMakeRange(TypeCacheEntry *typcache, RangeBound *lower,
 	return make_range(typcache, lower, upper, empty, NULL);
 #else
 	return make_range(typcache, lower, upper, empty);
+#endif
+}
+
+/*
+ * A sequential scan of rel under snapshot, without scan keys: 19 added the
+ * flags argument (SO_NONE: a plain scan, as before).
+ */
+static inline TableScanDesc
+SnowseqTableBeginScan(Relation rel, Snapshot snapshot)
+{
+#if PG_VERSION_NUM >= 190000
+	return table_beginscan(rel, snapshot, 0, NULL, SO_NONE);
+#else
+	return table_beginscan(rel, snapshot, 0, NULL);
 #endif
 }
 

@@ -60,6 +60,7 @@
 #include "utils/uuid.h"
 
 #include "catcache.h"
+#include "compat.h"
 #include "crypt.h"
 #include "ff1.h"
 #include "gene.h"
@@ -185,7 +186,7 @@ CryptLoad(CatCache *cache)
 	KeyStoreColumns(RelationGetDescr(rel), cols);
 	snapshot = CatCacheSnapshot();
 	slot = table_slot_create(rel, NULL);
-	scan = table_beginscan(rel, snapshot, 0, NULL);
+	scan = SnowseqTableBeginScan(rel, snapshot);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
 		KeyRow		row;

@@ -22,13 +22,24 @@ CACHE=${SNOWSEQ_MATRIX_DIR:-/var/cache/snowseq-matrix}
 # bump when the way a chroot is made changes: cached ones are then rebuilt
 SETUP=3
 
-# Debian release that ships PostgreSQL $1
+# Debian release that ships PostgreSQL $1 (for 19: the release its packages
+# in experimental are built on)
 suite_of() {
 	case "$1" in
 		15) echo bookworm ;;
 		17) echo trixie ;;
-		18) echo sid ;;
+		18|19) echo sid ;;
 		*) return 1 ;;
+	esac
+}
+
+# Debian suite above suite_of's that PostgreSQL $1 comes from, if any:
+# experimental holds a release's packages before unstable does.  Only the
+# binaries of source package postgresql-$1 (server, client, headers, libpq)
+# are taken from it; whatever else they need still comes from suite_of's.
+extra_suite_of() {
+	case "$1" in
+		19) echo experimental ;;
 	esac
 }
 
@@ -38,6 +49,7 @@ suite_of() {
 upgrade_from_of() {
 	case "$1" in
 		18) echo 17 ;;
+		19) echo 18 ;;
 	esac
 }
 
@@ -121,7 +133,7 @@ chroot_begin() {
 
 	for v in "$@"; do
 		if ! suite_of "$v" >/dev/null; then
-			echo "$0: no Debian release ships PostgreSQL $v; this runs 15, 17 and 18" >&2
+			echo "$0: no Debian release ships PostgreSQL $v; this runs 15, 17, 18 and 19" >&2
 			exit 2
 		fi
 	done
@@ -261,12 +273,13 @@ copy_base() {
 # Make (or reuse) the chroot for PostgreSQL $1; sets ROOT to its directory.
 # (Not in a subshell: the mounts must be seen by the trap.)
 prepare_chroot() {
-	local v=$1 suite root new stamp log old oldsuite
+	local v=$1 suite extra root new stamp log old oldsuite
 
 	suite=$(suite_of "$v")
+	extra=$(extra_suite_of "$v")
 	old=$(upgrade_from_of "$v")
 	root="$CACHE/$suite-pg$v"
-	stamp="suite=$suite mirror=$MIRROR setup=$SETUP"
+	stamp="suite=$suite${extra:+ extra=$extra} mirror=$MIRROR setup=$SETUP"
 	ROOT=$root
 	if chroot_current "$root" "$stamp" && [ -x "$root/usr/lib/postgresql/$v/bin/pg_config" ]; then
 		echo "PostgreSQL $v: reusing the $suite chroot $root"
@@ -280,10 +293,19 @@ prepare_chroot() {
 	if [ -e "$new" ]; then remove_tree "$new" || return 1; fi
 	echo "PostgreSQL $v: making a $suite chroot (log: $log)"
 	copy_base "$suite" "$new"
-	if [ -n "$old" ]; then
+	if [ -n "$extra" ]; then
+		# the suite is listed at apt's lowest priority (never chosen
+		# unless asked for), but PostgreSQL $v's own packages from it are
+		# preferred to anything of the same name in $suite
+		echo "deb $MIRROR $extra main" >"$new/etc/apt/sources.list.d/$extra.list"
+		printf 'Package: *\nPin: release a=%s\nPin-Priority: 1\n\nPackage: src:postgresql-%s\nPin: release a=%s\nPin-Priority: 990\n' \
+			"$extra" "$v" "$extra" >"$new/etc/apt/preferences.d/$extra"
+	fi
+	oldsuite=""
+	[ -n "$old" ] && oldsuite=$(suite_of "$old")
+	if [ -n "$oldsuite" ] && [ "$oldsuite" != "$suite" ]; then
 		# the older version from the release that ships it, never preferred
 		# to the chroot's own packages
-		oldsuite=$(suite_of "$old")
 		echo "deb $MIRROR $oldsuite main" >"$new/etc/apt/sources.list.d/$oldsuite.list"
 		printf 'Package: *\nPin: release n=%s\nPin-Priority: 100\n' "$oldsuite" \
 			>"$new/etc/apt/preferences.d/$oldsuite"

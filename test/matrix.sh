@@ -2,12 +2,13 @@
 # The whole test suite (test/check.sh: pg_regress and every TAP file) on other
 # PostgreSQL major versions, each in a Debian chroot that has that version's
 # server and headers from Debian's archive:
-#   15 bookworm, 17 trixie, 18 sid     (no Debian release has 16)
-# The 18 chroot also has 17 (from trixie), so test/t/061_pg_upgrade.pl
-# runs pg_upgrade from 17 to 18 there.
+#   15 bookworm, 17 trixie, 18 sid, 19 sid with PostgreSQL 19's packages
+#   from experimental     (no Debian release has 16)
+# The 18 chroot also has 17 (from trixie), the 19 chroot 18 (from sid), so
+# test/t/061_pg_upgrade.pl runs pg_upgrade from 17 to 18 and from 18 to 19.
 #
 # Usage, as root (debootstrap, chroot and mount need it):
-#   bash test/matrix.sh 17 18
+#   bash test/matrix.sh 17 18 19
 #   T=test/t/010_crash.pl bash test/matrix.sh 18      one TAP file (PROVE_FLAGS too)
 #   bash test/matrix.sh --bench 17 18                 the full benchmark run
 #       (bench/run.sh) instead of the tests; the report of version NN goes

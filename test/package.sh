@@ -10,7 +10,8 @@
 #   3. debian/tests/installcheck (the package's autopkgtest) runs the
 #      regression suite there, on a cluster with snowseq preloaded.
 #
-# Usage, as root:  bash test/package.sh 17 18      (15 bookworm, 17 trixie, 18 sid)
+# Usage, as root:  bash test/package.sh 17 18 19
+#   (15 bookworm, 17 trixie, 18 sid, 19 sid with experimental's PostgreSQL 19)
 # The packages are left in SNOWSEQ_MATRIX_DIR/packages/SUITE/; chroots as in
 # test/chroot.sh.
 set -euo pipefail
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.."
 
 case "${1:-}" in
 	-h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	"") echo "usage: bash test/package.sh VERSION...   (as root; e.g. bash test/package.sh 17 18)" >&2; exit 2 ;;
+	"") echo "usage: bash test/package.sh VERSION...   (as root; e.g. bash test/package.sh 17 18 19)" >&2; exit 2 ;;
 esac
 
 . test/chroot.sh

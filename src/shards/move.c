@@ -65,6 +65,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/tuplestore.h"
 #include "utils/wait_event.h"
 
 #include "move.h"
@@ -685,9 +686,10 @@ MoveRevertPrepare(Move *m)
 	v = MoveSubscriptionOid(MoveDst(m), m->token);
 	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 	/* the errors it had before the revert are not the revert's */
-	v = RemoteValue(MoveDst(m), psprintf("SELECT coalesce(sync_error_count, 0) OPERATOR(pg_catalog.+) coalesce(apply_error_count, 0) "
-										 "FROM pg_catalog.pg_stat_subscription_stats WHERE subid OPERATOR(pg_catalog.=) %u",
-										 m->sub_oid), "read the errors of the subscription back to the source");
+	v = RemoteValue(MoveDst(m), psprintf("SELECT %s FROM pg_catalog.pg_stat_subscription_stats st "
+										 "WHERE st.subid OPERATOR(pg_catalog.=) %u",
+										 MoveSubErrorsSql(MoveDst(m), "st"), m->sub_oid),
+					"read the errors of the subscription back to the source");
 	m->sub_errors = v ? pg_strtoint64(v) : 0;
 	foreach(lc, MoveGroup(m))
 	{

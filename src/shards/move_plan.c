@@ -36,6 +36,18 @@
 #include "sqlrun.h"
 
 /*
+ * A server's wal_level as a move reads it: "logical" where the logical
+ * decoding a move needs can run without a restart, else the setting.  From
+ * PostgreSQL 19 on (which has effective_wal_level), wal_level = replica
+ * counts as logical: the first logical replication slot, made by the
+ * move's subscription, raises effective_wal_level to logical at once.
+ */
+#define MOVE_WAL_LEVEL_SQL \
+	"CASE WHEN pg_catalog.current_setting('wal_level') OPERATOR(pg_catalog.=) 'replica' " \
+	"AND pg_catalog.current_setting('effective_wal_level', true) IS NOT NULL " \
+	"THEN 'logical' ELSE pg_catalog.current_setting('wal_level') END"
+
+/*
  * The partitions of a parent and their bounds, read once from the
  * parent's partition descriptor and each partition's PartitionBoundSpec:
  * a list of MovePartBound, in bound order.  Partitions being detached are
@@ -889,12 +901,13 @@ MovePrepareChecks(Move *m)
 				 errhint("Every server needs its own snowseq.node_id, or the gene IDs they issue collide.")));
 	/* nor one whose node id another server of the fleet has */
 	NodesRefuseCollision(m->dst_name, "move genes there");
-	v = RemoteValue(src, "SELECT pg_catalog.current_setting('wal_level')", "read wal_level");
+	v = RemoteValue(src, "SELECT " MOVE_WAL_LEVEL_SQL, "read wal_level");
 	if (v == NULL || strcmp(v, "logical") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("wal_level is \"%s\" on server \"%s\"", v ? v : "?", m->src_name),
-				 errhint("Set wal_level = logical on the source server and restart it.")));
+				 errhint("Set wal_level = logical on the source server and restart it "
+						 "(from PostgreSQL 19 on, wal_level = replica is enough).")));
 	/* the switch commits on the source in two phases */
 	v = RemoteValue(src, "SELECT pg_catalog.current_setting('max_prepared_transactions')",
 					"read max_prepared_transactions");
@@ -906,7 +919,7 @@ MovePrepareChecks(Move *m)
 	/* kept revertable: the destination publishes back, and a revert switches there in two phases */
 	if (m->revert_window > 0)
 	{
-		v = RemoteValue(dst, "SELECT pg_catalog.current_setting('wal_level') OPERATOR(pg_catalog.||) ' ' "
+		v = RemoteValue(dst, "SELECT " MOVE_WAL_LEVEL_SQL " OPERATOR(pg_catalog.||) ' ' "
 						"OPERATOR(pg_catalog.||) pg_catalog.current_setting('max_prepared_transactions')",
 						"read wal_level and max_prepared_transactions");
 		if (v == NULL || strncmp(v, "logical ", 8) != 0 || strcmp(v + 8, "0") == 0)
@@ -914,8 +927,8 @@ MovePrepareChecks(Move *m)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("server \"%s\" cannot keep the source of a move current: wal_level and max_prepared_transactions are %s",
 							m->dst_name, v ? v : "?"),
-					 errhint("Set wal_level = logical and max_prepared_transactions to 1 or more on the destination server and restart it, "
-							 "or set snowseq.move_revert_window to 0.")));
+					 errhint("Set wal_level = logical (from PostgreSQL 19 on, replica is enough) and max_prepared_transactions to 1 or more "
+							 "on the destination server and restart it, or set snowseq.move_revert_window to 0.")));
 	}
 
 	/* the source table: a plain table whose replica identity holds the ID */

@@ -281,6 +281,21 @@ MoveSourceLsn(Move *m)
 }
 
 /*
+ * SQL for the errors of a subscription on server rc, summed from its row
+ * "alias" of pg_stat_subscription_stats: its apply errors and those of its
+ * table copies, which PostgreSQL 19 counts as sync_table_error_count (and
+ * its sequences' apart) where 15 to 18 have sync_error_count.  Read by the
+ * server's version, not this one's: they may differ.
+ */
+char *
+MoveSubErrorsSql(RemoteConn *rc, const char *alias)
+{
+	return psprintf("coalesce(%s.%s, 0) OPERATOR(pg_catalog.+) coalesce(%s.apply_error_count, 0)",
+					alias, PQserverVersion(rc->conn) >= 190000 ? "sync_table_error_count" : "sync_error_count",
+					alias);
+}
+
+/*
  * Wait until the subscription has applied everything the source wrote
  * before lsn; false after timeout_ms (0: fail only if nothing moves for
  * MOVE_STALL_MS).
@@ -289,12 +304,13 @@ bool
 MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 {
 	TimestampTz start = GetCurrentTimestamp();
-	const char *sql = "SELECT coalesce(w.latest_end_lsn OPERATOR(pg_catalog.>=) $1::pg_catalog.pg_lsn, false), "
-		"coalesce(w.latest_end_lsn::pg_catalog.text, ''), "
-		"(SELECT coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) coalesce(st.apply_error_count, 0) "
-		"FROM pg_catalog.pg_stat_subscription_stats st WHERE st.subid OPERATOR(pg_catalog.=) " REPL_SUBSCRIPTION(2) ") "
-		"FROM (SELECT 1) one LEFT JOIN pg_catalog.pg_stat_subscription w ON w.subid OPERATOR(pg_catalog.=) " REPL_SUBSCRIPTION(2) " "
-		"AND w.relid IS NULL";
+	char	   *sql = psprintf("SELECT coalesce(w.latest_end_lsn OPERATOR(pg_catalog.>=) $1::pg_catalog.pg_lsn, false), "
+							   "coalesce(w.latest_end_lsn::pg_catalog.text, ''), "
+							   "(SELECT %s "
+							   "FROM pg_catalog.pg_stat_subscription_stats st WHERE st.subid OPERATOR(pg_catalog.=) " REPL_SUBSCRIPTION(2) ") "
+							   "FROM (SELECT 1) one LEFT JOIN pg_catalog.pg_stat_subscription w ON w.subid OPERATOR(pg_catalog.=) " REPL_SUBSCRIPTION(2) " "
+							   "AND w.relid IS NULL",
+							   MoveSubErrorsSql(MoveDst(m), "st"));
 	char	   *last = NULL;
 	TimestampTz progress = start;
 
@@ -454,14 +470,14 @@ MoveCopyState(Move *m, char **rows)
 {
 	/* one row per table of the group: ready when all are; rows copied so far, summed */
 	char	   *sql = psprintf("SELECT pg_catalog.bool_and(sr.srsubstate OPERATOR(pg_catalog.=) 'r'), "
-							   "pg_catalog.max(coalesce(st.sync_error_count, 0) OPERATOR(pg_catalog.+) "
-							   "coalesce(st.apply_error_count, 0)), "
+							   "pg_catalog.max(%s), "
 							   "pg_catalog.sum((SELECT tuples_processed FROM pg_catalog.pg_stat_progress_copy p "
 							   "WHERE p.relid OPERATOR(pg_catalog.=) sr.srrelid LIMIT 1)) "
 							   "FROM pg_catalog.pg_subscription s "
 							   "JOIN pg_catalog.pg_subscription_rel sr ON sr.srsubid OPERATOR(pg_catalog.=) s.oid "
 							   "LEFT JOIN pg_catalog.pg_stat_subscription_stats st ON st.subid OPERATOR(pg_catalog.=) s.oid "
-							   "WHERE s.oid OPERATOR(pg_catalog.=) " REPL_SUBSCRIPTION(1) " GROUP BY s.oid");
+							   "WHERE s.oid OPERATOR(pg_catalog.=) " REPL_SUBSCRIPTION(1) " GROUP BY s.oid",
+							   MoveSubErrorsSql(MoveDst(m), "st"));
 	PGresult   *res = RemoteExecParams(MoveDst(m), sql, SQL_ARGS(m->token), "read the state of the copy");
 	bool		ready;
 

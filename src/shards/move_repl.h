@@ -25,6 +25,7 @@ extern char *MoveCopySize(Move *m);
 extern char *MoveLagBytes(Move *m);
 extern void MoveCheckSubscription(Move *m, const char *errors);
 extern char *MoveSourceLsn(Move *m);
+extern char *MoveSubErrorsSql(RemoteConn *rc, const char *alias);
 extern bool MoveWaitApplied(Move *m, const char *lsn, int timeout_ms);
 extern void MoveDropSubscription(Move *m);
 extern char *MoveDropSubscriptionNamed(RemoteConn *rc, const char *name, bool keep_slot);

@@ -16,6 +16,7 @@
 #include "utils/formatting.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "guc.h"
 #include "nodes.h"

@@ -25,6 +25,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/tuplestore.h"
 #include "utils/wait_event.h"
 
 #include "gene.h"

@@ -1,6 +1,6 @@
 # pg_upgrade of a cluster that uses snowseq, from the PostgreSQL installation
 # named by SNOWSEQ_OLD_INSTALL (a directory with bin/, snowseq installed in
-# it: test/matrix.sh passes 17's to the 18 run) or else from this
+# it: test/matrix.sh passes 17's to the 18 run, 18's to the 19 run) or else from this
 # installation to itself.
 #
 # pg_upgrade moves databases, not the files snowseq keeps in the data

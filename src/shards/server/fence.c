@@ -46,6 +46,7 @@
 #include "utils/wait_event.h"
 
 #include "catcache.h"
+#include "compat.h"
 #include "snowseq.h"
 #include "fence.h"
 #include "gene.h"
@@ -127,7 +128,7 @@ FenceLoad(CatCache *cache)
 	rel = table_open(cache->relid, AccessShareLock);
 	/* the latest committed state, not the writer's transaction snapshot */
 	snap = CatCacheSnapshot();
-	scan = table_beginscan(rel, snap, 0, NULL);
+	scan = SnowseqTableBeginScan(rel, snap);
 	slot = table_slot_create(rel, NULL);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
