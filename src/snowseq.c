@@ -23,6 +23,7 @@
 #include "reserve.h"
 #include "rmgr.h"
 #include "segment.h"
+#include "tableguard.h"
 #include "testpoint.h"
 #include "worker.h"
 
@@ -105,6 +106,7 @@ _PG_init(void)
 	SegmentInit();
 	BackfillInit();
 	ApplyErrorInit();
+	TableGuardInit();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = SnowseqShmemRequest;
