@@ -19,7 +19,8 @@
  * internal triggers of a foreign key too), or take a lock on it stronger than
  * the ones reads and writes take (LOCK TABLE, and CLUSTER and REINDEX, which
  * MAINTAIN allows from PostgreSQL 17 on and which hold their locks until the
- * transaction ends).  Whatever was granted, and when, no other role's code
+ * transaction ends), or lock its rows (SELECT ... FOR UPDATE or FOR SHARE,
+ * which UPDATE allows though the guard refuses the UPDATE itself).  Whatever was granted, and when, no other role's code
  * runs inside snowseq's writes and no other role blocks them for longer than
  * a statement.  Changes of rows are the guard trigger's (snowseq_guard).
  */
@@ -38,7 +39,10 @@
 #include "catalog/pg_trigger.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
+#include "executor/executor.h"
 #include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+#include "parser/parsetree.h"
 #include "storage/lockdefs.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
@@ -51,6 +55,7 @@
 
 static object_access_hook_type prev_object_access_hook = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 
 /*
  * The owner of relid if it is one of snowseq's tables (a member of the
@@ -181,6 +186,32 @@ TableGuardProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								queryEnv, dest, qc);
 }
 
+/*
+ * ExecutorStart hook: locking rows of one of snowseq's tables (FOR UPDATE,
+ * FOR NO KEY UPDATE, FOR SHARE, FOR KEY SHARE) needs the privileges of its
+ * owner; snowseq's own reads that lock rows run as the owner.
+ */
+static void
+TableGuardExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	PlannedStmt *ps = queryDesc->plannedstmt;
+	ListCell   *lc;
+
+	foreach(lc, ps->rowMarks)
+	{
+		PlanRowMark *rc = lfirst_node(PlanRowMark, lc);
+		RangeTblEntry *rte = rt_fetch(rc->rti, ps->rtable);
+
+		if (RowMarkRequiresRowShareLock(rc->markType) && rte->rtekind == RTE_RELATION)
+			TableGuardCheck(rte->relid, "lock rows of");
+	}
+
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
 /* Install the hooks (at preload), after the ones already there. */
 void
 TableGuardInit(void)
@@ -189,4 +220,6 @@ TableGuardInit(void)
 	object_access_hook = TableGuardObjectAccess;
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = TableGuardProcessUtility;
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = TableGuardExecutorStart;
 }

@@ -117,7 +117,8 @@ is($node->safe_psql('plain', q{SELECT pg_catalog.count(*) FROM pg_catalog.pg_con
 	WHERE contype = 'f' AND connamespace = 'regress_refs'::regnamespace}),
 	'0', 'REFERENCES grantee: no foreign key of its own references snowseq\'s tables');
 
-# TRUNCATE and UPDATE: no wiping, no lock stronger than a write's.
+# TRUNCATE and UPDATE: no wiping, no lock stronger than a write's, no row
+# locks (UPDATE allows SELECT ... FOR UPDATE, which the guard does not see).
 $node->safe_psql('plain', q{GRANT SELECT, UPDATE, TRUNCATE ON snowseq_counters, snowseq_rebalance_runs
 	TO regress_trunc});
 my $before = $node->safe_psql('plain', 'SELECT pg_catalog.count(*) FROM snowseq_counters');
@@ -131,6 +132,12 @@ for my $t ('snowseq_counters', 'snowseq_rebalance_runs')
 			extra_params => [ '-U', 'regress_trunc' ]);
 		like($err, $OWNED, "TRUNCATE grantee: LOCK TABLE $t IN $mode MODE refused");
 	}
+}
+for my $lock ('UPDATE', 'NO KEY UPDATE', 'SHARE', 'KEY SHARE')
+{
+	my ($rc, $out, $err) = $node->psql('plain', "BEGIN; SELECT name FROM snowseq_counters FOR $lock; COMMIT",
+		extra_params => [ '-U', 'regress_trunc' ]);
+	like($err, $OWNED, "UPDATE grantee: SELECT ... FOR $lock of snowseq_counters refused");
 }
 is($node->safe_psql('plain', 'SELECT pg_catalog.count(*) FROM snowseq_counters'), $before,
 	'TRUNCATE grantee: the definitions are all there');
