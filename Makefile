@@ -6,6 +6,7 @@ MODULE_big = snowseq
 OBJS = \
 	src/snowseq.o \
 	src/sqlrun.o \
+	src/tableguard.o \
 	src/guc.o \
 	src/shmem.o \
 	src/timeutil.o \

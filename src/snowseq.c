@@ -24,6 +24,7 @@
 #include "resolver.h"
 #include "rmgr.h"
 #include "segment.h"
+#include "tableguard.h"
 #include "testpoint.h"
 #include "worker.h"
 
@@ -107,6 +108,7 @@ _PG_init(void)
 	SegmentInit();
 	BackfillInit();
 	ApplyErrorInit();
+	TableGuardInit();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = SnowseqShmemRequest;
