@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "guc.h"
+#include "keyring.h"
 #include "keystore.h"
 #include "move.h"
 #include "remote.h"
@@ -80,6 +81,7 @@ SnowseqShmemStartup(void)
 		BackfillLoadState();
 	}
 	LWLockRelease(AddinShmemInitLock);
+	KeyringStartup();
 }
 
 /*
@@ -96,6 +98,7 @@ _PG_init(void)
 
 	GucInit();
 	KeyStoreInit();
+	KeyringInit();
 	TestPointInit();
 	MoveInit();
 	RmgrInit();
