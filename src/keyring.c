@@ -18,9 +18,21 @@
  * Every wrap key is written to the WAL (records of snowseq's resource
  * manager, which logical decoding does not decode) and flushed before it
  * is used or saved, so standbys, crash recovery and point-in-time recovery
- * rebuild the file, and pg_basebackup copies it.  Wrap keys are only ever
- * added, so each backend keeps the file's contents and reads it again only
- * for an identifier it does not know.
+ * rebuild the file, and pg_basebackup copies it.  Wrap keys are only added
+ * (but by snowseq_drop_wrap_keys), so each backend keeps the file's
+ * contents and reads it again only for an identifier it does not know.
+ *
+ * With snowseq.keyring_command, whatever copies the data directory (a
+ * REPLICATION role's pg_basebackup) or its WAL gets no wrap key: the
+ * command prints a key-encryption key from outside the data directory,
+ * run once in the postmaster at start (children inherit it), and every
+ * wrap key of the file and of the WAL is sealed under it with AES-256 key
+ * wrap.  Each entry of the file names the key-encryption key that seals
+ * it, so redo appends entries as they are and never needs that key; a
+ * server without it (a copy started without the command) starts, and
+ * unsealing a wrap key is an ERROR there.  Entries stored as they are (a
+ * keyring of 1.3 before sealing) or sealed under the previous
+ * key-encryption key (printed on a second line) are sealed at start.
  *
  * The file also holds the highest key version made in this cluster, raised
  * (and WAL-logged) by every snowseq_new_key before it returns the version:
@@ -34,7 +46,9 @@
  * An import adds all of a file's new wrap keys or none, reads nothing but
  * a regular file in the keyring format (opened without blocking: a FIFO or
  * a device is refused, never waited on), and needs the privileges of
- * pg_read_server_files, as reading any server file does.
+ * pg_read_server_files, as reading any server file does.  It keeps room for
+ * the cluster's own wrap key and refuses a version mark that leaves no key
+ * version to make: either would end key creation.
  */
 #include "postgres.h"
 
