@@ -1202,6 +1202,18 @@ COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
 	'add the wrap keys and the key version mark of a copy of another cluster''s keyring file (all or none); a regular file only; needs pg_read_server_files too; returns how many wrap keys were new';
 -- ---- end of status: who may read it (1.3) ----
 
+-- ---- keyring: dropping imported wrap keys (1.3) ----
+-- An import that filled the keyring, or brought the wrong cluster's keys,
+-- is undone by dropping the wrap keys no key row of this database uses;
+-- granted like the import.
+CREATE FUNCTION @extschema@.snowseq_drop_wrap_keys() RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_drop_wrap_keys'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_drop_wrap_keys() IS
+	'drop from the keyring every wrap key but the cluster''s own that no row of this database''s key table uses; returns how many were dropped';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_drop_wrap_keys() FROM PUBLIC;
+-- ---- end keyring: dropping imported wrap keys (1.3) ----
+
 -- ---- authority: tables snowseq alone writes (1.3) ----
 -- The counter definitions and the keys are written by snowseq's functions
 -- (as the tables' owner) and by roles with the owner's privileges (a

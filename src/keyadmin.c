@@ -28,6 +28,7 @@
 PG_FUNCTION_INFO_V1(snowseq_new_key);
 PG_FUNCTION_INFO_V1(snowseq_use_key);
 PG_FUNCTION_INFO_V1(snowseq_retire_key);
+PG_FUNCTION_INFO_V1(snowseq_drop_wrap_keys);
 
 /* What the key management functions hold while they change keys. */
 typedef struct KeyAdmin
@@ -328,3 +329,38 @@ snowseq_retire_key(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+
+/*
+ * snowseq_drop_wrap_keys() -> integer: drop from the keyring every wrap
+ * key but the cluster's own that no row of this database's key table uses
+ * (an import of too many, or of the wrong keyring); returns how many were
+ * dropped.  The key table is locked against key changes meanwhile.  Rows
+ * of other databases' key tables are not seen: a dropped wrap key comes
+ * back by importing its keyring file again.
+ */
+Datum
+snowseq_drop_wrap_keys(PG_FUNCTION_ARGS)
+{
+	KeyAdmin	admin;
+	uint8		(*keep)[WRAP_ID_BYTES];
+	int			nkeep = 0;
+	int			dropped;
+	bool		isnull;
+
+	ShmemCheckPreloaded();
+	KeyAdminBegin(fcinfo, &admin);
+	KeyAdminRun(psprintf("SELECT DISTINCT pg_catalog.substr(key, 1, %d) FROM %s "
+						 "WHERE pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) %d",
+						 WRAP_ID_BYTES, admin.table, WRAPPED_KEY_BYTES),
+				0, NULL, SPI_OK_SELECT);
+	keep = palloc(sizeof(*keep) * Max(SPI_processed, 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bytea	   *id = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+
+		memcpy(keep[nkeep++], VARDATA_ANY(id), WRAP_ID_BYTES);
+	}
+	dropped = KeyringDropUnused(nkeep, (const uint8 (*)[WRAP_ID_BYTES]) keep);
+	KeyAdminEnd(&admin);
+	PG_RETURN_INT32(dropped);
+}

@@ -18,9 +18,21 @@
  * Every wrap key is written to the WAL (records of snowseq's resource
  * manager, which logical decoding does not decode) and flushed before it
  * is used or saved, so standbys, crash recovery and point-in-time recovery
- * rebuild the file, and pg_basebackup copies it.  Wrap keys are only ever
- * added, so each backend keeps the file's contents and reads it again only
- * for an identifier it does not know.
+ * rebuild the file, and pg_basebackup copies it.  Wrap keys are only added
+ * (but by snowseq_drop_wrap_keys), so each backend keeps the file's
+ * contents and reads it again only for an identifier it does not know.
+ *
+ * With snowseq.keyring_command, whatever copies the data directory (a
+ * REPLICATION role's pg_basebackup) or its WAL gets no wrap key: the
+ * command prints a key-encryption key from outside the data directory,
+ * run once in the postmaster at start (children inherit it), and every
+ * wrap key of the file and of the WAL is sealed under it with AES-256 key
+ * wrap.  Each entry of the file names the key-encryption key that seals
+ * it, so redo appends entries as they are and never needs that key; a
+ * server without it (a copy started without the command) starts, and
+ * unsealing a wrap key is an ERROR there.  Entries stored as they are (a
+ * keyring of 1.3 before sealing) or sealed under the previous
+ * key-encryption key (printed on a second line) are sealed at start.
  *
  * The file also holds the highest key version made in this cluster, raised
  * (and WAL-logged) by every snowseq_new_key before it returns the version:
@@ -34,10 +46,13 @@
  * An import adds all of a file's new wrap keys or none, reads nothing but
  * a regular file in the keyring format (opened without blocking: a FIFO or
  * a device is refused, never waited on), and needs the privileges of
- * pg_read_server_files, as reading any server file does.
+ * pg_read_server_files, as reading any server file does.  It keeps room for
+ * the cluster's own wrap key and refuses a version mark that leaves no key
+ * version to make: either would end key creation.
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,10 +68,12 @@
 #include "storage/lwlock.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "ff1.h"
 #include "keyring.h"
+#include "keystore.h"
 #include "rmgr.h"
 #include "shmem.h"
 #include "statefile.h"
@@ -64,29 +81,46 @@
 #define KEYRING_FILE		"snowseq_keyring"
 #define KEYRING_TMP			"snowseq_keyring.tmp"
 #define KEYRING_MAGIC_1_2	"SNSQKR01"	/* 1.2: no own wrap key recorded */
-#define KEYRING_MAGIC		"SNSQKR02"	/* 1.3: the own wrap key's place */
+#define KEYRING_MAGIC_32	"SNSQKR02"	/* 1.3 before sealing: bare wrap keys */
+#define KEYRING_MAGIC		"SNSQKR03"	/* entries, sealed or not */
 #define KEYRING_MAGIC_BYTES	8
 #define KEYRING_HEADER_BYTES	16	/* magic, highest key version made, own wrap key */
 #define KEYRING_MAX			1024
+#define KEK_BYTES			32	/* a key-encryption key: AES-256 */
+#define KEK_ID_BYTES		8
+/* an entry: wrap key identifier, KEK identifier (zeros: bare), wrap key or its seal */
+#define ENTRY_BYTES			(WRAP_ID_BYTES + KEK_ID_BYTES + WRAP_KEY_BYTES + 8)
+#define ENTRY_KEK(e)		((e) + WRAP_ID_BYTES)
+#define ENTRY_BODY(e)		((e) + WRAP_ID_BYTES + KEK_ID_BYTES)
+#define XLOG_SNOWSEQ_WRAP_KEYS_DROP	0x70	/* imported wrap keys dropped */
 
-/* A keyring's contents: wrap keys, their identifiers, the own one, the version mark. */
+/* A keyring's contents: entries, the own one, the version mark, bare keys read. */
 typedef struct Keyring
 {
 	int			n;
 	int			own;			/* index of the own wrap key, or -1 */
 	uint32		version;		/* highest key version made in the cluster */
-	uint8		(*keys)[WRAP_KEY_BYTES];
-	uint8		(*ids)[WRAP_ID_BYTES];
+	uint8		(*entries)[ENTRY_BYTES];
+	uint8		(*keys)[WRAP_KEY_BYTES];	/* bare wrap keys, where have[] */
+	bool	   *have;
 } Keyring;
 
-/* this backend's copy of the file (keys in TopMemoryContext); n < 0 until read */
+/* this backend's copy of the file (in TopMemoryContext); n < 0 until read */
 static Keyring keyring = {.n = -1, .own = -1};
 
-/* The identifier of a wrap key: AES-256 of a fixed block, first 8 bytes. */
+/* snowseq.keyring_command, and the key-encryption keys it printed */
+char	   *snowseq_keyring_command = NULL;
+static int	kek_count = -1;		/* -1 until the command ran; 0 without one */
+static uint8 kek[2][KEK_BYTES];	/* the current one, then the previous one */
+static uint8 kek_id[2][KEK_ID_BYTES];
+
+static void KeyringCipher(const uint8 *wk, const uint8 *in, int inlen, uint8 *out, bool wrap,
+						  bool *ok);
+
+/* The identifier of an AES-256 key: AES-256 of a fixed block, first 8 bytes. */
 static void
-KeyringId(const uint8 *wk, uint8 *id)
+KeyringIdOf(const uint8 *wk, const uint8 *block, uint8 *id)
 {
-	static const uint8 block[16] = "snowseq wrap id";
 	uint8		out[32];
 	int			outl = 0;
 	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
@@ -94,7 +128,7 @@ KeyringId(const uint8 *wk, uint8 *id)
 	if (ctx == NULL ||
 		EVP_EncryptInit_ex(ctx, EVP_aes_256_ecb(), NULL, wk, NULL) != 1 ||
 		EVP_CIPHER_CTX_set_padding(ctx, 0) != 1 ||
-		EVP_EncryptUpdate(ctx, out, &outl, block, sizeof(block)) != 1)
+		EVP_EncryptUpdate(ctx, out, &outl, block, 16) != 1)
 	{
 		EVP_CIPHER_CTX_free(ctx);
 		ereport(ERROR,
@@ -106,41 +140,150 @@ KeyringId(const uint8 *wk, uint8 *id)
 	explicit_bzero(out, sizeof(out));
 }
 
-/* Room for n wrap keys in k (its arrays in TopMemoryContext, kept if big enough). */
+/* The identifier of a wrap key. */
 static void
-KeyringReserve(Keyring *k, int n)
+KeyringId(const uint8 *wk, uint8 *id)
 {
-	if (k->keys == NULL)
+	static const uint8 block[16] = "snowseq wrap id";
+
+	KeyringIdOf(wk, block, id);
+}
+
+/* Room for KEYRING_MAX entries in k (in TopMemoryContext, kept once made). */
+static void
+KeyringReserve(Keyring *k)
+{
+	if (k->entries == NULL)
 	{
+		k->entries = MemoryContextAllocZero(TopMemoryContext, (Size) KEYRING_MAX * ENTRY_BYTES);
 		k->keys = MemoryContextAllocZero(TopMemoryContext, (Size) KEYRING_MAX * WRAP_KEY_BYTES);
-		k->ids = MemoryContextAllocZero(TopMemoryContext, (Size) KEYRING_MAX * WRAP_ID_BYTES);
+		k->have = MemoryContextAllocZero(TopMemoryContext, (Size) KEYRING_MAX * sizeof(bool));
 	}
-	Assert(n <= KEYRING_MAX);
+}
+
+/* A bare entry for a wrap key. */
+static void
+KeyringEntryBare(const uint8 *wk, uint8 *entry)
+{
+	memset(entry, 0, ENTRY_BYTES);
+	KeyringId(wk, entry);
+	memcpy(ENTRY_BODY(entry), wk, WRAP_KEY_BYTES);
+}
+
+/* Is an entry bare (its wrap key stored as it is)? */
+static bool
+KeyringEntryBareP(const uint8 *entry)
+{
+	static const uint8 zeros[KEK_ID_BYTES] = {0};
+
+	return memcmp(ENTRY_KEK(entry), zeros, KEK_ID_BYTES) == 0;
+}
+
+/* The place of an entry's key-encryption key among the command's, or -1. */
+static int
+KeyringEntryKek(const uint8 *entry)
+{
+	for (int i = 0; i < Max(kek_count, 0); i++)
+		if (memcmp(ENTRY_KEK(entry), kek_id[i], KEK_ID_BYTES) == 0)
+			return i;
+	return -1;
+}
+
+/* Hex text of an identifier, for messages. */
+static char *
+KeyringHex(const uint8 *id)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	for (int j = 0; j < WRAP_ID_BYTES; j++)
+		appendStringInfo(&s, "%02x", id[j]);
+	return s.data;
 }
 
 /*
- * Parse a keyring file's bytes into k (keys, version mark, own wrap key of
- * a 1.3 file); false (with *why set) when the bytes are not a keyring.
+ * The wrap key of an entry into wk: as it is, or unsealed with the
+ * key-encryption key of snowseq.keyring_command; an ERROR when this server
+ * has not that key.
+ */
+static void
+KeyringEntryKey(const uint8 *entry, uint8 *wk)
+{
+	int			k;
+	bool		ok;
+
+	if (KeyringEntryBareP(entry))
+	{
+		memcpy(wk, ENTRY_BODY(entry), WRAP_KEY_BYTES);
+		return;
+	}
+	k = KeyringEntryKek(entry);
+	if (k < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowseq wrap key %s is sealed under a key-encryption key this server does not have",
+						KeyringHex(entry)),
+				 kek_count > 0 ?
+				 errdetail("snowseq.keyring_command prints another key-encryption key.") :
+				 errdetail("snowseq.keyring_command is not set: the keyring file alone unwraps no key."),
+				 errhint("Set snowseq.keyring_command to a command that prints the key-encryption key of the cluster that sealed the keyring, as there, and restart the server.")));
+	KeyringCipher(kek[k], ENTRY_BODY(entry), WRAP_KEY_BYTES + 8, wk, false, &ok);
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("snowseq wrap key %s does not unseal", KeyringHex(entry)),
+				 errdetail("Its sealed form fails the integrity check of AES key wrap."),
+				 errhint("Restore the file %s from a backup of this cluster or from its primary.",
+						 KEYRING_FILE)));
+}
+
+/*
+ * Seal an entry under the current key-encryption key, if there is one and
+ * the entry is bare or sealed under the previous one; true if it changed.
+ */
+static bool
+KeyringEntrySeal(uint8 *entry)
+{
+	uint8		wk[WRAP_KEY_BYTES];
+	bool		ok;
+
+	if (kek_count <= 0 || KeyringEntryKek(entry) == 0)
+		return false;
+	if (!KeyringEntryBareP(entry) && KeyringEntryKek(entry) < 0)
+		return false;			/* another cluster's seal: kept as it is */
+	KeyringEntryKey(entry, wk);
+	KeyringCipher(kek[0], wk, WRAP_KEY_BYTES, ENTRY_BODY(entry), true, &ok);
+	memcpy(ENTRY_KEK(entry), kek_id[0], KEK_ID_BYTES);
+	explicit_bzero(wk, sizeof(wk));
+	return true;
+}
+
+/*
+ * Parse a keyring file's bytes into k (entries, version mark, own wrap key
+ * of a 1.3 file); false (with *why set) when the bytes are not a keyring.
+ * Files of 1.2 and of 1.3 before sealing hold bare wrap keys of 32 bytes.
  */
 static bool
 KeyringParse(const char *data, size_t len, Keyring *k, const char **why)
 {
 	bool		v1_2 = len >= KEYRING_MAGIC_BYTES && memcmp(data, KEYRING_MAGIC_1_2, KEYRING_MAGIC_BYTES) == 0;
+	bool		bare = v1_2 || (len >= KEYRING_MAGIC_BYTES && memcmp(data, KEYRING_MAGIC_32, KEYRING_MAGIC_BYTES) == 0);
+	size_t		size = bare ? WRAP_KEY_BYTES : ENTRY_BYTES;
 	int			n;
 	uint32		own;
 
 	if (len < KEYRING_HEADER_BYTES ||
-		(!v1_2 && memcmp(data, KEYRING_MAGIC, KEYRING_MAGIC_BYTES) != 0))
+		(!bare && memcmp(data, KEYRING_MAGIC, KEYRING_MAGIC_BYTES) != 0))
 	{
 		*why = "it does not start as a snowseq keyring";
 		return false;
 	}
-	if ((len - KEYRING_HEADER_BYTES) % WRAP_KEY_BYTES != 0)
+	if ((len - KEYRING_HEADER_BYTES) % size != 0)
 	{
 		*why = "its length is not a whole number of wrap keys";
 		return false;
 	}
-	n = (int) ((len - KEYRING_HEADER_BYTES) / WRAP_KEY_BYTES);
+	n = (int) ((len - KEYRING_HEADER_BYTES) / size);
 	if (n > KEYRING_MAX)
 	{
 		*why = psprintf("it holds %d wrap keys, more than the %d a keyring may hold", n, KEYRING_MAX);
@@ -154,11 +297,31 @@ KeyringParse(const char *data, size_t len, Keyring *k, const char **why)
 		*why = "its own wrap key is not among its wrap keys";
 		return false;
 	}
-	KeyringReserve(k, n);
 	memcpy(&k->version, data + KEYRING_MAGIC_BYTES, sizeof(uint32));
-	memcpy(k->keys, data + KEYRING_HEADER_BYTES, (size_t) n * WRAP_KEY_BYTES);
 	for (int i = 0; i < n; i++)
-		KeyringId(k->keys[i], k->ids[i]);
+	{
+		const char *at = data + KEYRING_HEADER_BYTES + (size_t) i * size;
+
+		if (bare)
+			KeyringEntryBare((const uint8 *) at, k->entries[i]);
+		else
+		{
+			uint8		id[WRAP_ID_BYTES];
+
+			memcpy(k->entries[i], at, ENTRY_BYTES);
+			if (KeyringEntryBareP(k->entries[i]))
+			{
+				KeyringId(ENTRY_BODY(k->entries[i]), id);
+				if (memcmp(id, k->entries[i], WRAP_ID_BYTES) != 0)
+				{
+					*why = "a wrap key does not match its identifier";
+					return false;
+				}
+			}
+		}
+		if (k->have)
+			k->have[i] = false;
+	}
 	k->n = n;
 	k->own = (int) own - 1;
 	return true;
@@ -197,7 +360,7 @@ KeyringSlurp(const char *path, size_t *len)
 				 errmsg("\"%s\" is not a regular file", path),
 				 errhint("Copy the file %s of the other cluster's data directory to a plain file on this server.",
 						 KEYRING_FILE)));
-	if (st.st_size > KEYRING_HEADER_BYTES + KEYRING_MAX * WRAP_KEY_BYTES)
+	if (st.st_size > KEYRING_HEADER_BYTES + KEYRING_MAX * ENTRY_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("file \"%s\" is too large for a snowseq keyring", path),
@@ -231,7 +394,7 @@ KeyringLoad(void)
 	char	   *data = KeyringSlurp(KEYRING_FILE, &len);
 	const char *why = NULL;
 
-	KeyringReserve(&keyring, 0);
+	KeyringReserve(&keyring);
 	keyring.n = 0;
 	keyring.own = -1;
 	keyring.version = 0;
@@ -251,18 +414,24 @@ KeyringLoad(void)
 	pfree(data);
 }
 
-/* Write this backend's copy as the data directory's keyring, durably (mode 0600). */
+/*
+ * Write this backend's copy as the data directory's keyring, durably (mode
+ * 0600); with snowseq.keyring_command, every entry this server can seal is
+ * sealed under its current key-encryption key first.
+ */
 static void
 KeyringSave(void)
 {
-	size_t		len = KEYRING_HEADER_BYTES + (size_t) keyring.n * WRAP_KEY_BYTES;
+	size_t		len = KEYRING_HEADER_BYTES + (size_t) keyring.n * ENTRY_BYTES;
 	char	   *data = palloc0(len);
 	uint32		own = (uint32) (keyring.own + 1);
 
+	for (int i = 0; i < keyring.n; i++)
+		(void) KeyringEntrySeal(keyring.entries[i]);
 	memcpy(data, KEYRING_MAGIC, KEYRING_MAGIC_BYTES);
 	memcpy(data + KEYRING_MAGIC_BYTES, &keyring.version, sizeof(uint32));
 	memcpy(data + KEYRING_MAGIC_BYTES + sizeof(uint32), &own, sizeof(uint32));
-	memcpy(data + KEYRING_HEADER_BYTES, keyring.keys, (size_t) keyring.n * WRAP_KEY_BYTES);
+	memcpy(data + KEYRING_HEADER_BYTES, keyring.entries, (size_t) keyring.n * ENTRY_BYTES);
 	PG_TRY();
 	{
 		StateWriteDurably(data, len, KEYRING_FILE, KEYRING_TMP, S_IRUSR | S_IWUSR);
@@ -280,35 +449,48 @@ static int
 KeyringFind(const uint8 *id)
 {
 	for (int i = 0; i < keyring.n; i++)
-		if (memcmp(keyring.ids[i], id, WRAP_ID_BYTES) == 0)
+		if (memcmp(keyring.entries[i], id, WRAP_ID_BYTES) == 0)
 			return i;
 	return -1;
 }
 
-/* Append a wrap key to this backend's copy (the caller saves); returns its place. */
+/* The wrap key at place i of this backend's copy (unsealed once, then kept). */
+static const uint8 *
+KeyringKey(int i)
+{
+	if (!keyring.have[i])
+	{
+		KeyringEntryKey(keyring.entries[i], keyring.keys[i]);
+		keyring.have[i] = true;
+	}
+	return keyring.keys[i];
+}
+
+/* Append an entry to this backend's copy (the caller saves); returns its place. */
 static int
-KeyringAppend(const uint8 *wk)
+KeyringAppend(const uint8 *entry)
 {
 	int			i = keyring.n;
 
-	memcpy(keyring.keys[i], wk, WRAP_KEY_BYTES);
-	KeyringId(wk, keyring.ids[i]);
+	memcpy(keyring.entries[i], entry, ENTRY_BYTES);
+	keyring.have[i] = false;
 	keyring.n++;
 	return i;
 }
 
 /*
- * Log the cluster's own new wrap key and flush it before any key is
- * wrapped under it.  Logical decoding does not decode snowseq's records;
- * physical replication and recovery rebuild the keyring file.
+ * Log the cluster's own new wrap key (its entry: sealed with
+ * snowseq.keyring_command) and flush it before any key is wrapped under
+ * it.  Logical decoding does not decode snowseq's records; physical
+ * replication and recovery rebuild the keyring file.
  */
 static void
-KeyringLogWrapKey(const uint8 *wk)
+KeyringLogWrapKey(const uint8 *entry)
 {
 	XLogRecPtr	lsn;
 
 	XLogBeginInsert();
-	XLogRegisterData((char *) wk, WRAP_KEY_BYTES);
+	XLogRegisterData((char *) entry, ENTRY_BYTES);
 	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_WRAP_KEY);
 	XLogFlush(lsn);
 }
@@ -325,9 +507,9 @@ KeyringLogVersion(uint32 version)
 	XLogFlush(lsn);
 }
 
-/* Log an import, whole: the imported wrap keys and version mark, flushed. */
+/* Log an import, whole: the imported entries (sealed where this server seals) and version mark, flushed. */
 static void
-KeyringLogImport(uint32 version, int n, uint8 (*keys)[WRAP_KEY_BYTES])
+KeyringLogImport(uint32 version, int n, uint8 (*entries)[ENTRY_BYTES])
 {
 	XLogRecPtr	lsn;
 	uint32		count = (uint32) n;
@@ -335,8 +517,22 @@ KeyringLogImport(uint32 version, int n, uint8 (*keys)[WRAP_KEY_BYTES])
 	XLogBeginInsert();
 	XLogRegisterData((char *) &version, sizeof(version));
 	XLogRegisterData((char *) &count, sizeof(count));
-	XLogRegisterData((char *) keys, (size_t) n * WRAP_KEY_BYTES);
+	XLogRegisterData((char *) entries, (size_t) n * ENTRY_BYTES);
 	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_WRAP_KEYS);
+	XLogFlush(lsn);
+}
+
+/* Log the identifiers of dropped wrap keys, flushed. */
+static void
+KeyringLogDrop(int n, uint8 (*ids)[WRAP_ID_BYTES])
+{
+	XLogRecPtr	lsn;
+	uint32		count = (uint32) n;
+
+	XLogBeginInsert();
+	XLogRegisterData((char *) &count, sizeof(count));
+	XLogRegisterData((char *) ids, (size_t) n * WRAP_ID_BYTES);
+	lsn = XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_WRAP_KEYS_DROP);
 	XLogFlush(lsn);
 }
 
@@ -370,9 +566,13 @@ typedef struct KeyringStep
 	bool		log;			/* write the WAL first (not in redo) */
 	uint32		version;		/* a version mark to raise to */
 	uint32		before;			/* the mark before */
-	const uint8 *wk;			/* an own wrap key */
+	const uint8 *entry;			/* the entry of an own wrap key */
 	Keyring    *import;			/* wrap keys to import */
 	int			added;
+	int			nkeep;			/* wrap keys a drop keeps: their identifiers */
+	const uint8 (*keep)[WRAP_ID_BYTES];
+	int			ndrop;			/* wrap keys to drop (in redo), or dropped */
+	uint8		(*drop)[WRAP_ID_BYTES];
 } KeyringStep;
 
 /* Raise the version mark (KeyringChange step). */
@@ -399,22 +599,21 @@ static void
 KeyringStepOwn(void *arg)
 {
 	KeyringStep *st = arg;
-	uint8		id[WRAP_ID_BYTES];
 	int			i;
 
 	if (keyring.own >= 0)
 		return;
-	KeyringId(st->wk, id);
-	i = KeyringFind(id);
+	i = KeyringFind(st->entry);
 	if (i < 0)
 	{
 		if (keyring.n >= KEYRING_MAX)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("the snowseq keyring holds %d wrap keys already, no room for this cluster's own", KEYRING_MAX)));
+					 errmsg("the snowseq keyring holds %d wrap keys already, no room for this cluster's own", KEYRING_MAX),
+					 errhint("Drop the imported wrap keys that no key row uses: SELECT snowseq_drop_wrap_keys();")));
 		if (st->log)
-			KeyringLogWrapKey(st->wk);
-		i = KeyringAppend(st->wk);
+			KeyringLogWrapKey(st->entry);
+		i = KeyringAppend(st->entry);
 	}
 	keyring.own = i;
 	KeyringSave();
@@ -423,32 +622,40 @@ KeyringStepOwn(void *arg)
 /*
  * Import wrap keys and a version mark, all or nothing: the keys not there
  * yet are counted first, then logged in one record, added and saved once
- * (KeyringChange step).
+ * (KeyringChange step).  An import (not its redo) leaves room for the
+ * cluster's own wrap key.
  */
 static void
 KeyringStepImport(void *arg)
 {
 	KeyringStep *st = arg;
 	Keyring    *in = st->import;
-	uint8		(*fresh)[WRAP_KEY_BYTES] = palloc(sizeof(*fresh) * Max(in->n, 1));
+	uint8		(*fresh)[ENTRY_BYTES] = palloc(sizeof(*fresh) * Max(in->n, 1));
 	int			n = 0;
+	int			room = KEYRING_MAX - (keyring.own < 0 && st->log ? 1 : 0);
 
 	for (int i = 0; i < in->n; i++)
 	{
-		bool		dup = KeyringFind(in->ids[i]) >= 0;
+		bool		dup = KeyringFind(in->entries[i]) >= 0;
 
 		for (int j = 0; j < i && !dup; j++)
-			dup = memcmp(in->ids[j], in->ids[i], WRAP_ID_BYTES) == 0;
+			dup = memcmp(in->entries[j], in->entries[i], WRAP_ID_BYTES) == 0;
 		if (!dup)
-			memcpy(fresh[n++], in->keys[i], WRAP_KEY_BYTES);
+		{
+			memcpy(fresh[n], in->entries[i], ENTRY_BYTES);
+			if (st->log)
+				(void) KeyringEntrySeal(fresh[n]);
+			n++;
+		}
 	}
-	if (keyring.n + n > KEYRING_MAX)
+	if (keyring.n + n > room)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("importing %d new wrap keys would give the snowseq keyring %d, more than the %d it may hold",
-						n, keyring.n + n, KEYRING_MAX),
+				 errmsg("importing %d new wrap keys would give the snowseq keyring %d, more than the %d it may hold%s",
+						n, keyring.n + n, room,
+						room < KEYRING_MAX ? " besides this cluster's own" : ""),
 				 errdetail("Nothing was imported."),
-				 errhint("Import only the keyrings of clusters whose key rows this one holds.")));
+				 errhint("Import only the keyrings of clusters whose key rows this one holds; SELECT snowseq_drop_wrap_keys(); drops the imported wrap keys no key row uses.")));
 	if (n > 0 || in->version > keyring.version)
 	{
 		if (st->log)
@@ -461,6 +668,55 @@ KeyringStepImport(void *arg)
 	explicit_bzero(fresh, sizeof(*fresh) * Max(in->n, 1));
 	pfree(fresh);
 	st->added = n;
+}
+
+/*
+ * Drop wrap keys other than the own one: those not among st->keep (with
+ * log), or those in st->drop (redo); logged in one record, saved once
+ * (KeyringChange step).
+ */
+static void
+KeyringStepDrop(void *arg)
+{
+	KeyringStep *st = arg;
+	int			kept = 0;
+	int			own = -1;
+
+	if (st->log)
+	{
+		st->ndrop = 0;
+		for (int i = 0; i < keyring.n; i++)
+		{
+			bool		used = i == keyring.own;
+
+			for (int j = 0; j < st->nkeep && !used; j++)
+				used = memcmp(keyring.entries[i], st->keep[j], WRAP_ID_BYTES) == 0;
+			if (!used)
+				memcpy(st->drop[st->ndrop++], keyring.entries[i], WRAP_ID_BYTES);
+		}
+		if (st->ndrop == 0)
+			return;
+		KeyringLogDrop(st->ndrop, st->drop);
+	}
+	for (int i = 0; i < keyring.n; i++)
+	{
+		bool		gone = false;
+
+		for (int j = 0; j < st->ndrop && !gone && i != keyring.own; j++)
+			gone = memcmp(keyring.entries[i], st->drop[j], WRAP_ID_BYTES) == 0;
+		if (gone)
+			continue;
+		if (i == keyring.own)
+			own = kept;
+		memmove(keyring.entries[kept], keyring.entries[i], ENTRY_BYTES);
+		keyring.have[kept] = false;
+		kept++;
+	}
+	if (kept == keyring.n)
+		return;
+	keyring.n = kept;
+	keyring.own = own;
+	KeyringSave();
 }
 
 /*
@@ -539,35 +795,83 @@ KeyringRedoVersion(uint32 version)
 	KeyringRaiseVersion(version, false);
 }
 
-/* Redo of an own wrap key record: the cluster's own wrap key afterwards. */
+/*
+ * Redo of an own wrap key record (1.2 and 1.3 before sealing: the bare key;
+ * now its entry, sealed or not): the cluster's own wrap key afterwards.
+ * Redo never needs the key-encryption key.
+ */
 void
-KeyringRedo(const uint8 *wk)
+KeyringRedo(const char *data, size_t len)
 {
-	KeyringStep st = {.log = false, .wk = wk};
+	uint8		entry[ENTRY_BYTES];
+	KeyringStep st = {.log = false, .entry = entry};
 
+	if (len == WRAP_KEY_BYTES)
+		KeyringEntryBare((const uint8 *) data, entry);
+	else if (len == ENTRY_BYTES)
+		memcpy(entry, data, ENTRY_BYTES);
+	else
+		elog(PANIC, "snowseq: wrap key record of %zu bytes", len);
 	KeyringChange(KeyringStepOwn, &st);
+	explicit_bzero(entry, sizeof(entry));
 }
 
-/* Redo of an import record (version mark, count, keys): imported afterwards. */
+/* Redo of an import record (version mark, count, keys or entries): imported afterwards. */
 void
 KeyringRedoImport(const char *data, size_t len)
 {
 	Keyring		in = {0};
 	KeyringStep st = {.log = false, .import = &in};
 	uint32		count;
+	bool		bare;
 
 	memcpy(&in.version, data, sizeof(uint32));
 	memcpy(&count, data + sizeof(uint32), sizeof(uint32));
-	if (len != 2 * sizeof(uint32) + (size_t) count * WRAP_KEY_BYTES || count > KEYRING_MAX)
+	bare = count > 0 && len == 2 * sizeof(uint32) + (size_t) count * WRAP_KEY_BYTES;
+	if (count > KEYRING_MAX ||
+		(!bare && len != 2 * sizeof(uint32) + (size_t) count * ENTRY_BYTES))
 		elog(PANIC, "snowseq: wrap key import record of %zu bytes for %u keys", len, count);
 	in.n = (int) count;
-	in.keys = (uint8 (*)[WRAP_KEY_BYTES]) palloc((size_t) Max(count, 1) * WRAP_KEY_BYTES);
-	in.ids = (uint8 (*)[WRAP_ID_BYTES]) palloc((size_t) Max(count, 1) * WRAP_ID_BYTES);
-	memcpy(in.keys, data + 2 * sizeof(uint32), (size_t) count * WRAP_KEY_BYTES);
+	in.entries = (uint8 (*)[ENTRY_BYTES]) palloc((size_t) Max(count, 1) * ENTRY_BYTES);
 	for (int i = 0; i < in.n; i++)
-		KeyringId(in.keys[i], in.ids[i]);
+	{
+		if (bare)
+			KeyringEntryBare((const uint8 *) data + 2 * sizeof(uint32) + (size_t) i * WRAP_KEY_BYTES,
+							 in.entries[i]);
+		else
+			memcpy(in.entries[i], data + 2 * sizeof(uint32) + (size_t) i * ENTRY_BYTES, ENTRY_BYTES);
+	}
 	KeyringChange(KeyringStepImport, &st);
-	explicit_bzero(in.keys, (size_t) Max(count, 1) * WRAP_KEY_BYTES);
+	explicit_bzero(in.entries, (size_t) Max(count, 1) * ENTRY_BYTES);
+}
+
+/* Redo of a drop record (count, identifiers): those wrap keys gone. */
+static void
+KeyringRedoDrop(const char *data, size_t len)
+{
+	KeyringStep st = {.log = false};
+	uint32		count;
+
+	memcpy(&count, data, sizeof(uint32));
+	if (count > KEYRING_MAX || len != sizeof(uint32) + (size_t) count * WRAP_ID_BYTES)
+		elog(PANIC, "snowseq: wrap key drop record of %zu bytes for %u keys", len, count);
+	st.ndrop = (int) count;
+	st.drop = (uint8 (*)[WRAP_ID_BYTES]) palloc((size_t) Max(count, 1) * WRAP_ID_BYTES);
+	memcpy(st.drop, data + sizeof(uint32), (size_t) count * WRAP_ID_BYTES);
+	KeyringChange(KeyringStepDrop, &st);
+}
+
+/* A drop record, described: the identifiers. */
+static void
+KeyringDescribeDrop(StringInfo buf, const char *data, size_t len)
+{
+	uint32		count;
+
+	memcpy(&count, data, sizeof(uint32));
+	appendStringInfo(buf, "drop of %u wrap keys", count);
+	for (uint32 i = 0; i < count && sizeof(uint32) + (i + 1) * WRAP_ID_BYTES <= len; i++)
+		appendStringInfo(buf, "%s%s", i == 0 ? ": " : ", ",
+						 KeyringHex((const uint8 *) data + sizeof(uint32) + i * WRAP_ID_BYTES));
 }
 
 /* An import record, described: the version mark and the identifiers, never a key. */
@@ -576,53 +880,57 @@ KeyringDescribeImport(StringInfo buf, const char *data, size_t len)
 {
 	uint32		version;
 	uint32		count;
+	size_t		size;
 
 	memcpy(&version, data, sizeof(uint32));
 	memcpy(&count, data + sizeof(uint32), sizeof(uint32));
+	size = count > 0 && len == 2 * sizeof(uint32) + (size_t) count * WRAP_KEY_BYTES ?
+		WRAP_KEY_BYTES : ENTRY_BYTES;
 	appendStringInfo(buf, "import of %u wrap keys, key versions made up to %u", count, version);
-	for (uint32 i = 0; i < count && 2 * sizeof(uint32) + (i + 1) * WRAP_KEY_BYTES <= len; i++)
+	for (uint32 i = 0; i < count && 2 * sizeof(uint32) + (i + 1) * size <= len; i++)
 	{
 		appendStringInfoString(buf, i == 0 ? ": " : ", ");
-		KeyringDescribe(buf, (const uint8 *) data + 2 * sizeof(uint32) + i * WRAP_KEY_BYTES);
+		KeyringDescribe(buf, data + 2 * sizeof(uint32) + i * size, size);
 	}
 }
 
-/* Identifier of a wrap key, as text for a record's description. */
+/* Identifier of a wrap key (bare, or an entry's), as text for a record's description. */
 void
-KeyringDescribe(StringInfo buf, const uint8 *wk)
+KeyringDescribe(StringInfo buf, const char *data, size_t len)
 {
 	uint8		id[WRAP_ID_BYTES];
 
-	KeyringId(wk, id);
-	appendStringInfoString(buf, "wrap key ");
-	for (int i = 0; i < WRAP_ID_BYTES; i++)
-		appendStringInfo(buf, "%02x", id[i]);
+	if (len == WRAP_KEY_BYTES)
+		KeyringId((const uint8 *) data, id);
+	else
+		memcpy(id, data, WRAP_ID_BYTES);
+	appendStringInfo(buf, "wrap key %s", KeyringHex(id));
+	if (len == ENTRY_BYTES && !KeyringEntryBareP((const uint8 *) data))
+		appendStringInfoString(buf, " (sealed)");
 }
 
-/* Run AES-256 key wrap or unwrap; false when unwrapping finds damage. */
-static bool
-KeyringCipher(const uint8 *wk, const uint8 *in, int inlen, uint8 *out, bool wrap)
+/* Run AES-256 key wrap or unwrap; *ok false when unwrapping finds damage. */
+static void
+KeyringCipher(const uint8 *wk, const uint8 *in, int inlen, uint8 *out, bool wrap, bool *ok)
 {
 	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
 	int			outl = 0;
 	int			finl = 0;
-	bool		ok;
 
 	if (ctx == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory")));
 	EVP_CIPHER_CTX_set_flags(ctx, EVP_CIPHER_CTX_FLAG_WRAP_ALLOW);
-	ok = EVP_CipherInit_ex(ctx, EVP_aes_256_wrap(), NULL, wk, NULL, wrap ? 1 : 0) == 1 &&
+	*ok = EVP_CipherInit_ex(ctx, EVP_aes_256_wrap(), NULL, wk, NULL, wrap ? 1 : 0) == 1 &&
 		EVP_CipherUpdate(ctx, out, &outl, in, inlen) == 1 &&
 		EVP_CipherFinal_ex(ctx, out + outl, &finl) == 1 &&
 		outl + finl == (wrap ? inlen + 8 : inlen - 8);
 	EVP_CIPHER_CTX_free(ctx);
-	if (!ok && wrap)
+	if (!*ok && wrap)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not wrap a snowseq key")));
-	return ok;
 }
 
 /*
@@ -632,12 +940,15 @@ KeyringCipher(const uint8 *wk, const uint8 *in, int inlen, uint8 *out, bool wrap
 void
 KeyringWrap(const uint8 *key, uint8 *out)
 {
+	bool		ok;
+
 	if (keyring.n < 0 || keyring.own < 0)
 		KeyringLoad();
 	if (keyring.own < 0)
 	{
 		uint8		wk[WRAP_KEY_BYTES];
-		KeyringStep st = {.log = true, .wk = wk};
+		uint8		entry[ENTRY_BYTES];
+		KeyringStep st = {.log = true, .entry = entry};
 
 		if (RecoveryInProgress())
 			ereport(ERROR,
@@ -648,41 +959,40 @@ KeyringWrap(const uint8 *key, uint8 *out)
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
 					 errmsg("could not generate a random wrap key")));
+		KeyringEntryBare(wk, entry);
+		explicit_bzero(wk, sizeof(wk));
+		(void) KeyringEntrySeal(entry);
 		/* another backend may have made one first: the first wins */
 		KeyringChange(KeyringStepOwn, &st);
-		explicit_bzero(wk, sizeof(wk));
+		explicit_bzero(entry, sizeof(entry));
 	}
-	memcpy(out, keyring.ids[keyring.own], WRAP_ID_BYTES);
-	KeyringCipher(keyring.keys[keyring.own], key, FF1_KEY_BYTES, out + WRAP_ID_BYTES, true);
+	memcpy(out, keyring.entries[keyring.own], WRAP_ID_BYTES);
+	KeyringCipher(KeyringKey(keyring.own), key, FF1_KEY_BYTES, out + WRAP_ID_BYTES, true, &ok);
 }
 
 /*
  * Unwrap a stored key (WRAPPED_KEY_BYTES) into key (FF1_KEY_BYTES).  An
- * ERROR for a wrap key this cluster does not have, or for damage.
+ * ERROR for a wrap key this cluster does not have, or cannot unseal, or
+ * for damage.
  */
 void
 KeyringUnwrap(int version, const uint8 *wrapped, uint8 *key)
 {
 	int			i;
+	bool		ok;
 
 	if (!KeyringKnows(wrapped))
-	{
-		StringInfoData id;
-
-		initStringInfo(&id);
-		for (int j = 0; j < WRAP_ID_BYTES; j++)
-			appendStringInfo(&id, "%02x", wrapped[j]);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("snowseq key version %d is wrapped with wrap key %s, which this cluster's keyring does not have",
-						version, id.data),
+						version, KeyringHex(wrapped)),
 				 errdetail("Key rows restored by pg_dump or applied by logical replication stay wrapped with the wrap key of the cluster that made them."),
 				 errhint("Copy the file %s of that cluster's data directory to this server and import it: SELECT snowseq_import_wrap_keys('/path/to/copy');",
 						 KEYRING_FILE)));
-	}
 	i = KeyringFind(wrapped);
-	if (!KeyringCipher(keyring.keys[i], wrapped + WRAP_ID_BYTES, WRAPPED_KEY_BYTES - WRAP_ID_BYTES,
-					   key, false))
+	KeyringCipher(KeyringKey(i), wrapped + WRAP_ID_BYTES, WRAPPED_KEY_BYTES - WRAP_ID_BYTES,
+				  key, false, &ok);
+	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("snowseq key version %d does not unwrap", version),
@@ -690,13 +1000,173 @@ KeyringUnwrap(int version, const uint8 *wrapped, uint8 *key)
 				 errhint("Restore the key table or the file %s from a backup.", KEYRING_FILE)));
 }
 
+/*
+ * Drop the wrap keys other than the cluster's own whose identifiers are
+ * not among the nkeep in keep (those the key rows use); returns how many
+ * were dropped.
+ */
+int
+KeyringDropUnused(int nkeep, const uint8 (*keep)[WRAP_ID_BYTES])
+{
+	KeyringStep st = {.log = true, .nkeep = nkeep, .keep = keep};
+
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot drop snowseq wrap keys during recovery"),
+				 errhint("Drop them on the primary: its standbys follow through the WAL.")));
+	st.drop = (uint8 (*)[WRAP_ID_BYTES]) palloc((size_t) KEYRING_MAX * WRAP_ID_BYTES);
+	KeyringChange(KeyringStepDrop, &st);
+	return st.ndrop;
+}
+
+/*
+ * Run snowseq.keyring_command and keep the key-encryption keys it prints:
+ * 64 hexadecimal digits, the current one, then optionally a line with the
+ * previous one (while the keyring is sealed again under the current).  What
+ * it prints is never shown.
+ */
+static void
+KeyringRunCommand(void)
+{
+	char		buf[512];
+	size_t		got = 0;
+	FILE	   *fh;
+	int			rc;
+	int			n = 0;
+	const char *p;
+
+	if (kek_count >= 0)
+		return;
+	if (snowseq_keyring_command == NULL || snowseq_keyring_command[0] == '\0')
+	{
+		kek_count = 0;
+		return;
+	}
+	fh = OpenPipeStream(snowseq_keyring_command, "r");
+	if (fh == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not run snowseq.keyring_command: %m")));
+	while (got < sizeof(buf) - 1)
+	{
+		size_t		r = fread(buf + got, 1, sizeof(buf) - 1 - got, fh);
+
+		if (r == 0)
+			break;
+		got += r;
+	}
+	buf[got] = '\0';
+	rc = ClosePipeStream(fh);
+	if (rc != 0)
+	{
+		explicit_bzero(buf, sizeof(buf));
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIG_FILE_ERROR),
+				 errmsg("snowseq.keyring_command failed: %s", wait_result_to_str(rc)),
+				 errhint("The command must print the keyring's key-encryption key (64 hexadecimal digits) and exit with status 0.")));
+	}
+	for (p = buf; *p != '\0' && n <= 2;)
+	{
+		int			digits = 0;
+
+		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+			p++;
+		if (*p == '\0')
+			break;
+		while (isxdigit((unsigned char) p[digits]))
+			digits++;
+		if (n == 2 || digits != 2 * KEK_BYTES ||
+			(p[digits] != '\0' && p[digits] != '\n' && p[digits] != '\r'))
+		{
+			n = -1;
+			break;
+		}
+		if (hex_decode(p, digits, (char *) kek[n]) != KEK_BYTES)
+		{
+			n = -1;
+			break;
+		}
+		p += digits;
+		n++;
+	}
+	explicit_bzero(buf, sizeof(buf));
+	if (n <= 0)
+	{
+		explicit_bzero(kek, sizeof(kek));
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIG_FILE_ERROR),
+				 errmsg("snowseq.keyring_command printed no valid key-encryption key"),
+				 errdetail("It must print 64 hexadecimal digits (32 bytes), then optionally a line with the previous key-encryption key."),
+				 errhint("Make one with: openssl rand -hex 32")));
+	}
+	for (int i = 0; i < n; i++)
+	{
+		static const uint8 block[16] = "snowseq kek id";
+
+		KeyringIdOf(kek[i], block, kek_id[i]);
+	}
+	kek_count = n;
+}
+
+/*
+ * Define snowseq.keyring_command and run it (at preload, in the
+ * postmaster: a command that fails, or prints no key, stops the server);
+ * register the drop record.
+ */
+void
+KeyringInit(void)
+{
+	DefineCustomStringVariable("snowseq.keyring_command",
+							   "Shell command that prints the key-encryption key (64 hexadecimal digits) under which the wrap keys of the keyring file are sealed; empty: stored as they are.",
+							   NULL, &snowseq_keyring_command, "",
+							   PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+	RmgrRegisterKind(XLOG_SNOWSEQ_WRAP_KEYS_DROP, "WRAP_KEYS_DROP", KeyringRedoDrop, KeyringDescribeDrop);
+	KeyringRunCommand();
+}
+
+/*
+ * At start, in the postmaster: with snowseq.keyring_command, the keyring's
+ * own wrap key must unseal (a command printing another key stops the
+ * server), and every wrap key stored as it is, or sealed under the
+ * previous key-encryption key, is sealed under the current one.
+ */
+void
+KeyringStartup(void)
+{
+	bool		changed = false;
+	uint8		wk[WRAP_KEY_BYTES];
+
+	if (IsUnderPostmaster || kek_count <= 0)
+		return;
+	KeyringLoad();
+	if (keyring.own >= 0)
+	{
+		if (KeyringEntryKek(keyring.entries[keyring.own]) < 0 &&
+			!KeyringEntryBareP(keyring.entries[keyring.own]))
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIG_FILE_ERROR),
+					 errmsg("snowseq.keyring_command prints a key-encryption key that does not unseal this cluster's keyring"),
+					 errhint("Set snowseq.keyring_command to print the key-encryption key the keyring was sealed under; to change it, print the new key, then the old one on a second line, and restart.")));
+		KeyringEntryKey(keyring.entries[keyring.own], wk);
+		explicit_bzero(wk, sizeof(wk));
+	}
+	for (int i = 0; i < keyring.n; i++)
+		changed |= KeyringEntrySeal(keyring.entries[i]);
+	if (changed)
+		KeyringSave();
+	keyring.n = -1;
+}
+
 PG_FUNCTION_INFO_V1(snowseq_import_wrap_keys);
 
 /*
  * snowseq_import_wrap_keys(path text) -> integer: add the wrap keys of a
  * copy of another cluster's keyring file, and its version mark; returns
- * how many wrap keys were new.  All of them or none.  Reads a file of the
- * server: the caller needs the privileges of pg_read_server_files too.
+ * how many wrap keys were new.  All of them or none; refused when the mark
+ * leaves no key version to make here, or the keys leave no room for this
+ * cluster's own.  Reads a file of the server: the caller needs the
+ * privileges of pg_read_server_files too.
  */
 Datum
 snowseq_import_wrap_keys(PG_FUNCTION_ARGS)
@@ -707,6 +1177,7 @@ snowseq_import_wrap_keys(PG_FUNCTION_ARGS)
 	const char *why = NULL;
 	Keyring		in = {0};
 	KeyringStep st = {.log = true, .import = &in};
+	uint32		max_version = ((uint32) 1 << snowseq_public_version_bits) - 1;
 
 	ShmemCheckPreloaded();
 	if (PG_ARGISNULL(0))
@@ -735,8 +1206,7 @@ snowseq_import_wrap_keys(PG_FUNCTION_ARGS)
 				 errmsg("file \"%s\" does not exist", path),
 				 errhint("Pass the path, on this server, of a copy of another cluster's %s file.",
 						 KEYRING_FILE)));
-	in.keys = (uint8 (*)[WRAP_KEY_BYTES]) palloc0((size_t) KEYRING_MAX * WRAP_KEY_BYTES);
-	in.ids = (uint8 (*)[WRAP_ID_BYTES]) palloc0((size_t) KEYRING_MAX * WRAP_ID_BYTES);
+	in.entries = (uint8 (*)[ENTRY_BYTES]) palloc0((size_t) KEYRING_MAX * ENTRY_BYTES);
 	if (!KeyringParse(data, len, &in, &why))
 	{
 		explicit_bzero(data, len);
@@ -747,7 +1217,14 @@ snowseq_import_wrap_keys(PG_FUNCTION_ARGS)
 						 KEYRING_FILE)));
 	}
 	explicit_bzero(data, len);
+	if (in.version >= max_version)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("keyring file \"%s\" says key versions up to %u were made, which leaves no key version of the %u of snowseq.public_version_bits = %d to make",
+						path, in.version, max_version, snowseq_public_version_bits),
+				 errdetail("Nothing was imported."),
+				 errhint("Import only a copy of the keyring file of a cluster whose key rows this one holds.")));
 	KeyringChange(KeyringStepImport, &st);
-	explicit_bzero(in.keys, (size_t) KEYRING_MAX * WRAP_KEY_BYTES);
+	explicit_bzero(in.entries, (size_t) KEYRING_MAX * ENTRY_BYTES);
 	PG_RETURN_INT32(st.added);
 }

@@ -14,13 +14,19 @@
 
 extern void KeyringWrap(const uint8 *key, uint8 *out);
 extern void KeyringUnwrap(int version, const uint8 *wrapped, uint8 *key);
-extern void KeyringRedo(const uint8 *wk);
+extern void KeyringRedo(const char *data, size_t len);
 extern int32 KeyringNextVersion(int32 table_next, int32 max_version);
 extern void KeyringRedoVersion(uint32 version);
-extern void KeyringDescribe(StringInfo buf, const uint8 *wk);
+extern void KeyringDescribe(StringInfo buf, const char *data, size_t len);
 extern void KeyringRedoImport(const char *data, size_t len);
 extern void KeyringDescribeImport(StringInfo buf, const char *data, size_t len);
 extern bool KeyringKnows(const uint8 *id);
 extern uint32 KeyringVersionMark(void);
+extern int	KeyringDropUnused(int nkeep, const uint8 (*keep)[WRAP_ID_BYTES]);
+extern void KeyringInit(void);
+extern void KeyringStartup(void);
+
+/* snowseq.keyring_command */
+extern char *snowseq_keyring_command;
 
 #endif							/* SNOWSEQ_KEYRING_H */

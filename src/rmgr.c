@@ -187,7 +187,7 @@ snowseq_redo(XLogReaderState *record)
 		}
 	}
 	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
-		KeyringRedo((const uint8 *) XLogRecGetData(record));
+		KeyringRedo(XLogRecGetData(record), XLogRecGetDataLen(record));
 	else if (info == XLOG_SNOWSEQ_WRAP_KEYS)
 		KeyringRedoImport(XLogRecGetData(record), XLogRecGetDataLen(record));
 	else if (RmgrKindOf(info) != NULL)
@@ -277,7 +277,7 @@ snowseq_desc(StringInfo buf, XLogReaderState *record)
 						 (unsigned long long) v1.bound[0], (unsigned long long) v1.bound[1]);
 	}
 	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
-		KeyringDescribe(buf, (const uint8 *) XLogRecGetData(record));	/* never the key */
+		KeyringDescribe(buf, XLogRecGetData(record), XLogRecGetDataLen(record));	/* never the key */
 	else if (info == XLOG_SNOWSEQ_WRAP_KEYS)
 		KeyringDescribeImport(buf, XLogRecGetData(record), XLogRecGetDataLen(record));
 	else if (RmgrKindOf(info) != NULL)

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "guc.h"
+#include "keyring.h"
 #include "keystore.h"
 #include "move.h"
 #include "reserve.h"
@@ -82,6 +83,7 @@ SnowseqShmemStartup(void)
 		BackfillLoadState();
 	}
 	LWLockRelease(AddinShmemInitLock);
+	KeyringStartup();
 }
 
 /*
@@ -98,6 +100,7 @@ _PG_init(void)
 
 	GucInit();
 	KeyStoreInit();
+	KeyringInit();
 	TestPointInit();
 	MoveInit();
 	AutoKeysInit();

@@ -446,7 +446,8 @@ $fresh->safe_psql('postgres', 'SELECT snowseq_use_key(snowseq_new_key())');
 my $wrapped_with = $fresh->safe_psql('postgres', "SELECT encode(substr(key, 1, 8), 'hex') FROM snowseq_key_store");
 $checked{'holder of a keyring copy x wrap key'}++;
 isnt($wrapped_with, $chosen_id, 'holder of a keyring copy x wrap key: new keys are wrapped under a wrap key the cluster made, not the imported one');
-is(-s $fresh->data_dir . '/snowseq_keyring', 16 + 2 * 32, 'the keyring holds the imported wrap key and the cluster\'s own');
+# entries of 56 bytes: identifier, key-encryption key's identifier, wrap key (sealed or not)
+is(-s $fresh->data_dir . '/snowseq_keyring', 16 + 2 * 56, 'the keyring holds the imported wrap key and the cluster\'s own');
 
 # issue 26 (8): imports are all or nothing, and take no more than a
 # regular file.  A file of 64 wrap keys imports whole (1.2 added 63 of
@@ -466,7 +467,7 @@ keyring_file("$tmp/k1024", 1024, 2);
 my ($irc, $iout, $ierr) = $fresh->psql('postgres', "SELECT snowseq_import_wrap_keys('$tmp/k1024')");
 like($ierr, qr/would give the snowseq keyring 1090, more than the 1024 it may hold.*Nothing was imported/s,
 	'a keyring that does not fit is refused');
-is(-s $fresh->data_dir . '/snowseq_keyring', 16 + 66 * 32, '... and nothing of it was added');
+is(-s $fresh->data_dir . '/snowseq_keyring', 16 + 66 * 56, '... and nothing of it was added');
 # a FIFO: 1.2 blocked in open(), deaf to cancel and terminate; the test
 # writes to the FIFO after a while, so that a blocked import comes back
 my $fifo = "$tmp/keyring.fifo";
