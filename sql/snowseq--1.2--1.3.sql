@@ -1395,6 +1395,11 @@ BEGIN
 	IF run.run_id IS NOT NULL THEN
 		SELECT r.parent INTO tbl FROM @extschema@.snowseq_rebalance_runs r
 			WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'rebalance run % does not exist', run.run_id
+				USING ERRCODE = 'undefined_object',
+				HINT = 'Pass a run_id of snowseq_rebalance_runs, or a NULL run_id to record a new run.';
+		END IF;
 	END IF;
 	IF tbl IS NULL OR NOT @extschema@.snowseq_session_owns(tbl) THEN
 		RAISE EXCEPTION 'must be owner of table % to record its rebalance', COALESCE(tbl::pg_catalog.text, 'NULL')
@@ -1430,7 +1435,17 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_save_steps(steps @extschema@.snows
 	AS $steps$
 DECLARE
 	tbl pg_catalog.regclass;
+	missing bigint;
 BEGIN
+	SELECT s.run_id INTO missing FROM pg_catalog.unnest(steps) s
+		WHERE NOT EXISTS (SELECT 1 FROM @extschema@.snowseq_rebalance_runs r
+			WHERE r.run_id OPERATOR(pg_catalog.=) s.run_id)
+		LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'rebalance run % does not exist', COALESCE(missing::pg_catalog.text, 'NULL')
+			USING ERRCODE = 'undefined_object',
+			HINT = 'Record the run first (snowseq_rebalance_save_run), and pass its run_id in every step.';
+	END IF;
 	SELECT r.parent INTO tbl FROM pg_catalog.unnest(steps) s
 		LEFT JOIN @extschema@.snowseq_rebalance_runs r ON r.run_id OPERATOR(pg_catalog.=) s.run_id
 		WHERE r.run_id IS NULL OR NOT @extschema@.snowseq_session_owns(r.parent)

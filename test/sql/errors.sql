@@ -141,6 +141,12 @@ REVOKE EXECUTE ON FUNCTION snowseq_next_n(integer) FROM snowseq_regress_user;
 REVOKE EXECUTE ON FUNCTION snowseq_create_shards(regclass, integer) FROM snowseq_regress_user;
 DROP ROLE snowseq_regress_user;
 
+-- a rebalance run id that does not exist: said so, with what to do
+SELECT snowseq_rebalance_save_run(jsonb_populate_record(NULL::snowseq_rebalance_runs,
+	'{"run_id": 424242, "state": "running"}'));
+SELECT snowseq_rebalance_save_steps(ARRAY[jsonb_populate_record(NULL::snowseq_rebalance_steps,
+	'{"run_id": 424242, "step": 1, "first_gene": 0, "last_gene": 1}')]);
+
 -- the snowseq. prefix is reserved: a misspelt setting is refused
 SET snowseq.node_idd = 3;
 
