@@ -4,9 +4,13 @@
 # snowseq.control, the Makefile, the Debian
 # changelog and pgversions, and the install and upgrade scripts: the
 # default version has a full script, every script is installed, and every
-# version ships an upgrade script to the next one.  No server needed.
+# version ships an upgrade script to the next one.  The newest entry of
+# CHANGELOG.md is a dated release entry a user reads in a minute (at most
+# 120 lines), every line of docs/reference.md stays under 600 characters,
+# and no binary package or archive (.deb, .jar) is tracked.  No server needed.
 use strict;
 use warnings;
+use File::Find ();
 use JSON::PP;
 use lib 'test';
 use PgxnMeta;
@@ -14,6 +18,14 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 sub read_text { return slurp_file($_[0]); }
+
+# A text file's characters (UTF-8 decoded).
+sub read_chars
+{
+	my $t = slurp_file($_[0]);
+	utf8::decode($t);
+	return $t;
+}
 
 my $control = read_text('snowseq.control');
 my ($default) = $control =~ /^default_version\s*=\s*'([^']+)'/m;
@@ -83,5 +95,44 @@ for my $f (@scripts)
 	like(read_text("sql/$f"), qr/^\\echo Use "(CREATE|ALTER) EXTENSION snowseq.*\\quit$/m,
 		"$f refuses to run outside CREATE/ALTER EXTENSION");
 }
+
+# ---- CHANGELOG.md: the newest entry, dated and short ----
+my @cl = split /\n/, read_chars('CHANGELOG.md');
+my @heads = grep { $cl[$_] =~ /^## / } 0 .. $#cl;
+ok(@heads >= 1, 'CHANGELOG.md has release entries');
+my $head = @heads ? $cl[ $heads[0] ] : '';
+like($head, qr/^## \Q$default\E \x{2014} \d{4}-\d{2}-\d{2}$/,
+	"the newest CHANGELOG entry is the default version $default with its date ($head)");
+my $entry_lines = @heads ? (@heads > 1 ? $heads[1] : scalar(@cl)) - $heads[0] : 0;
+cmp_ok($entry_lines, '<=', 120, "the newest CHANGELOG entry is at most 120 lines ($entry_lines)");
+
+# ---- docs/reference.md: short entries ----
+my @ref = split /\n/, read_chars('docs/reference.md');
+my @long = grep { length($_->[1]) >= 600 } map { [ $_ + 1, $ref[$_] ] } 0 .. $#ref;
+is_deeply([ map { "line $_->[0]: " . length($_->[1]) . ' characters' } @long ], [],
+	'every line of docs/reference.md is under 600 characters');
+
+# ---- no binaries in the tree ----
+# The tests run in a copy of the tree without .git: there, every file of the
+# copy but what the build and the tests make (ignored) is a tracked one.
+my @binaries;
+if (-e '.git')
+{
+	@binaries = grep { /\.(deb|jar)$/i } split /\n/, `git ls-files`;
+	is($?, 0, 'git ls-files lists the tracked files');
+}
+else
+{
+	File::Find::find(
+		{
+			no_chdir => 1,
+			wanted => sub {
+				if (m{/(node_modules|tmp_check[^/]*|\.git)$}) { $File::Find::prune = 1; return; }
+				push @binaries, s{^\./}{}r if -f $_ && /\.(deb|jar)$/i;
+			}
+		},
+		'.');
+}
+is_deeply([ sort @binaries ], [], 'no .deb or .jar file is in the tree (the tests install them from apt, test/lib.sh)');
 
 done_testing();
