@@ -78,6 +78,9 @@
 #include "shmem.h"
 #include "statefile.h"
 
+/* snowseq.public_version_bits: its value lives with the version mark it bounds */
+int			snowseq_public_version_bits = 6;
+
 #define KEYRING_FILE		"snowseq_keyring"
 #define KEYRING_TMP			"snowseq_keyring.tmp"
 #define KEYRING_MAGIC_1_2	"SNSQKR01"	/* 1.2: no own wrap key recorded */
@@ -795,6 +798,27 @@ KeyringRedoVersion(uint32 version)
 	KeyringRaiseVersion(version, false);
 }
 
+/* Redo of a KEY_VERSION record: the version mark it raised. */
+static void
+KeyringRedoVersionRecord(const char *data, size_t len)
+{
+	uint32		version;
+
+	Assert(len == sizeof(version));
+	memcpy(&version, data, sizeof(version));
+	KeyringRedoVersion(version);
+}
+
+/* Description of a KEY_VERSION record. */
+static void
+KeyringDescribeVersion(StringInfo buf, const char *data, size_t len)
+{
+	uint32		version;
+
+	memcpy(&version, data, Min(len, sizeof(version)));
+	appendStringInfo(buf, "key version %u", version);
+}
+
 /*
  * Redo of an own wrap key record (1.2 and 1.3 before sealing: the bare key;
  * now its entry, sealed or not): the cluster's own wrap key afterwards.
@@ -1112,7 +1136,7 @@ KeyringRunCommand(void)
 /*
  * Define snowseq.keyring_command and run it (at preload, in the
  * postmaster: a command that fails, or prints no key, stops the server);
- * register the drop record.
+ * register the redo of the keyring's WAL records.
  */
 void
 KeyringInit(void)
@@ -1121,6 +1145,9 @@ KeyringInit(void)
 							   "Shell command that prints the key-encryption key (64 hexadecimal digits) under which the wrap keys of the keyring file are sealed; empty: stored as they are.",
 							   NULL, &snowseq_keyring_command, "",
 							   PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+	RmgrRegisterKind(XLOG_SNOWSEQ_WRAP_KEY, "WRAP_KEY", KeyringRedo, KeyringDescribe);
+	RmgrRegisterKind(XLOG_SNOWSEQ_WRAP_KEYS, "WRAP_KEYS", KeyringRedoImport, KeyringDescribeImport);
+	RmgrRegisterKind(XLOG_SNOWSEQ_KEY_VERSION, "KEY_VERSION", KeyringRedoVersionRecord, KeyringDescribeVersion);
 	RmgrRegisterKind(XLOG_SNOWSEQ_WRAP_KEYS_DROP, "WRAP_KEYS_DROP", KeyringRedoDrop, KeyringDescribeDrop);
 	KeyringRunCommand();
 }

@@ -12,6 +12,12 @@
 #define WRAP_ID_BYTES		8	/* identifier of a wrap key */
 #define WRAPPED_KEY_BYTES	48	/* identifier, then RFC 3394 wrap of 32 bytes */
 
+/*
+ * snowseq.public_version_bits (registered by keystore.c): the width of the
+ * key version field, which bounds the version mark kept here
+ */
+extern int	snowseq_public_version_bits;
+
 extern void KeyringWrap(const uint8 *key, uint8 *out);
 extern void KeyringUnwrap(int version, const uint8 *wrapped, uint8 *key);
 extern void KeyringRedo(const char *data, size_t len);

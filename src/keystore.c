@@ -25,8 +25,6 @@
 #include "snowseq.h"
 #include "sqlrun.h"
 
-int			snowseq_public_version_bits = 6;
-
 static const char *const key_state_names[] = {"active", "current", "retired"};
 static const char *const key_columns[NCOLS] = {
 	"version", "state", "key", "version_bits", "check_bits", "created"

@@ -39,9 +39,6 @@ enum
 	COL_VERSION, COL_STATE, COL_KEY, COL_VERSION_BITS, COL_CHECK_BITS, COL_CREATED, NCOLS
 };
 
-/* snowseq.public_version_bits */
-extern int	snowseq_public_version_bits;
-
 extern void KeyStoreInit(void);
 extern Oid	KeyStoreTable(Oid fn_oid);
 extern const char *KeyStoreStateName(KeyState state);

@@ -61,7 +61,7 @@ typedef struct RmgrKind
 	RmgrDescFn	desc;
 } RmgrKind;
 
-#define RMGR_MAX_KINDS	4
+#define RMGR_MAX_KINDS	8
 static RmgrKind rmgr_kinds[RMGR_MAX_KINDS];
 static int	rmgr_nkinds = 0;
 
@@ -186,19 +186,8 @@ snowseq_redo(XLogReaderState *record)
 			RmgrApply(&v1.config, &slot, slot.bound);
 		}
 	}
-	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
-		KeyringRedo(XLogRecGetData(record), XLogRecGetDataLen(record));
-	else if (info == XLOG_SNOWSEQ_WRAP_KEYS)
-		KeyringRedoImport(XLogRecGetData(record), XLogRecGetDataLen(record));
 	else if (RmgrKindOf(info) != NULL)
 		RmgrKindOf(info)->redo(XLogRecGetData(record), XLogRecGetDataLen(record));
-	else if (info == XLOG_SNOWSEQ_KEY_VERSION)
-	{
-		uint32		version;
-
-		memcpy(&version, XLogRecGetData(record), sizeof(version));
-		KeyringRedoVersion(version);
-	}
 	else
 		elog(PANIC, "snowseq_redo: unknown op code %u", info);
 }
@@ -276,19 +265,8 @@ snowseq_desc(StringInfo buf, XLogReaderState *record)
 						 v1.config.seq_bits, v1.config.time_unit_ms,
 						 (unsigned long long) v1.bound[0], (unsigned long long) v1.bound[1]);
 	}
-	else if (info == XLOG_SNOWSEQ_WRAP_KEY)
-		KeyringDescribe(buf, XLogRecGetData(record), XLogRecGetDataLen(record));	/* never the key */
-	else if (info == XLOG_SNOWSEQ_WRAP_KEYS)
-		KeyringDescribeImport(buf, XLogRecGetData(record), XLogRecGetDataLen(record));
 	else if (RmgrKindOf(info) != NULL)
 		RmgrKindOf(info)->desc(buf, XLogRecGetData(record), XLogRecGetDataLen(record));
-	else if (info == XLOG_SNOWSEQ_KEY_VERSION)
-	{
-		uint32		version;
-
-		memcpy(&version, XLogRecGetData(record), sizeof(version));
-		appendStringInfo(buf, "key version %u", version);
-	}
 }
 
 /* pg_walinspect and friends: name a record type. */
@@ -300,12 +278,6 @@ snowseq_identify(uint8 info)
 		case XLOG_SNOWSEQ_RESERVE:
 		case XLOG_SNOWSEQ_RESERVE_V1:
 			return "RESERVE";
-		case XLOG_SNOWSEQ_WRAP_KEY:
-			return "WRAP_KEY";
-		case XLOG_SNOWSEQ_KEY_VERSION:
-			return "KEY_VERSION";
-		case XLOG_SNOWSEQ_WRAP_KEYS:
-			return "WRAP_KEYS";
 	}
 	return RmgrKindOf(info & ~XLR_INFO_MASK) ? RmgrKindOf(info & ~XLR_INFO_MASK)->name : NULL;
 }
