@@ -280,41 +280,68 @@ MoveUndoFence(Move *m)
 	m->fence_moved = v != NULL && strcmp(v, FenceStateName(FENCE_MOVED)) == 0;
 }
 
-/* Undo: drop the copy the move made, or empty the table it took. */
+/*
+ * Undo: drop the copies the tables of a group made, and empty the tables
+ * they took, each kind in one statement: the foreign keys between the
+ * copies (a group's tables reference one another) go with them, whatever
+ * the order of the tables.
+ */
 static void
-MoveUndoTable(Move *m)
+MoveUndoTables(Move *m)
 {
 	RemoteConn *dst = MoveDst(m);
-	PGresult   *res;
-	char	   *table;
-	char	   *rel;
-	char	   *mark;
+	StringInfoData dropped;
+	StringInfoData emptied;
+	List	   *notes = NIL;
+	ListCell   *lc;
 
-	/* renamed in the block, or still under the source's name */
-	res = RemoteExecParams(dst, "SELECT t::pg_catalog.text, pg_catalog.obj_description(t, 'pg_class'), c.relname "
-						   "FROM (SELECT coalesce(pg_catalog.to_regclass($1::pg_catalog.text), "
-						   "pg_catalog.to_regclass($2::pg_catalog.text)) t) s "
-						   "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.t",
-						   SQL_ARGS(m->dst_table, m->src_table), "look up the copy");
-	if (PQntuples(res) == 0)
+	initStringInfo(&dropped);
+	initStringInfo(&emptied);
+	foreach(lc, MoveGroup(m))
 	{
+		Move	   *t = lfirst(lc);
+		PGresult   *res;
+		char	   *table;
+		char	   *rel;
+		char	   *mark;
+
+		/* renamed in the block, or still under the source's name */
+		res = RemoteExecParams(dst, "SELECT t::pg_catalog.text, pg_catalog.obj_description(t, 'pg_class'), c.relname "
+							   "FROM (SELECT coalesce(pg_catalog.to_regclass($1::pg_catalog.text), "
+							   "pg_catalog.to_regclass($2::pg_catalog.text)) t) s "
+							   "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.t",
+							   SQL_ARGS(t->dst_table, t->src_table), "look up the copy");
+		if (PQntuples(res) == 0)
+		{
+			PQclear(res);
+			continue;
+		}
+		table = pstrdup(PQgetvalue(res, 0, 0));
+		mark = PQgetisnull(res, 0, 1) ? NULL : pstrdup(PQgetvalue(res, 0, 1));
+		rel = pstrdup(PQgetvalue(res, 0, 2));
 		PQclear(res);
-		return;
+		if (t->dest_created == 1 && mark != NULL && strcmp(mark, MoveCopyMark(t)) == 0)
+		{
+			appendStringInfo(&dropped, "%s%s", dropped.len > 0 ? ", " : "", table);
+			notes = lappend(notes, list_make3(t, table, "dropped"));
+		}
+		else if (t->dest_created == 0 && MoveTableReadBy(t, m->dst_name, t->dst_nsp, rel) == NULL)
+		{
+			/* it was empty before the move */
+			appendStringInfo(&emptied, "%s%s", emptied.len > 0 ? ", " : "", table);
+			notes = lappend(notes, list_make3(t, table, "emptied"));
+		}
 	}
-	table = pstrdup(PQgetvalue(res, 0, 0));
-	mark = PQgetisnull(res, 0, 1) ? NULL : pstrdup(PQgetvalue(res, 0, 1));
-	rel = pstrdup(PQgetvalue(res, 0, 2));
-	PQclear(res);
-	if (m->dest_created == 1 && mark != NULL && strcmp(mark, MoveCopyMark(m)) == 0)
+	/* the copies first: a table emptied may be referenced by one of them */
+	if (dropped.len > 0)
+		RemoteCommand(dst, psprintf("DROP TABLE %s", dropped.data), "drop the copies");
+	if (emptied.len > 0)
+		RemoteCommand(dst, psprintf("TRUNCATE %s", emptied.data), "empty the copies");
+	foreach(lc, notes)
 	{
-		RemoteCommand(dst, psprintf("DROP TABLE %s", table), "drop the copy");
-		MoveNote(m, m->dst_name, psprintf("table %s", table), "dropped");
-	}
-	else if (m->dest_created == 0 && MoveTableReadBy(m, m->dst_name, m->dst_nsp, rel) == NULL)
-	{
-		/* it was empty before the move */
-		RemoteCommand(dst, psprintf("TRUNCATE %s", table), "empty the copy");
-		MoveNote(m, m->dst_name, psprintf("table %s", table), "emptied");
+		List	   *n = lfirst(lc);
+
+		MoveNote(linitial(n), m->dst_name, psprintf("table %s", (char *) lsecond(n)), lthird(n));
 	}
 }
 
@@ -397,14 +424,15 @@ MoveRollback(Move *m)
 		if (t->kind != MOVE_KIND_WHOLE)
 			MoveUndoStep(t, MoveDropKeepViewOf, m->src_name, psprintf("view %s", MoveKeepView(t)));
 	}
-	foreach(lc, MoveGroup(m))
+	if (src_known)
+		MoveUndoStep(m, MoveUndoTables, m->dst_name, m->members == NIL ? psprintf("table %s", m->dst_table) :
+					 psprintf("tables of the group of %s", m->dst_table));
+	else
 	{
-		Move	   *t = lfirst(lc);
-
-		if (src_known)
-			MoveUndoStep(t, MoveUndoTable, m->dst_name, psprintf("table %s", t->dst_table));
-		else
+		foreach(lc, MoveGroup(m))
 		{
+			Move	   *t = lfirst(lc);
+
 			/* the copy may be all there is of the rows: keep it */
 			m->leftovers = true;
 			MoveNote(t, m->dst_name, psprintf("table %s", t->dst_table), "kept: the source cannot tell whether the move switched");
@@ -724,13 +752,13 @@ CleanupRevertable(Move *m, bool report)
 }
 
 /*
- * Resolve the moves that are not running (of one table, or all; with
- * switching_only, those interrupted in or after the switch): undo or
- * finish them.  Reports into collect, if given, or at elevel.  Returns how
+ * Resolve the moves that are not running (of one table, or all; at_start:
+ * from the resolver at the router's start, as the role that ran each):
+ * undo or finish them.  Reports into collect, if given, or at elevel.  Returns how
  * many are still unresolved (running ones do not count).
  */
 int
-CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, int elevel)
+CleanupMoves(const char *ext, Oid parent, Move *collect, bool at_start, int elevel)
 {
 	SPITupleTable *rows;
 	uint64		n;
@@ -740,14 +768,13 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 	/* the leading records (all, before 1.2), and those of the table's group */
 	MoveRecordsRunParams(ext, psprintf("SELECT " MOVE_LOAD_COLUMNS " "
 				 "FROM %s m WHERE %s state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) %s"
-				 "AND ($2::pg_catalog.text[] IS NULL OR state OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])) ORDER BY move_id",
+				 "ORDER BY move_id",
 				 psprintf("%s.snowseq_moves", ext), groups ? "group_move IS NULL AND" : "",
 				 !OidIsValid(parent) ? "" : !groups ? psprintf("AND parent OPERATOR(pg_catalog.=) %u ", parent) :
 				 psprintf("AND (parent OPERATOR(pg_catalog.=) %u OR EXISTS (SELECT 1 FROM %s.snowseq_moves g "
 						  "WHERE g.group_move OPERATOR(pg_catalog.=) m.move_id AND g.parent OPERATOR(pg_catalog.=) %u)) ",
 						  parent, ext, parent)),
-		SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE),
-				 switching_only ? MoveStateArray(MOVE_STATE_SWITCH, MOVE_STATE_SWITCHED, MOVE_STATE_NONE) : NULL),
+		SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
 		SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;
@@ -774,7 +801,7 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 
 			/* at the router's start: as the role that ran the move, if it is still there */
 			GetUserIdAndSecContext(&save_user, &save_sec);
-			if (switching_only && OidIsValid(m->mover) &&
+			if (at_start && OidIsValid(m->mover) &&
 				SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(m->mover)))
 				SetUserIdAndSecContext(m->mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 			MoveResolve(m, "interrupted");
@@ -807,10 +834,12 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool switching_only, in
 
 /*
  * At the start of a router (from its resolver worker, in a transaction):
- * resolve the moves of this database interrupted in or after the switch,
- * as snowseq_move_cleanup() would, so that the prepared source transaction
- * of each, which holds its source table, commits or rolls back as the
- * router's record says.  Returns how many are left unresolved.
+ * resolve the moves of this database that its end interrupted, as
+ * snowseq_move_cleanup() would: the prepared source transaction of one cut
+ * in or after its switch, which holds its source table, commits or rolls
+ * back as the router's record says, and one cut earlier (or undone with
+ * leftovers) is undone, its copies dropped.  Returns how many are left
+ * unresolved.
  */
 int
 MoveResolveSwitches(int elevel)
