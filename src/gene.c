@@ -87,6 +87,22 @@ HashOfBytea(bytea *b)
 	return GeneHashOfBytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
 }
 
+/* Hash of a char(n) key: its text, trailing blanks dropped as its cast to text drops them. */
+static uint64
+HashOfBpchar(BpChar *b)
+{
+	char	   *data = VARDATA_ANY(b);
+
+	return HashOfChars(data, bpchartruelen(data, VARSIZE_ANY_EXHDR(b)));
+}
+
+/* Hash of a name key: its characters, as its cast to text. */
+static uint64
+HashOfName(Name n)
+{
+	return HashOfChars(NameStr(*n), strlen(NameStr(*n)));
+}
+
 /* Gene of a text key given as characters. */
 static int
 GeneOfChars(char *data, int len)
@@ -221,6 +237,21 @@ PG_FUNCTION_INFO_V1(snowseq_fill_gene_id);
 PG_FUNCTION_INFO_V1(snowseq_gene_uuid_text);
 PG_FUNCTION_INFO_V1(snowseq_gene_uuid_int8);
 PG_FUNCTION_INFO_V1(snowseq_gene_uuid_bytea);
+PG_FUNCTION_INFO_V1(snowseq_gene_int4);
+PG_FUNCTION_INFO_V1(snowseq_gene_next_int4);
+PG_FUNCTION_INFO_V1(snowseq_gene_uuid_int4);
+PG_FUNCTION_INFO_V1(snowseq_gene_int2);
+PG_FUNCTION_INFO_V1(snowseq_gene_next_int2);
+PG_FUNCTION_INFO_V1(snowseq_gene_uuid_int2);
+PG_FUNCTION_INFO_V1(snowseq_gene_varchar);
+PG_FUNCTION_INFO_V1(snowseq_gene_next_varchar);
+PG_FUNCTION_INFO_V1(snowseq_gene_uuid_varchar);
+PG_FUNCTION_INFO_V1(snowseq_gene_bpchar);
+PG_FUNCTION_INFO_V1(snowseq_gene_next_bpchar);
+PG_FUNCTION_INFO_V1(snowseq_gene_uuid_bpchar);
+PG_FUNCTION_INFO_V1(snowseq_gene_name);
+PG_FUNCTION_INFO_V1(snowseq_gene_next_name);
+PG_FUNCTION_INFO_V1(snowseq_gene_uuid_name);
 
 /* snowseq_gene_uuid(text) -> uuid */
 Datum
@@ -292,6 +323,137 @@ snowseq_gene_next_bytea(PG_FUNCTION_ARGS)
 {
 	CheckKey(fcinfo);
 	PG_RETURN_INT64(GeneNext(GeneOfBytea(PG_GETARG_BYTEA_PP(0))));
+}
+
+/*
+ * Exact overloads for the argument types callers pass most (integer and
+ * smallint columns for bigint keys; varchar, char(n) and name for text
+ * keys).  Each gives what its key cast to bigint or text gives: without
+ * them such a call resolves through an implicit cast, and an overload of
+ * that exact type that a role with CREATE on a schema of the search path
+ * planted would win over snowseq's (docs/security.md).  Each has a symbol of
+ * its own: an integer Datum is not a bigint Datum where bigint is passed by
+ * reference, and a C symbol keeps one argument list (test/t/060_upgrade.pl).
+ */
+
+/* snowseq_gene(integer) -> int, as snowseq_gene(bigint) */
+Datum
+snowseq_gene_int4(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT32(GeneOfInt8((int64) PG_GETARG_INT32(0)));
+}
+
+/* snowseq_gene_next(integer) -> bigint, as snowseq_gene_next(bigint) */
+Datum
+snowseq_gene_next_int4(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT64(GeneNext(GeneOfInt8((int64) PG_GETARG_INT32(0))));
+}
+
+/* snowseq_gene_uuid(integer) -> uuid, as snowseq_gene_uuid(bigint) */
+Datum
+snowseq_gene_uuid_int4(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_UUID_P(GeneUuid(HashOfInt8((int64) PG_GETARG_INT32(0))));
+}
+
+/* snowseq_gene(smallint) -> int, as snowseq_gene(bigint) */
+Datum
+snowseq_gene_int2(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT32(GeneOfInt8((int64) PG_GETARG_INT16(0)));
+}
+
+/* snowseq_gene_next(smallint) -> bigint, as snowseq_gene_next(bigint) */
+Datum
+snowseq_gene_next_int2(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT64(GeneNext(GeneOfInt8((int64) PG_GETARG_INT16(0))));
+}
+
+/* snowseq_gene_uuid(smallint) -> uuid, as snowseq_gene_uuid(bigint) */
+Datum
+snowseq_gene_uuid_int2(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_UUID_P(GeneUuid(HashOfInt8((int64) PG_GETARG_INT16(0))));
+}
+
+/* snowseq_gene(varchar) -> int, as snowseq_gene(text) */
+Datum
+snowseq_gene_varchar(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT32(GeneOfText(PG_GETARG_TEXT_PP(0)));
+}
+
+/* snowseq_gene_next(varchar) -> bigint, as snowseq_gene_next(text) */
+Datum
+snowseq_gene_next_varchar(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT64(GeneNext(GeneOfText(PG_GETARG_TEXT_PP(0))));
+}
+
+/* snowseq_gene_uuid(varchar) -> uuid, as snowseq_gene_uuid(text) */
+Datum
+snowseq_gene_uuid_varchar(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_UUID_P(GeneUuid(HashOfText(PG_GETARG_TEXT_PP(0))));
+}
+
+/* snowseq_gene(char(n)) -> int, as snowseq_gene(text) */
+Datum
+snowseq_gene_bpchar(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT32((int) (HashOfBpchar(PG_GETARG_BPCHAR_PP(0)) & SNOWSEQ_MAX_GENE));
+}
+
+/* snowseq_gene_next(char(n)) -> bigint, as snowseq_gene_next(text) */
+Datum
+snowseq_gene_next_bpchar(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT64(GeneNext((int) (HashOfBpchar(PG_GETARG_BPCHAR_PP(0)) & SNOWSEQ_MAX_GENE)));
+}
+
+/* snowseq_gene_uuid(char(n)) -> uuid, as snowseq_gene_uuid(text) */
+Datum
+snowseq_gene_uuid_bpchar(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_UUID_P(GeneUuid(HashOfBpchar(PG_GETARG_BPCHAR_PP(0))));
+}
+
+/* snowseq_gene(name) -> int, as snowseq_gene(text) */
+Datum
+snowseq_gene_name(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT32((int) (HashOfName(PG_GETARG_NAME(0)) & SNOWSEQ_MAX_GENE));
+}
+
+/* snowseq_gene_next(name) -> bigint, as snowseq_gene_next(text) */
+Datum
+snowseq_gene_next_name(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_INT64(GeneNext((int) (HashOfName(PG_GETARG_NAME(0)) & SNOWSEQ_MAX_GENE)));
+}
+
+/* snowseq_gene_uuid(name) -> uuid, as snowseq_gene_uuid(text) */
+Datum
+snowseq_gene_uuid_name(PG_FUNCTION_ARGS)
+{
+	CheckKey(fcinfo);
+	PG_RETURN_UUID_P(GeneUuid(HashOfName(PG_GETARG_NAME(0))));
 }
 
 /* Column number of a trigger argument, or a clear ERROR. */
