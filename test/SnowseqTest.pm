@@ -21,7 +21,7 @@ our @EXPORT = qw(snowseq_node start_faketime set_fake_offset seconds_to_next_uni
   min_of segment_of server_log_since read_state_file script_clients
   read_lines extension_fingerprint compare_fingerprints
   shard_layout move_leftovers fdw_servers_sql batch_client pause_batch_clients
-  resume_batch_clients shard_conf gene_sharded_items);
+  resume_batch_clients shard_conf gene_sharded_items doc_sql_blocks);
 
 my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -600,6 +600,40 @@ sub compare_fingerprints
 		diag("only in $want_name: $_") for @only_want;
 	}
 	return $ok;
+}
+
+# The ```sql blocks of a page's text: [first line, sql, marker], in the
+# order of the page.  The marker is the HTML comment on the last non-empty
+# line before a block, <!-- word: text -->, as [word, text] (undef when
+# there is none): "shards" marks a block that runs on a router with shard
+# servers (test/t/066_docs_shards.pl), the text naming where.
+sub doc_sql_blocks
+{
+	my ($text) = @_;
+	my @lines = split /\n/, $text, -1;
+	my ($prev, @blocks) = ('');
+	for (my $i = 0; $i < @lines; $i++)
+	{
+		my $line = $lines[$i];
+		if ($line =~ /^```sql\s*$/)
+		{
+			my @marker = $prev =~ /^<!--\s*([\w-]+):\s*(.*?)\s*-->\s*$/;
+			my $start = $i + 1;
+			my @sql;
+			for ($i++; $i < @lines && $lines[$i] !~ /^```\s*$/; $i++)
+			{
+				push @sql, $lines[$i];
+			}
+			push @blocks, [ $start, join("\n", @sql) . "\n", @marker ? \@marker : undef ];
+		}
+		elsif ($line =~ /^```/)
+		{
+			# another fence: skip to its end
+			for ($i++; $i < @lines && $lines[$i] !~ /^```\s*$/; $i++) { }
+		}
+		$prev = $line if $line =~ /\S/;
+	}
+	return @blocks;
 }
 
 # SQL for a router: a postgres_fdw server and a user mapping for the

@@ -4,9 +4,10 @@
 #     has a heading that GitHub gives that anchor;
 #  2. every ```sql block of README.md and of the guides (docs/*.md) runs,
 #     block after block in the order of the page, in a database of its own per
-#     page, on a cluster with snowseq preloaded.  A block that cannot run on
-#     one server is preceded by <!-- norun: the reason --> and is skipped;
-#     there may be only a few.
+#     page, on a cluster with snowseq preloaded.  A block that needs a router
+#     with shard servers is preceded by <!-- shards: where it runs --> and
+#     runs in test/t/066_docs_shards.pl instead; no block is left out of
+#     both (any other marker before a block fails here).
 use strict;
 use warnings;
 use File::Basename qw(dirname);
@@ -19,7 +20,6 @@ use SnowseqTest;
 # the guides, each of which must hold examples that run
 my @GUIDES = qw(snowflake-ids durability genes-and-routing elastic-shards
   counters-and-serials public-ids uuids converting-tables);
-my $MAX_NORUN = 6;
 
 my @pages = grep { ok(-f $_, "$_ exists") } ('README.md', 'CHANGELOG.md', 'CONTRIBUTING.md',
 	'docs/reference.md', 'docs/design.md');
@@ -123,40 +123,17 @@ for my $p (@pages)
 cmp_ok($links, '>', 100, "the pages hold relative links ($links checked)");
 
 # ---- 2. SQL examples ----
-# [page, first line, sql, norun reason] for README.md and docs/*.md
+# [page, first line, sql, marker] for README.md and docs/*.md
 my @blocks;
 for my $p (grep { $_ eq 'README.md' || m{^docs/[^/]+\.md$} } @pages)
 {
-	my @lines = split /\n/, $text{$p}, -1;
-	my $prev = '';
-	for (my $i = 0; $i < @lines; $i++)
-	{
-		my $line = $lines[$i];
-		if ($line =~ /^```sql\s*$/)
-		{
-			my ($reason) = $prev =~ /^<!--\s*norun:\s*(.*?)\s*-->\s*$/;
-			my $start = $i + 1;
-			my @sql;
-			for ($i++; $i < @lines && $lines[$i] !~ /^```\s*$/; $i++)
-			{
-				push @sql, $lines[$i];
-			}
-			push @blocks, [ $p, $start, join("\n", @sql) . "\n", $reason ];
-		}
-		elsif ($line =~ /^```/)
-		{
-			# another fence: skip to its end
-			for ($i++; $i < @lines && $lines[$i] !~ /^```\s*$/; $i++) { }
-		}
-		$prev = $line if $line =~ /\S/;
-	}
+	push @blocks, map { [ $p, @$_ ] } doc_sql_blocks($text{$p});
 }
 
-my @norun = grep { defined $_->[3] } @blocks;
-ok(!(grep { $_->[3] eq '' } @norun), 'every norun marker gives a reason');
-cmp_ok(scalar(@norun), '<=', $MAX_NORUN,
-	scalar(@norun) . " SQL blocks are marked norun (at most $MAX_NORUN): "
-	  . join('; ', map { "$_->[0]:$_->[1] ($_->[3])" } @norun));
+my @marked = grep { defined $_->[3] } @blocks;
+is_deeply([ map { "$_->[0]:$_->[1] ($_->[3][0]: $_->[3][1])" } grep { $_->[3][0] ne 'shards' } @marked ], [],
+	'every SQL block runs: none is marked otherwise than as running on shard servers (066_docs_shards)');
+cmp_ok(scalar(grep { $_->[3][0] eq 'shards' } @marked), '>', 0, 'the blocks for shard servers are found');
 for my $g (@GUIDES)
 {
 	ok(-f "docs/$g.md", "the guide docs/$g.md exists");
