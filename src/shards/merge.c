@@ -1131,9 +1131,12 @@ MergeUndo(Move *m, const char *error)
 
 /*
  * After a step's error (rolled back, committed): resolve the merge as its
- * committed state says (finish it if the router switched, else undo it)
- * and throw the error.  Returns false if the merge ended that way without
- * an error to throw (it completed).
+ * committed state says.  Before the router's switch it is undone and the
+ * error thrown: the merge failed.  Once the router switched the merge is
+ * done, whatever the server says: finish it there, or, if the server
+ * cannot be reached, leave that to cleanup and the resolver with a
+ * WARNING; an ERROR would say the merge failed, and it did not.  Returns
+ * false where no error is thrown.
  */
 static bool
 MergeFailed(Move *m, ErrorData *err)
@@ -1148,14 +1151,21 @@ MergeFailed(Move *m, ErrorData *err)
 
 		SPI_commit();
 		if (fin == NULL)
-		{
 			ereport(WARNING,
 					(errmsg("merge " INT64_FORMAT " completed after an error: %s", m->id, err->message)));
-			return false;
+		else
+		{
+			MergeRecordSet(m, "error = $1::pg_catalog.text", SQL_ARGS(fin->message));
+			SPI_commit();
+			ereport(WARNING,
+					(errmsg("merge " INT64_FORMAT " is done on the router, but server \"%s\" did not finish it: %s",
+							m->id, m->src_name, fin->message),
+					 errdetail("The router switched to the merged tables; the server's prepared transaction commits when it is resolved."),
+					 errhint("SELECT * FROM snowseq_move_cleanup(); finishes it once the server is reachable (the router's resolver does at its next start).")));
 		}
+		return false;
 	}
-	else
-		MergeUndo(m, err->message);
+	MergeUndo(m, err->message);
 	SPI_commit();
 	ReThrowError(err);
 	return false;
