@@ -663,7 +663,7 @@ check_events('(6) after the retry', 'bulk_a', 'bulk_b', 'bulk_c');
 check_state('(6) after the retry: the orders');
 
 # ---------------------------------------------------------------------
-# (7) The router restarts during the copy; the next move cleans up
+# (7) The router restarts during the copy; its resolver undoes the move
 # ---------------------------------------------------------------------
 $bulk_before = bulk_layout();
 $bg_err = '';
@@ -675,15 +675,15 @@ $bg->finish;
 $router->start;
 $crashed = 1;
 is(bulk_layout(), $bulk_before, '(7) after the restart, the old placement is untouched');
-like($router->safe_psql('bulk', 'SELECT move_id, state FROM snowseq_moves ORDER BY move_id'), qr/\|copy$/,
-	'(7) the interrupted move is recorded in its copy step');
+ok($router->poll_query_until('bulk', q{SELECT state = 'failed' FROM snowseq_moves ORDER BY move_id DESC LIMIT 1}),
+	'(7) the router\'s resolver undoes the move cut in its copy, at its start');
 check_events('(7) after the router restart', 'bulk_a', 'bulk_b', 'bulk_c');
 check_state('(7) after the router restart: the orders');
 $bg_err = '';
 $bg = bulk_move(q{snowseq_move_genes('events', 16384, 20479, 'bulk_b')});
 $bg->finish;
 note "retry:\n$bg_err";
-like($bg_err, qr/NOTICE:  interrupted move \d+ of genes 16384 to 20479: move: undone/, '(7) the next move undoes the interrupted one first');
+unlike($bg_err, qr/interrupted move/, '(7) the next move finds nothing left to undo');
 unlike($bg_err, qr/ERROR/, '(7) and then succeeds');
 like(bulk_layout(), qr/^16383=bulk_a,32767=bulk_b /, '(7) genes 16384..20479 are back on bulk_b');
 check_events('(7) after the retry', 'bulk_a', 'bulk_b', 'bulk_c');
