@@ -160,6 +160,43 @@ MoveFinish(Move *m)
 }
 
 /*
+ * A whole move leaves its source tables empty: drop them with their fences
+ * (in one statement, so the foreign keys between them go too), unless a
+ * router partition reads one or it holds rows of other genes.  Moves back
+ * and forth left a table behind each time, whose name a later move or
+ * split to that server then met.  Run again, it finds them gone.
+ */
+static void
+MoveDropEmptySources(Move *m)
+{
+	RemoteConn *src = MoveSrc(m);
+	StringInfoData tables;
+	ListCell   *lc;
+
+	initStringInfo(&tables);
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		char	   *empty;
+
+		if (strcmp(RemoteValueParams(src, "SELECT (pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL)::pg_catalog.text",
+									 SQL_ARGS(t->src_table), "look up the source table"), "true") != 0 ||
+			MoveTableReadBy(t, m->src_name, t->dst_nsp, t->src_rel) != NULL)
+			continue;
+		empty = RemoteValue(src, psprintf("SELECT (NOT EXISTS (SELECT FROM %s))::pg_catalog.text", t->src_table),
+							"look for rows left in the source table");
+		if (strcmp(empty, "true") != 0)
+			continue;
+		RemoteCommandParams(src, psprintf("SELECT %s($1::pg_catalog.regclass)", MoveRemoteExt(src, "snowseq_fence_clear")),
+							SQL_ARGS(t->src_table), "remove the fences of the source table");
+		appendStringInfo(&tables, "%s%s", tables.len > 0 ? ", " : "", t->src_table);
+		MoveNote(t, m->src_name, psprintf("table %s", t->src_table), "dropped");
+	}
+	if (tables.len > 0)
+		RemoteCommand(src, psprintf("DROP TABLE %s", tables.data), "drop the emptied source tables");
+}
+
+/*
  * After the switch, once the source is no longer kept current: delete the
  * moved rows there, point a split's partitions back at their tables; the
  * move is done.  The lead's record counts the rows and bytes of the whole
@@ -175,6 +212,8 @@ MoveFinishSource(Move *m)
 		MoveFinishTable(lfirst(lc));
 	/* a split's partitions read their tables again: last, the locks are held to the commit */
 	MovePointBack(m);
+	if (m->kind == MOVE_KIND_WHOLE)
+		MoveDropEmptySources(m);
 	MoveRecordState(m, MOVE_STATE_DONE,
 					m->members == NIL ? NULL :
 					psprintf("(rows_copied, bytes_copied) = (SELECT pg_catalog.sum(rows_copied), "

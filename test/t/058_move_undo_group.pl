@@ -17,6 +17,9 @@
 # (2) The router crashes at the same pause: its resolver alone, at the
 #     restart, undoes the move, with no cleanup run by hand.
 # (3) The same move then succeeds.
+# (4) Whole moves of that partition back and forth drop each emptied source
+#     table (before, one was left behind each time); a split at the same
+#     boundary then works.
 use strict;
 use warnings;
 use lib 'test';
@@ -131,5 +134,25 @@ is($sb->safe_psql('postgres', q{SELECT (SELECT count(*) FROM orders_g0_16383) ||
 	$router->safe_psql('postgres', q{SELECT (SELECT count(*) FROM orders WHERE order_id < 16384::bigint << 48) || ' '
 		|| (SELECT count(*) FROM order_items WHERE item_id < 16384::bigint << 48)}), '(3) ... every row of genes 0..16383 is on shard_b');
 is($router->safe_psql('postgres', $all), '2000 2000', '(3) the router returns every row');
+
+# ---------------------------------------------------------------------
+# (4) Whole moves back and forth leave no empty table behind
+# ---------------------------------------------------------------------
+sub tables_of
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres', q{SELECT coalesce(string_agg(relname, ' ' ORDER BY relname), '')
+		FROM pg_class WHERE relname LIKE 'order%' AND relkind = 'r'});
+}
+$router->safe_psql('postgres', q{CALL snowseq_move_genes('orders', 0, 16383, 'shard_a')});
+is(last_move(), 'orders done, order_items done', '(4) the partition of genes 0..16383 moves back to shard_a, whole');
+is(tables_of($sb), '', '(4) ... and its tables, emptied, are gone from shard_b');
+is(tables_of($sa), 'order_items order_items_g0_16383 orders orders_g0_16383', '(4) shard_a holds both partitions');
+$router->safe_psql('postgres', q{CALL snowseq_move_genes('orders', 0, 16383, 'shard_b')});
+is(tables_of($sa), 'order_items orders', '(4) moved away again, whole: nothing empty is left on shard_a');
+is(tables_of($sb), 'order_items_g0_16383 orders_g0_16383', '(4) ... and shard_b holds its tables once');
+$router->safe_psql('postgres', q{CALL snowseq_split_shard('orders', 8192, 'shard_a')});
+is(last_move(), 'orders done, order_items done', '(4) a split at the boundary of the earlier moves then works');
+is($router->safe_psql('postgres', $all), '2000 2000', '(4) the router returns every row');
 
 done_testing();
