@@ -21,7 +21,6 @@
 #include "postgres.h"
 
 #include "access/table.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -32,7 +31,6 @@
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
-#include "utils/resowner.h"
 
 #include "move_common.h"
 #include "move_group.h"
@@ -129,59 +127,42 @@ FacetsLocal(Oid parent, MemoryContext cxt)
 	return facets;
 }
 
+/* Read a remote table's facets on its server (RemoteAsk). */
+static void
+FacetsAsk(RemoteConn *rc, void *arg)
+{
+	ShardTable *st = arg;
+	PGresult   *res;
+
+	st->asked = true;
+	st->version = rc->extversion ? pstrdup(rc->extversion) : NULL;
+	if (strcmp(RemoteValueParams(rc, "SELECT (pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL)::pg_catalog.text",
+								 SQL_ARGS(st->table), "look up the table"), "true") != 0)
+	{
+		st->problem = pstrdup("the table is not on the server");
+		return;
+	}
+	res = RemoteExecParams(rc, FacetsSql, SQL_ARGS(st->table), "read the table's columns, indexes, constraints and triggers");
+	for (int i = 0; i < PQntuples(res); i++)
+		st->facets = lappend(st->facets, FacetMake(PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+												   PQgetvalue(res, i, 2), PQgetvalue(res, i, 3)));
+	PQclear(res);
+}
+
 /*
- * Read a remote table's facets on its server; what goes wrong (the server
- * cannot be asked, the table is not there) becomes its problem.
+ * Read a remote table's facets; what goes wrong (the server cannot be
+ * asked, the table is not there) becomes its problem.
  */
 static void
 FacetsRemote(ShardTable *st, Oid serverid)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	RemoteConn *volatile rc = NULL;
+	char	   *problem = RemoteAsk(serverid, FacetsAsk, st);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
+	if (problem != NULL)
 	{
-		PGresult   *res;
-
-		rc = RemoteConnect(serverid);
-		st->asked = true;
-		st->version = rc->extversion ? pstrdup(rc->extversion) : NULL;
-		if (strcmp(RemoteValueParams(rc, "SELECT (pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL)::pg_catalog.text",
-									 SQL_ARGS(st->table), "look up the table"), "true") != 0)
-			st->problem = pstrdup("the table is not on the server");
-		else
-		{
-			res = RemoteExecParams(rc, FacetsSql, SQL_ARGS(st->table), "read the table's columns, indexes, constraints and triggers");
-			for (int i = 0; i < PQntuples(res); i++)
-				st->facets = lappend(st->facets, FacetMake(PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
-														   PQgetvalue(res, i, 2), PQgetvalue(res, i, 3)));
-			PQclear(res);
-		}
-		RemoteClose(rc);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
+		st->facets = NIL;
+		st->problem = psprintf("cannot be asked: %s", problem);
 	}
-	PG_CATCH();
-	{
-		ErrorData  *e;
-
-		MemoryContextSwitchTo(cxt);
-		e = CopyErrorData();
-		/* a cancelled statement stays cancelled */
-		if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-			PG_RE_THROW();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		RemoteClose(rc);
-		st->problem = psprintf("cannot be asked: %s", e->message);
-	}
-	PG_END_TRY();
 }
 
 /* The facet of a kind and object in a list, or NULL. */

@@ -6,7 +6,6 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
 #include "access/xlog.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -14,7 +13,6 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/formatting.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -87,74 +85,59 @@ NodeLocal(void)
 	return n;
 }
 
+/* Read what one foreign server says of its node id and layout (RemoteAsk). */
+static void
+NodeAsk(RemoteConn *rc, void *arg)
+{
+	NodeInfo   *n = arg;
+	PGresult   *res;
+
+	if (rc->extschema == NULL)
+	{
+		n->problem = pstrdup("snowseq is not installed in its database");
+		return;
+	}
+	n->version = pstrdup(rc->extversion);
+	res = RemoteExec(rc, psprintf("SELECT node_id, time_bits, node_bits, seq_bits, time_unit_ms, "
+								  "(pg_catalog.date_part('epoch', epoch) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8, "
+								  "(SELECT system_identifier FROM pg_catalog.pg_control_system()), "
+								  "pg_catalog.current_setting('snowseq.layout', true), "
+								  "pg_catalog.current_setting('snowseq.backfill_node_id', true) "
+								  "FROM %s.snowseq_status", rc->extschema),
+					 "read the node id and layout");
+	if (PQgetisnull(res, 0, 0))
+		n->problem = pstrdup("snowseq.node_id is not set there");
+	else
+		n->node_id = atoi(PQgetvalue(res, 0, 0));
+	/* a server of 1.1 has neither setting: time | node | seq, no backfill */
+	n->layout = NodeLayout(PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
+						   PQgetvalue(res, 0, 3), PQgetvalue(res, 0, 4),
+						   !PQgetisnull(res, 0, 7) && NodeSeqBeforeNode(PQgetvalue(res, 0, 7)));
+	if (!PQgetisnull(res, 0, 8) && PQgetvalue(res, 0, 8)[0] != '\0')
+		n->backfill_id = atoi(PQgetvalue(res, 0, 8));
+	n->epoch_ms = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
+	n->cluster = pstrdup(PQgetvalue(res, 0, 6));
+	n->known = true;
+	PQclear(res);
+}
+
 /* Ask one foreign server; what goes wrong becomes its problem, not an ERROR. */
 static NodeInfo *
 NodeRemote(Oid serverid, const char *name)
 {
 	NodeInfo   *n = palloc0(sizeof(NodeInfo));
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	RemoteConn *volatile rc = NULL;
+	char	   *problem;
 
 	n->server = pstrdup(name);
 	n->node_id = -1;
 	n->backfill_id = -1;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
+	problem = RemoteAsk(serverid, NodeAsk, n);
+	if (problem != NULL)
 	{
-		PGresult   *res;
-
-		rc = RemoteConnect(serverid);
-		if (rc->extschema == NULL)
-			n->problem = pstrdup("snowseq is not installed in its database");
-		else
-		{
-			n->version = pstrdup(rc->extversion);
-			res = RemoteExec(rc, psprintf("SELECT node_id, time_bits, node_bits, seq_bits, time_unit_ms, "
-										  "(pg_catalog.date_part('epoch', epoch) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8, "
-										  "(SELECT system_identifier FROM pg_catalog.pg_control_system()), "
-										  "pg_catalog.current_setting('snowseq.layout', true), "
-										  "pg_catalog.current_setting('snowseq.backfill_node_id', true) "
-										  "FROM %s.snowseq_status", rc->extschema),
-							 "read the node id and layout");
-			if (PQgetisnull(res, 0, 0))
-				n->problem = pstrdup("snowseq.node_id is not set there");
-			else
-				n->node_id = atoi(PQgetvalue(res, 0, 0));
-			/* a server of 1.1 has neither setting: time | node | seq, no backfill */
-			n->layout = NodeLayout(PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
-								   PQgetvalue(res, 0, 3), PQgetvalue(res, 0, 4),
-								   !PQgetisnull(res, 0, 7) && NodeSeqBeforeNode(PQgetvalue(res, 0, 7)));
-			if (!PQgetisnull(res, 0, 8) && PQgetvalue(res, 0, 8)[0] != '\0')
-				n->backfill_id = atoi(PQgetvalue(res, 0, 8));
-			n->epoch_ms = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
-			n->cluster = pstrdup(PQgetvalue(res, 0, 6));
-			n->known = true;
-			PQclear(res);
-		}
-		RemoteClose(rc);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
+		/* what was read before the failure does not count */
+		n->known = false;
+		n->problem = psprintf("cannot be asked: %s", problem);
 	}
-	PG_CATCH();
-	{
-		ErrorData  *e;
-
-		MemoryContextSwitchTo(cxt);
-		e = CopyErrorData();
-		/* a cancelled statement stays cancelled */
-		if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-			PG_RE_THROW();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		RemoteClose(rc);
-		n->problem = psprintf("cannot be asked: %s", e->message);
-	}
-	PG_END_TRY();
 	return n;
 }
 

@@ -11,6 +11,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
 #include "lib/stringinfo.h"
@@ -19,6 +20,7 @@
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/resowner.h"
 #include "utils/wait_event.h"
 
 #include "remote.h"
@@ -547,4 +549,49 @@ RemoteConninfo(Oid serverid)
 		AppendConninfoValue(&buf, defGetString(d));
 	}
 	return buf.data;
+}
+
+/*
+ * Ask a foreign server something for a report that must go on past a
+ * server that cannot answer: connect, run ask(rc, arg), close, all in a
+ * subtransaction.  Returns NULL, or the message of what went wrong (an
+ * unreachable server, a failed query), the subtransaction rolled back.  A
+ * cancelled statement stays cancelled.
+ */
+char *
+RemoteAsk(Oid serverid, RemoteAskFn ask, void *arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	RemoteConn *volatile rc = NULL;
+	char	   *volatile problem = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		rc = RemoteConnect(serverid);
+		ask(rc, arg);
+		RemoteClose(rc);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			PG_RE_THROW();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		RemoteClose(rc);
+		problem = e->message;
+	}
+	PG_END_TRY();
+	return problem;
 }

@@ -44,6 +44,10 @@ extern char *RemoteTryMessageParams(RemoteConn *rc, const char *sql, int nargs,
 									const char *const *values, const char *what,
 									char *sqlstate);
 extern char *RemoteValue(RemoteConn *rc, const char *sql, const char *what);
+
+/* what RemoteAsk runs on a server, with the caller's argument */
+typedef void (*RemoteAskFn) (RemoteConn *rc, void *arg);
+extern char *RemoteAsk(Oid serverid, RemoteAskFn ask, void *arg);
 extern char *RemoteConninfo(Oid serverid);
 extern void RemoteCheckUsableAs(RemoteConn *rc);
 
