@@ -31,6 +31,7 @@
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
+#include "utils/tuplestore.h"
 
 #include "move_common.h"
 #include "move_group.h"
