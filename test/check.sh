@@ -65,10 +65,18 @@ if [ $status -ne 0 ]; then
 	# logs of its servers
 	for t in $(sed -n 's|^\(test/t/[0-9A-Za-z_]*\)\.pl *(Wstat.*|\1|p' "$out" | sort -u); do
 		t=${t#test/t/}
-		print_tail "$dir/tmp_check/log/regress_log_$t" 80
 		for f in "$dir/tmp_check/log/${t}"_*.log; do
 			print_tail "$f" 20
 		done
+		print_tail "$dir/tmp_check/log/regress_log_$t" 80
+		# last, where a short excerpt of the output still shows them: each
+		# failed test with what was noted before it (the statement and the
+		# error of a step) and its diagnostics
+		if [ -f "$dir/tmp_check/log/regress_log_$t" ]; then
+			echo "=== $t: the failed tests"
+			grep -B 8 -A 12 '^\[[0-9:.]*\]([0-9.]*s) not ok ' "$dir/tmp_check/log/regress_log_$t" |
+				cut -c 1-400 | head -n 150 || true
+		fi
 	done
 	rm -f "$out"
 	echo "snowseq tests FAILED (logs in $dir)"

@@ -313,11 +313,20 @@ sub leftovers
 	return @l;
 }
 
+# A move that could not hold the writers back long enough to catch up (the
+# write pause is bounded: on a busy machine the clients' writes may outrun
+# it) is refused with nothing changed and the hint to retry; the test does
+# what the hint says, a few times at most, as a user would.
 sub move
 {
 	my ($call) = @_;
-	my ($rc, $out, $err) = $router->psql('postgres', "CALL $call");
-	note "CALL $call:\n$err";
+	my ($rc, $out, $err);
+	for my $try (1 .. 5)
+	{
+		($rc, $out, $err) = $router->psql('postgres', "CALL $call");
+		note "CALL $call (try $try):\n$err";
+		last unless $rc != 0 && $err =~ /HINT:  Retry when the source is less busy/;
+	}
 	return ($rc, $err);
 }
 
@@ -333,9 +342,11 @@ like($err, qr/genes 0 to 4095 of tables "orders", "order_items", "payments" from
 	'(1) one move names the three tables of the group');
 is(layout(), '4095=shard_c,16383=shard_a,32767=shard_b', '(1) the map: genes 0..4095 on shard_c');
 is($router->safe_psql('postgres', q{
-	SELECT string_agg(parent::text || ' ' || state || ' ' || coalesce(group_move::text, 'lead'), ', ' ORDER BY move_id)
-	FROM snowseq_moves}),
-	'orders done lead, order_items done 1, payments done 1', '(1) snowseq_moves: one move, a record per table, all done');
+	SELECT string_agg(parent::text || ' ' || state || ' ' || CASE WHEN group_move IS NULL THEN 'lead'
+		WHEN group_move = (SELECT l.move_id FROM snowseq_moves l WHERE l.group_move IS NULL AND l.state = 'done')
+		THEN 'of the lead' ELSE 'of another' END, ', ' ORDER BY move_id)
+	FROM snowseq_moves WHERE state <> 'failed'}),
+	'orders done lead, order_items done of the lead, payments done of the lead', '(1) snowseq_moves: one move, a record per table, all done');
 is($router->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'local_log_g0_4095'}), 0,
 	'(1) a local partitioned table is no part of the group');
 # the destination's tables: every index, constraint and trigger of the source,
@@ -395,8 +406,9 @@ like($err, qr/of tables "orders", "order_items", "payments"/, '(4) the three tab
 let_clients_write('(4) after the move of every table');
 check_state('(4) after the move of every table');
 is(join(',', leftovers()), '', '(4) no slot, publication, subscription, prepared transaction, fence or copy is left anywhere');
-is($router->safe_psql('postgres', q{SELECT count(*), count(*) FILTER (WHERE state = 'done') FROM snowseq_moves}),
-	'15|15', '(4) five moves of three tables each, all done');
+is($router->safe_psql('postgres', q{SELECT count(*) FILTER (WHERE state = 'done'),
+		count(*) FILTER (WHERE state NOT IN ('done', 'failed')) FROM snowseq_moves}),
+	'15|0', '(4) five moves of three tables each, all done (and none left unfinished by a refused try)');
 
 # ---------------------------------------------------------------------
 # (5) A foreign key across the moved range is refused, nothing changed
