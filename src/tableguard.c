@@ -167,10 +167,11 @@ TableGuardProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	if (IsA(parsetree, LockStmt) && ((LockStmt *) parsetree)->mode > RowExclusiveLock)
 		TableGuardCheckList(((LockStmt *) parsetree)->relations, "lock");
 #if PG_VERSION_NUM >= 190000
-	/* 19 parses CLUSTER, REPACK and VACUUM FULL of one table as REPACK */
+	/* 19 parses CLUSTER as REPACK, its new command */
 	else if (IsA(parsetree, RepackStmt) && ((RepackStmt *) parsetree)->relation != NULL &&
 			 ((RepackStmt *) parsetree)->relation->relation != NULL)
-		TableGuardCheckList(list_make1(((RepackStmt *) parsetree)->relation->relation), "cluster");
+		TableGuardCheckList(list_make1(((RepackStmt *) parsetree)->relation->relation),
+							((RepackStmt *) parsetree)->command == REPACK_COMMAND_CLUSTER ? "cluster" : "repack");
 #else
 	else if (IsA(parsetree, ClusterStmt) && ((ClusterStmt *) parsetree)->relation != NULL)
 		TableGuardCheckList(list_make1(((ClusterStmt *) parsetree)->relation), "cluster");

@@ -147,7 +147,7 @@ pass('a lock no stronger than a write\'s is still taken');
 
 SKIP:
 {
-	skip 'MAINTAIN is a privilege from PostgreSQL 17 on', 5
+	skip 'MAINTAIN is a privilege from PostgreSQL 17 on', 6
 	  if $node->safe_psql('postgres', 'SHOW server_version_num') < 170000;
 	$node->safe_psql('plain', 'GRANT MAINTAIN ON snowseq_counters TO regress_maint');
 	for my $sql ('BEGIN; LOCK TABLE snowseq_counters IN ACCESS EXCLUSIVE MODE; COMMIT',
@@ -158,8 +158,17 @@ SKIP:
 		my ($rc, $out, $err) = $node->psql('plain', $sql, extra_params => [ '-U', 'regress_maint' ]);
 		like($err, $OWNED, "MAINTAIN grantee: refused: $sql");
 	}
+	if ($node->safe_psql('postgres', 'SHOW server_version_num') >= 190000)
+	{
+		my ($rc, $out, $err) = $node->psql('plain', 'REPACK snowseq_counters', extra_params => [ '-U', 'regress_maint' ]);
+		like($err, qr/cannot repack table snowseq_counters: snowseq writes it as its owner/,
+			'MAINTAIN grantee: refused: REPACK (PostgreSQL 19)');
+	}
 	$node->safe_psql('plain', 'VACUUM snowseq_counters', extra_params => [ '-U', 'regress_maint' ]);
 	pass('MAINTAIN grantee: VACUUM, which holds no lock past itself, still runs');
+	# no transaction block holds VACUUM FULL's lock
+	$node->safe_psql('plain', 'VACUUM FULL snowseq_counters', extra_params => [ '-U', 'regress_maint' ]);
+	pass('MAINTAIN grantee: VACUUM FULL, which runs in no transaction block, still runs');
 }
 
 $node->stop;
