@@ -17,6 +17,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/shmem.h"
@@ -131,6 +133,9 @@ ReservationFind(const ReserveId *id, bool create)
 	free_slot->rate_counter = 0;
 	free_slot->rate_jumped = 0;
 	free_slot->rate_time = 0;
+	free_slot->promote_rate = 0;
+	free_slot->space_end = 0;
+	free_slot->promote_full = false;
 	free_slot->owner_mark = 0;
 	free_slot->owner_tag = 0;
 	pg_atomic_write_u64(&free_slot->counter, 0);
@@ -278,6 +283,27 @@ ReserveLoadState(void)
 
 
 /*
+ * The counter's rate since the last advance, in values a millisecond (0:
+ * none measured yet); jumps count as use only when the spec says so.
+ */
+static double
+ReserveRate(Reservation *r, const ReserveSpec *spec, uint64 counter, uint64 jumped,
+			TimestampTz now)
+{
+	uint64		used = counter > r->rate_counter ? counter - r->rate_counter : 0;
+
+	if (!spec->jumps_are_use)
+	{
+		uint64		skipped = jumped - r->rate_jumped;
+
+		used = used > skipped ? used - skipped : 0;
+	}
+	if (r->rate_time == 0 || now <= r->rate_time || used == 0)
+		return 0;
+	return (double) used / ((double) (now - r->rate_time) / 1000.0);
+}
+
+/*
  * Block size: the observed rate times the buffer, within the spec's bounds.
  * The rate is of values handed out: unless the spec says jumps are use
  * (the clock, whose counter the wall clock moves), what the counter jumped
@@ -288,22 +314,11 @@ ReserveBlock(Reservation *r, const ReserveSpec *spec, uint64 counter, uint64 jum
 			 TimestampTz now)
 {
 	uint64		block = spec->block_min;
-	uint64		used = counter > r->rate_counter ? counter - r->rate_counter : 0;
+	double		per_ms = ReserveRate(r, spec, counter, jumped, now);
+	double		want = per_ms * snowseq_reserve_buffer_ms;
 
-	if (!spec->jumps_are_use)
-	{
-		uint64		skipped = jumped - r->rate_jumped;
-
-		used = used > skipped ? used - skipped : 0;
-	}
-	if (r->rate_time != 0 && now > r->rate_time && used > 0)
-	{
-		double		per_ms = (double) used / ((double) (now - r->rate_time) / 1000.0);
-		double		want = per_ms * snowseq_reserve_buffer_ms;
-
-		if (want > (double) block)
-			block = want >= (double) spec->block_max ? spec->block_max : (uint64) want;
-	}
+	if (want > (double) block)
+		block = want >= (double) spec->block_max ? spec->block_max : (uint64) want;
 	return Max(block, 1);
 }
 
@@ -395,7 +410,8 @@ ReserveAdvance(Reservation *r, const ReserveSpec *spec, uint64 need)
 					  (uint64) snowseq_reserve_buffer_ms);
 
 	/* 1. WAL, flushed, confirmed by a synchronous standby if there is one */
-	lsn = RmgrLogAdvance(&slot);
+	lsn = RmgrLogAdvance(&slot, spec->end, now,
+						 (uint64) ceil(ReserveRate(r, spec, counter, jumped, now) * 1000.0));
 	SyncRepWaitReservation(lsn);
 
 	/* 2. the state file */

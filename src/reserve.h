@@ -64,6 +64,15 @@ typedef struct Reservation
 	uint64		rate_jumped;	/* jumped at the last advance */
 	TimestampTz rate_time;		/* when the last advance happened */
 	/*
+	 * Replayed from the last reservation record of 1.3 (not saved): the
+	 * counter's rate then in values a second (0: unknown) and the end of its
+	 * space (0: none).  promote_full: a promotion's jump took what was left
+	 * of the space.
+	 */
+	uint64		promote_rate;
+	uint64		space_end;
+	bool		promote_full;
+	/*
 	 * The owner's own marks, not saved, 0 in a new slot (named counters:
 	 * the floor the reservation covers + 1, and of which definition).
 	 */

@@ -30,7 +30,11 @@
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
+#include "access/xlogrecovery.h"
+#include "common/controldata_utils.h"
+#include "utils/timestamp.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 #include "guc.h"
@@ -46,11 +50,31 @@ typedef struct RecordV1
 	uint64		block[2];
 } RecordV1;
 
+/*
+ * What a record of 1.3 adds to one of 1.2 (which ends before it, and is
+ * read with a zero tail): what a standby promoted after replaying it needs
+ * to know how far the primary may have gone beyond it.
+ */
+typedef struct RecordTail
+{
+	TimestampTz at;				/* the primary's clock at the advance */
+	uint64		end;			/* the end of the counter's space (0: none) */
+	uint64		rate;			/* values a second since the advance before (0:
+								 * none measured) */
+} RecordTail;
+
 typedef struct Record
 {
 	SavedConfig config;
 	SavedSlot	slot;
+	RecordTail	tail;
 } Record;
+
+/*
+ * The primary's clock in the latest reservation record replayed (startup
+ * process, which redoes and then ends recovery; 0: none since start).
+ */
+static TimestampTz rmgr_heard_at = 0;
 
 /* record kinds registered by their owners (RmgrRegisterKind) */
 typedef struct RmgrKind
@@ -93,10 +117,11 @@ static bool rmgr_test_write_128 = false;
 /*
  * Log an advance and flush it; returns the record's end.  The record says
  * under which configuration the bound was taken, so a standby configured
- * otherwise notices.
+ * otherwise notices, and, for a promotion, when (at), the end of the
+ * counter's space then and its rate (values a second).
  */
 XLogRecPtr
-RmgrLogAdvance(const SavedSlot *slot)
+RmgrLogAdvance(const SavedSlot *slot, uint64 end, TimestampTz at, uint64 rate)
 {
 	Record		rec;
 	XLogRecPtr	lsn;
@@ -104,6 +129,9 @@ RmgrLogAdvance(const SavedSlot *slot)
 	memset(&rec, 0, sizeof(rec));
 	StateConfigCurrent(&rec.config);
 	rec.slot = *slot;
+	rec.tail.at = at;
+	rec.tail.end = end;
+	rec.tail.rate = rate;
 	XLogBeginInsert();
 	XLogRegisterData((char *) &rec, sizeof(rec));
 	XLogSetRecordFlags(XLOG_MARK_UNIMPORTANT);
@@ -115,11 +143,13 @@ RmgrLogAdvance(const SavedSlot *slot)
 
 /*
  * Raise one reservation to a replayed bound (counter to at least floor) and
- * keep the state file current.  A record of another configuration marks
+ * keep the state file current; with tail (a replayed record of 1.3), keep
+ * what a promotion needs of it.  A record of another configuration marks
  * the state mismatched instead.
  */
 static void
-RmgrApply(const SavedConfig *config, const SavedSlot *slot, uint64 floor)
+RmgrApply(const SavedConfig *config, const SavedSlot *slot, uint64 floor,
+		  const RecordTail *tail)
 {
 	char		msg[sizeof(Snowseq->state_message)];
 	Reservation *r;
@@ -152,6 +182,11 @@ RmgrApply(const SavedConfig *config, const SavedSlot *slot, uint64 floor)
 	raised = *slot;
 	raised.bound = Max(slot->bound, floor);
 	ReservationRaise(r, floor, &raised);
+	if (tail != NULL && tail->at != 0)
+	{
+		r->promote_rate = tail->rate;
+		r->space_end = tail->end;
+	}
 	ReservationSave(r, NULL);
 	LWLockRelease(Snowseq->lock);
 }
@@ -168,8 +203,10 @@ snowseq_redo(XLogReaderState *record)
 	{
 		Record		rec;
 
-		memcpy(&rec, XLogRecGetData(record), sizeof(rec));
-		RmgrApply(&rec.config, &rec.slot, rec.slot.bound);
+		memset(&rec, 0, sizeof(rec));
+		memcpy(&rec, XLogRecGetData(record), Min(XLogRecGetDataLen(record), sizeof(rec)));
+		rmgr_heard_at = Max(rmgr_heard_at, rec.tail.at);
+		RmgrApply(&rec.config, &rec.slot, rec.slot.bound, &rec.tail);
 	}
 	else if (info == XLOG_SNOWSEQ_RESERVE_V1)
 	{
@@ -183,7 +220,7 @@ snowseq_redo(XLogReaderState *record)
 			slot.tag = k == 0 ? RESERVE_TAG_CLOCK : RESERVE_TAG_SEGMENT;
 			slot.bound = v1.bound[k];
 			slot.block = v1.block[k];
-			RmgrApply(&v1.config, &slot, slot.bound);
+			RmgrApply(&v1.config, &slot, slot.bound, NULL);
 		}
 	}
 	else if (RmgrKindOf(info) != NULL)
@@ -193,40 +230,112 @@ snowseq_redo(XLogReaderState *record)
 }
 
 /*
+ * When this server last heard from the primary, by the primary's clock: the
+ * latest reservation record or commit replayed, or the checkpoint recovery
+ * started from (0: none known).  Everything the primary logged before then
+ * was replayed.
+ */
+static TimestampTz
+RmgrHeardAt(void)
+{
+	TimestampTz heard = Max(rmgr_heard_at, GetLatestXTime());
+	ControlFileData *control;
+	bool		crc_ok;
+
+	control = get_controlfile(DataDir, &crc_ok);
+	if (crc_ok && control->checkPointCopy.time != 0)
+		heard = Max(heard, time_t_to_timestamptz(control->checkPointCopy.time));
+	pfree(control);
+	return heard;
+}
+
+/*
+ * How far a counter's reservation resumes above its replayed bound after a
+ * promotion: its margin (one block and promote_margin_ms at its rate), and
+ * what the old primary could have issued in the time it was unheard, at its
+ * rate in the last record replayed (or, without one, the rate its block was
+ * sized for), whichever is higher.
+ */
+static uint64
+RmgrResumeAbove(const Reservation *r, const SavedSlot *slot, int64 unheard_ms)
+{
+	double		per_s = (double) slot->block * 1000.0 / (double) snowseq_reserve_buffer_ms;
+	double		above;
+
+	if (slot->tag != RESERVE_TAG_COUNTER || unheard_ms <= 0)
+		return slot->margin;
+	per_s = Max(per_s, (double) r->promote_rate);
+	above = (double) slot->margin + per_s * (double) unheard_ms / 1000.0;
+	return above >= (double) (PG_UINT64_MAX - slot->bound) ?
+		PG_UINT64_MAX - slot->bound : (uint64) above;
+}
+
+/*
  * End of redo.  After archive recovery (promotion of a standby, or
  * point-in-time recovery) the old primary may have handed out values under
  * a reservation this server never received, so every reservation resumes
- * its margin above what was replayed (for the clock promote_margin_ms of
- * logical time, for counters one block plus the blocks of the margin at
- * the last rate), saved before any value is issued.  Crash recovery needs
- * no margin: the state file and the WAL are complete.  The signal files
- * are still there when rm_cleanup runs.
+ * above what was replayed, saved before any value is issued: the clock by
+ * promote_margin_ms of logical time (it restarts at wall time anyway),
+ * counters and serials by one block, promote_margin_ms at their last rate,
+ * and the time the primary was unheard (from its clock in the last record
+ * replayed to this server's now) at that rate.  A counter whose space that
+ * jump passes resumes at its end, with a WARNING: the old primary may have
+ * issued every value left.  Crash recovery needs no margin: the state file
+ * and the WAL are complete.  The signal files are still there when
+ * rm_cleanup runs.
  */
 static void
 snowseq_cleanup(void)
 {
 	SavedConfig config;
 	StringInfoData floors;
+	TimestampTz heard;
+	int64		unheard_ms = 0;
 
 	if (Snowseq == NULL || Snowseq->state_error != STATE_OK)
 		return;
 	if (access(STANDBY_SIGNAL_FILE, F_OK) != 0 && access(RECOVERY_SIGNAL_FILE, F_OK) != 0)
 		return;
 	StateConfigCurrent(&config);
+	heard = RmgrHeardAt();
+	if (heard != 0 && GetCurrentTimestamp() > heard)
+		unheard_ms = (GetCurrentTimestamp() - heard) / 1000;
 	initStringInfo(&floors);
 	for (int i = 0; i < SnowseqResCount; i++)
 	{
 		Reservation *r = &SnowseqRes[i];
 		SavedSlot	slot;
+		uint64		above;
+		uint64		floor;
 
 		if (!r->in_use)
 			continue;
 		ReservationSlot(r, &slot);
 		if (slot.bound == 0)
 			continue;
-		RmgrApply(&config, &slot, slot.bound + slot.margin);
-		appendStringInfo(&floors, "%s%s %llu", floors.len > 0 ? ", " : "",
-						 ReservationName(r), (unsigned long long) (slot.bound + slot.margin));
+		above = RmgrResumeAbove(r, &slot, unheard_ms);
+		floor = slot.bound + above;
+		if (r->space_end != 0 && floor >= r->space_end && slot.bound < r->space_end)
+		{
+			floor = r->space_end;
+			r->promote_full = true;
+			ereport(WARNING,
+					(errmsg("snowseq serial or counter \"%s\" resumes at the end of its space: the old primary may have issued every value left",
+							ReservationName(r)),
+					 errdetail("It was unheard for %lld ms, in which at its last rate it could have issued more than the %llu values left above the replayed bound.",
+							   (long long) unheard_ms,
+							   (unsigned long long) (r->space_end - slot.bound)),
+					 errhint("Values resume with its next period, if its format has one; otherwise create a counter or serial under a new name.  Synchronous replication keeps promotions from skipping values.")));
+		}
+		RmgrApply(&config, &slot, floor, NULL);
+		if (slot.tag == RESERVE_TAG_COUNTER)
+			appendStringInfo(&floors, "%s%s %llu (%llu above, %lld ms unheard)",
+							 floors.len > 0 ? ", " : "", ReservationName(r),
+							 (unsigned long long) floor,
+							 (unsigned long long) (floor - slot.bound), (long long) unheard_ms);
+		else
+			appendStringInfo(&floors, "%s%s %llu", floors.len > 0 ? ", " : "",
+							 ReservationName(r), (unsigned long long) floor);
 	}
 	ereport(LOG,
 			(errmsg("snowseq resumes above the replayed reservations: %s",
@@ -244,7 +353,8 @@ snowseq_desc(StringInfo buf, XLogReaderState *record)
 		Record		rec;
 		const char *what;
 
-		memcpy(&rec, XLogRecGetData(record), sizeof(rec));
+		memset(&rec, 0, sizeof(rec));
+		memcpy(&rec, XLogRecGetData(record), Min(XLogRecGetDataLen(record), sizeof(rec)));
 		what = rec.slot.tag == RESERVE_TAG_CLOCK ? "clock" :
 			rec.slot.tag == RESERVE_TAG_SEGMENT ? "segment" : "counter";
 		appendStringInfo(buf, "node %d layout %d/%d/%d@%dms %s",

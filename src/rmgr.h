@@ -8,6 +8,7 @@
 
 #include "access/xlogdefs.h"
 #include "lib/stringinfo.h"
+#include "utils/timestamp.h"
 
 #include "statefile.h"
 
@@ -31,6 +32,7 @@ typedef void (*RmgrDescFn) (StringInfo buf, const char *data, size_t len);
 
 extern void RmgrInit(void);
 extern void RmgrRegisterKind(uint8 info, const char *name, RmgrRedoFn redo, RmgrDescFn desc);
-extern XLogRecPtr RmgrLogAdvance(const SavedSlot *slot);
+extern XLogRecPtr RmgrLogAdvance(const SavedSlot *slot, uint64 end, TimestampTz at,
+								 uint64 rate);
 
 #endif							/* SNOWSEQ_RMGR_H */
