@@ -80,12 +80,12 @@ COMMENT ON VIEW snowseq_status IS 'the snowseq generator at a glance';
 CREATE FUNCTION snowseq_reservations(
 	OUT kind text, OUT counter bigint, OUT bound bigint, OUT low_water bigint,
 	OUT block bigint, OUT advances bigint, OUT waits bigint,
-	OUT last_advance timestamptz)
+	OUT last_advance timestamptz, OUT database name)
 	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'snowseq_reservations'
+	AS 'MODULE_PATHNAME', 'snowseq_reservations_1_3'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION snowseq_reservations() IS
-	'each durable reservation: counter, bound, block size, advances and waits';
+	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use), with their database';
 
 CREATE VIEW snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
 COMMENT ON VIEW snowseq_reservations IS 'snowseq durable reservations';
@@ -287,12 +287,15 @@ CREATE TABLE snowseq_counters (
 	time_zone text,
 	restart_base bigint NOT NULL DEFAULT 0,
 	dropped boolean NOT NULL DEFAULT false,
-	created timestamptz NOT NULL DEFAULT pg_catalog.now()
+	created timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	maximum bigint
 );
 COMMENT ON TABLE snowseq_counters IS
-	'named counters and serials: their definitions (the values are in shared memory and the state file)';
+	'named counters and serials: their definitions, written by snowseq''s functions alone (values: shared memory and the state file; records and rights: the floors in schema snowseq_state)';
+COMMENT ON COLUMN @extschema@.snowseq_counters.maximum IS
+	'a counter''s largest value; NULL: the largest bigint (a serial''s numbers are bounded by its digits)';
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.snowseq_counters', '');
-GRANT SELECT ON @extschema@.snowseq_counters TO PUBLIC;
+REVOKE ALL ON TABLE @extschema@.snowseq_counters FROM PUBLIC;
 
 -- every change of a definition, however applied, reaches the backends'
 -- copies
@@ -308,40 +311,43 @@ CREATE TRIGGER snowseq_counters_row_changed
 ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_counters_changed;
 ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_counters_row_changed;
 
--- Not STRICT: a NULL argument is an ERROR naming it.  Who may create and
--- drop is who may write snowseq_counters.
+-- Not STRICT: a NULL argument is an ERROR naming it (maximum: none).
 CREATE FUNCTION snowseq_create_counter(name text, start bigint DEFAULT 1,
-	nodes integer DEFAULT 1, restart boolean DEFAULT false) RETURNS void
-	AS 'MODULE_PATHNAME', 'snowseq_create_counter'
+	nodes integer DEFAULT 1, restart boolean DEFAULT false, maximum bigint DEFAULT NULL)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_create_counter_1_3'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_create_counter(text, bigint, integer, boolean) IS
-	'a named counter: values start, start + nodes, ... on node 0, offset by node_id % nodes elsewhere; a dropped one continues (restart => true starts it over)';
+COMMENT ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) IS
+	'a named counter owned by the calling role: values start, start + nodes, ... up to maximum on node 0, offset by node_id % nodes elsewhere; its owner may continue a dropped one (restart => true starts it over)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) FROM PUBLIC;
 
 CREATE FUNCTION snowseq_create_serial(name text, format text, time_zone text DEFAULT 'UTC',
 	start bigint DEFAULT 1, nodes integer DEFAULT 1) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_create_serial'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION snowseq_create_serial(text, text, text, bigint, integer) IS
-	'a formatted serial such as ''INV-YYYYMMDD-######'': its number starts again at start in each day, month or year of the format, in time_zone';
+	'a formatted serial such as ''INV-YYYYMMDD-######'' owned by the calling role: its number starts again at start in each day, month or year of the format, in time_zone';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_create_serial(text, text, text, bigint, integer) FROM PUBLIC;
 
 CREATE FUNCTION snowseq_drop_counter(name text) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_drop_counter'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION snowseq_drop_counter(text) IS
-	'no more values from a counter or serial; created again with the same definition it continues';
+	'no more values from a counter or serial (its owner only); created again by its owner with the same definition it continues';
 
--- VOLATILE, PARALLEL SAFE like snowseq_next(): one counter in shared
--- memory.  Not for PUBLIC: a role could burn another's numbers.
+-- VOLATILE; PARALLEL UNSAFE, as nextval() is: taking one may record the
+-- counter's floor (a sequence).  Not for PUBLIC: a role could burn
+-- another's numbers.
 CREATE FUNCTION snowseq_counter_next(name text) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_counter_next'
-	LANGUAGE C VOLATILE PARALLEL SAFE;
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION snowseq_counter_next(text) IS
 	'next value of a named counter (needs EXECUTE granted)';
 REVOKE ALL ON FUNCTION snowseq_counter_next(text) FROM PUBLIC;
 
 CREATE FUNCTION snowseq_serial(name text) RETURNS text
 	AS 'MODULE_PATHNAME', 'snowseq_serial'
-	LANGUAGE C VOLATILE PARALLEL SAFE;
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION snowseq_serial(text) IS
 	'next formatted serial number (needs EXECUTE granted)';
 REVOKE ALL ON FUNCTION snowseq_serial(text) FROM PUBLIC;
@@ -350,7 +356,7 @@ CREATE FUNCTION snowseq_counter_raise(name text, above bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_counter_raise'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION snowseq_counter_raise(text, bigint) IS
-	'make the next value of a counter greater than above (after a restore, or taking over from a sequence); never lowers; returns that next value';
+	'make the next value of a counter greater than above (a serial: the next number of its period); after a restore without its record, or taking over from a sequence; never lowers; returns that next value';
 REVOKE ALL ON FUNCTION snowseq_counter_raise(text, bigint) FROM PUBLIC;
 
 CREATE FUNCTION snowseq_counter_state(name text, OUT issued bigint, OUT reserved bigint)
@@ -359,26 +365,6 @@ CREATE FUNCTION snowseq_counter_state(name text, OUT issued bigint, OUT reserved
 COMMENT ON FUNCTION snowseq_counter_state(text) IS
 	'raw reservation of a counter of this database: last value taken and durable bound (for the snowseq_counter_status view)';
 
-CREATE VIEW snowseq_counter_status AS
-	SELECT c.name, c.kind, c.start, c.nodes, c.format, c.time_zone, c.dropped,
-		CASE WHEN c.kind OPERATOR(pg_catalog.=) 'counter'
-				  AND s.issued OPERATOR(pg_catalog.>) c.restart_base
-			 THEN c.start OPERATOR(pg_catalog.+)
-				  (((s.issued OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.-) c.restart_base)
-				   OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
-				  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
-			 WHEN c.kind OPERATOR(pg_catalog.=) 'serial' AND s.issued OPERATOR(pg_catalog.>) 0
-			 THEN c.start OPERATOR(pg_catalog.+)
-				  (((s.issued OPERATOR(pg_catalog.&) 1099511627775) OPERATOR(pg_catalog.-) 1)
-				   OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
-				  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
-		END AS last_value,
-		s.issued, s.reserved
-	FROM @extschema@.snowseq_counters c
-	CROSS JOIN LATERAL @extschema@.snowseq_counter_state(c.name) s
-	CROSS JOIN @extschema@.snowseq_status st;
-COMMENT ON VIEW snowseq_counter_status IS
-	'named counters and serials of this database: definition, last value this node issued (serials: in the last period), raw reservation';
 
 -- Public IDs
 -- [0][gene: 15][key version: v][FF1-AES256 of segment << check bits]
@@ -573,12 +559,12 @@ CREATE TABLE snowseq_moves (
 	dest_table text NOT NULL,
 	id_column text NOT NULL,
 	dest_created boolean,
-	token text NOT NULL UNIQUE,
+	token text NOT NULL,
 	fence_id integer,
 	sub_oid oid,
 	state text NOT NULL
 		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'block', 'switch',
-				'switched', 'done', 'failed', 'rollback']::text[])),
+				'switched', 'done', 'failed', 'rollback', 'revertable', 'reverted']::pg_catalog.text[])),
 	error text,
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 	copied_at timestamptz,
@@ -586,18 +572,57 @@ CREATE TABLE snowseq_moves (
 	switched_at timestamptz,
 	finished_at timestamptz,
 	rows_copied bigint,
-	pause_ms double precision
+	pause_ms double precision,
+	mover oid,
+	rows_total bigint,
+	bytes_copied bigint,
+	lag_bytes bigint,
+	copy_started_at timestamptz,
+	progress_at timestamptz,
+	group_move bigint,
+	revert_window interval,
+	revertable_until timestamptz,
+	reverts bigint,
+	back_lsn pg_lsn
 );
+-- A revert is named after the move it reverts (the way back's name), and
+-- a revert that failed (over: its undo left nothing) leaves that name to
+-- the next revert of the move: unique among the moves not failed.
+CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
+	WHERE state OPERATOR(pg_catalog.<>) 'failed';
+CREATE INDEX snowseq_moves_group_move ON @extschema@.snowseq_moves (group_move);
 COMMENT ON TABLE snowseq_moves IS
 	'gene-range moves run on this router: state, objects and timings';
 COMMENT ON COLUMN snowseq_moves.state IS
-	'prepare, copy, block, switch, switched: in progress (or interrupted); done, failed: over; rollback: leftovers remain';
+	'prepare, copy, block, switch, switched: in progress (or interrupted); revertable: switched, the source kept current; done, failed, reverted: over; rollback: leftovers remain';
 COMMENT ON COLUMN snowseq_moves.part_lower IS
 	'lower bound of the partition the move cut, NULL for MINVALUE';
 COMMENT ON COLUMN snowseq_moves.part_upper IS
 	'upper bound of the partition the move cut, NULL for MAXVALUE';
 COMMENT ON COLUMN snowseq_moves.dest_created IS
 	'true: the move created dest_table (marked by a comment until done); false: it reused an empty one';
+COMMENT ON COLUMN @extschema@.snowseq_moves.mover IS
+	'the role that ran the move; the resolver at the router''s start acts as it';
+COMMENT ON COLUMN @extschema@.snowseq_moves.rows_total IS
+	'rows of the moved genes on the source when the copy began';
+COMMENT ON COLUMN @extschema@.snowseq_moves.bytes_copied IS
+	'size of the copy on the destination (pg_table_size), as last seen';
+COMMENT ON COLUMN @extschema@.snowseq_moves.lag_bytes IS
+	'WAL of the source not yet confirmed by the subscription, as last seen';
+COMMENT ON COLUMN @extschema@.snowseq_moves.copy_started_at IS
+	'when the initial copy began';
+COMMENT ON COLUMN @extschema@.snowseq_moves.progress_at IS
+	'when the progress columns were last written';
+COMMENT ON COLUMN @extschema@.snowseq_moves.group_move IS
+	'NULL: the move''s leading record (its state and progress are the whole move''s); else the leading record of the move this table moved in';
+COMMENT ON COLUMN @extschema@.snowseq_moves.revert_window IS
+	'how long the move keeps its source current after the switch (snowseq.move_revert_window when it ran); NULL: it finishes at once';
+COMMENT ON COLUMN @extschema@.snowseq_moves.revertable_until IS
+	'while the move is revertable: when it is finalized unless snowseq_move_revert or snowseq_move_finalize comes first';
+COMMENT ON COLUMN @extschema@.snowseq_moves.reverts IS
+	'a revert: the move it reverts';
+COMMENT ON COLUMN @extschema@.snowseq_moves.back_lsn IS
+	'the destination''s WAL position when the move stopped replicating to it: replication back to the source starts there';
 COMMENT ON COLUMN snowseq_moves.pause_ms IS
 	'how long writes to the moved genes were held back on the source';
 
@@ -835,41 +860,13 @@ CREATE FUNCTION snowseq_uuid_time(id uuid) RETURNS timestamptz
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_uuid_time(uuid) IS
 	'instant (unix_ts_ms) of a version 7 UUID';
--- ---- counters: whole-life positions (1.2) ----
--- Values of counters and serials are taken in the leader only, as
--- nextval() is: taking one may record the counter's floor (a sequence).
-ALTER FUNCTION @extschema@.snowseq_counter_next(text) PARALLEL UNSAFE;
-ALTER FUNCTION @extschema@.snowseq_serial(text) PARALLEL UNSAFE;
-
--- the view (last_value in numeric, never "bigint out of range" at the
--- end of bigint) is defined once, with owners and grants, below
--- ---- end counters ----
-
 -- ---- counters: owners and grants (1.2) ----
 -- A counter or serial has an owner (the role that created it) and USAGE
 -- grants, as a sequence has: only roles with the owner's privileges, or
 -- with USAGE granted to them, to a role they are members of, or to PUBLIC,
 -- draw values, raise it or see its state.  EXECUTE on the functions is
--- still needed as well.  Both columns are rows of the configuration
--- table: pg_dump keeps them, with role names (regrole and aclitem print
--- names), so the roles must exist where a dump is restored.  A row
--- written without an owner (a plain INSERT, or a dump made by 1.1) is
--- owned by the role that writes it.
-ALTER TABLE @extschema@.snowseq_counters
-	ADD COLUMN owner pg_catalog.regrole NOT NULL
-		DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(CAST(CURRENT_USER AS pg_catalog.text))),
-	ADD COLUMN acl pg_catalog.aclitem[];
-COMMENT ON COLUMN @extschema@.snowseq_counters.owner IS
-	'the role that owns the counter: it and its members may use it, grant and revoke it';
-COMMENT ON COLUMN @extschema@.snowseq_counters.acl IS
-	'USAGE grants of the counter (snowseq_grant_counter, snowseq_revoke_counter); NULL: its owner only';
--- Counters made before 1.2 are owned by the owner of this table and
--- granted to PUBLIC: every role with EXECUTE keeps drawing from them.
-UPDATE @extschema@.snowseq_counters c
-	SET owner = CAST(t.relowner AS pg_catalog.regrole),
-		acl = ARRAY[pg_catalog.makeaclitem(0, t.relowner, 'USAGE', false)]
-	FROM pg_catalog.pg_class t
-	WHERE t.oid OPERATOR(pg_catalog.=) CAST('@extschema@.snowseq_counters' AS pg_catalog.regclass);
+-- still needed as well.  Since 1.3 both are privileges on the counter's
+-- floor (see "one authority" below).
 
 -- Only a role with the counter owner's privileges may grant and revoke:
 -- the functions check it, EXECUTE is everyone's.  role is a role name as
@@ -878,51 +875,13 @@ CREATE FUNCTION snowseq_grant_counter(name text, role text) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_grant_counter'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_grant_counter(text, text) IS
-	'lets a role (or public) draw from a counter or serial, raise it and see its state; only its owner may grant';
+	'lets a role (or public) draw from a counter or serial, raise it and see its state: GRANT USAGE on its floor, by its owner';
 CREATE FUNCTION snowseq_revoke_counter(name text, role text) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_revoke_counter'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_revoke_counter(text, text) IS
-	'takes back a grant of snowseq_grant_counter; it holds from the next call of every session';
+	'takes back a grant of snowseq_grant_counter (REVOKE USAGE on its floor); it holds from the next call of every session';
 
--- The view shows the counters the caller may use, and their owners.
-CREATE OR REPLACE VIEW @extschema@.snowseq_counter_status AS
-	SELECT c.name, c.kind, c.start, c.nodes, c.format, c.time_zone, c.dropped,
-		CAST(LEAST(
-			CASE WHEN c.kind OPERATOR(pg_catalog.=) 'counter'
-					  AND s.issued OPERATOR(pg_catalog.>) c.restart_base
-				 THEN CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
-					  ((CAST(s.issued AS pg_catalog.numeric) OPERATOR(pg_catalog.-) 1
-						OPERATOR(pg_catalog.-) c.restart_base)
-					   OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
-					  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
-				 WHEN c.kind OPERATOR(pg_catalog.=) 'serial' AND s.issued OPERATOR(pg_catalog.>) 0
-				 THEN CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
-					  ((CAST(s.issued OPERATOR(pg_catalog.&) 1099511627775 AS pg_catalog.numeric)
-						OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) c.nodes) OPERATOR(pg_catalog.+)
-					  (st.node_id OPERATOR(pg_catalog.%) c.nodes)
-			END,
-			-- the largest value of the counter's progression that bigint holds
-			(CAST(c.start AS pg_catalog.numeric) OPERATOR(pg_catalog.+)
-			 (st.node_id OPERATOR(pg_catalog.%) c.nodes))
-			OPERATOR(pg_catalog.+)
-			(pg_catalog.div(CAST(9223372036854775807 AS pg_catalog.numeric)
-							OPERATOR(pg_catalog.-) c.start
-							OPERATOR(pg_catalog.-) (st.node_id OPERATOR(pg_catalog.%) c.nodes),
-							CAST(c.nodes AS pg_catalog.numeric))
-			 OPERATOR(pg_catalog.*) c.nodes)) AS pg_catalog.int8) AS last_value,
-		s.issued, s.reserved, c.owner
-	FROM @extschema@.snowseq_counters c
-	CROSS JOIN LATERAL @extschema@.snowseq_counter_state(c.name) s
-	CROSS JOIN @extschema@.snowseq_status st
-	WHERE pg_catalog.pg_has_role(c.owner, 'USAGE')
-		OR EXISTS (SELECT FROM pg_catalog.aclexplode(c.acl) g
-				   WHERE g.privilege_type OPERATOR(pg_catalog.=) 'USAGE'
-					 AND (g.grantee OPERATOR(pg_catalog.=) 0
-						  OR pg_catalog.pg_has_role(g.grantee, 'USAGE')));
-COMMENT ON VIEW @extschema@.snowseq_counter_status IS
-	'named counters and serials of this database that the caller may use: definition, last value this node issued (serials: in the last period), raw reservation, owner';
-GRANT SELECT ON @extschema@.snowseq_counter_status TO PUBLIC;
 -- ---- end counters: owners and grants ----
 
 
@@ -930,30 +889,11 @@ GRANT SELECT ON @extschema@.snowseq_counter_status TO PUBLIC;
 -- The source's part of a switch is a prepared transaction that the router's
 -- record decides; at the router's start a resolver commits or rolls it
 -- back, acting as the role that ran the move (its user mappings).
-ALTER TABLE @extschema@.snowseq_moves ADD COLUMN mover oid;
-COMMENT ON COLUMN @extschema@.snowseq_moves.mover IS
-	'the role that ran the move; the resolver at the router''s start acts as it';
 -- ---- end of moves: crash-safe switch (1.2) ----
 
 -- ---- moves: progress (1.2) ----
 -- A move commits its progress about twice a second while it copies, so
 -- that other sessions see it; the columns stay as the move's record.
-ALTER TABLE @extschema@.snowseq_moves
-	ADD COLUMN rows_total bigint,
-	ADD COLUMN bytes_copied bigint,
-	ADD COLUMN lag_bytes bigint,
-	ADD COLUMN copy_started_at timestamptz,
-	ADD COLUMN progress_at timestamptz;
-COMMENT ON COLUMN @extschema@.snowseq_moves.rows_total IS
-	'rows of the moved genes on the source when the copy began';
-COMMENT ON COLUMN @extschema@.snowseq_moves.bytes_copied IS
-	'size of the copy on the destination (pg_table_size), as last seen';
-COMMENT ON COLUMN @extschema@.snowseq_moves.lag_bytes IS
-	'WAL of the source not yet confirmed by the subscription, as last seen';
-COMMENT ON COLUMN @extschema@.snowseq_moves.copy_started_at IS
-	'when the initial copy began';
-COMMENT ON COLUMN @extschema@.snowseq_moves.progress_at IS
-	'when the progress columns were last written';
 
 -- The moves not over, with their progress, as pg_stat_progress_* views
 -- show commands: phase, rows copied of the total, bytes, lag, time left
@@ -971,9 +911,14 @@ SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_s
 		THEN (m.progress_at OPERATOR(pg_catalog.-) m.copy_started_at) OPERATOR(pg_catalog.*)
 			((m.rows_total OPERATOR(pg_catalog.-) m.rows_copied)::pg_catalog.float8
 			 OPERATOR(pg_catalog./) m.rows_copied::pg_catalog.float8) END AS time_left,
-	m.progress_at AS updated_at
+	m.progress_at AS updated_at,
+	ARRAY(SELECT g.parent FROM @extschema@.snowseq_moves g
+		WHERE g.move_id OPERATOR(pg_catalog.=) m.move_id OR g.group_move OPERATOR(pg_catalog.=) m.move_id
+		ORDER BY g.move_id) AS tables,
+	m.revertable_until, m.reverts
 FROM @extschema@.snowseq_moves m
-WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback']::pg_catalog.text[]);
+WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback', 'reverted']::pg_catalog.text[])
+	AND m.group_move IS NULL;
 COMMENT ON VIEW @extschema@.snowseq_move_progress IS
 	'moves under way (or interrupted): phase, rows copied of the total, bytes, lag and estimated time left';
 -- ---- end of moves: progress (1.2) ----
@@ -982,31 +927,7 @@ COMMENT ON VIEW @extschema@.snowseq_move_progress IS
 -- snowseq_shard_map governs every gene-sharded table, so a move takes the
 -- genes of all of them at once (the placement group): one record per
 -- table, those of the other tables pointing at the move's leading record.
-ALTER TABLE @extschema@.snowseq_moves ADD COLUMN group_move bigint;
-COMMENT ON COLUMN @extschema@.snowseq_moves.group_move IS
-	'NULL: the move''s leading record (its state and progress are the whole move''s); else the leading record of the move this table moved in';
-CREATE INDEX snowseq_moves_group_move ON @extschema@.snowseq_moves (group_move);
 
-CREATE OR REPLACE VIEW @extschema@.snowseq_move_progress AS
-SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_server,
-	m.state AS phase, m.rows_copied, m.rows_total,
-	CASE WHEN m.rows_total OPERATOR(pg_catalog.>) 0
-		THEN pg_catalog.round(100.0 OPERATOR(pg_catalog.*) LEAST(m.rows_copied, m.rows_total)
-			OPERATOR(pg_catalog./) m.rows_total, 1) END AS percent,
-	m.bytes_copied, m.lag_bytes,
-	pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) m.started_at AS elapsed,
-	CASE WHEN m.state OPERATOR(pg_catalog.=) 'copy' AND m.rows_copied OPERATOR(pg_catalog.>) 0
-		AND m.rows_total OPERATOR(pg_catalog.>=) m.rows_copied
-		THEN (m.progress_at OPERATOR(pg_catalog.-) m.copy_started_at) OPERATOR(pg_catalog.*)
-			((m.rows_total OPERATOR(pg_catalog.-) m.rows_copied)::pg_catalog.float8
-			 OPERATOR(pg_catalog./) m.rows_copied::pg_catalog.float8) END AS time_left,
-	m.progress_at AS updated_at,
-	ARRAY(SELECT g.parent FROM @extschema@.snowseq_moves g
-		WHERE g.move_id OPERATOR(pg_catalog.=) m.move_id OR g.group_move OPERATOR(pg_catalog.=) m.move_id
-		ORDER BY g.move_id) AS tables
-FROM @extschema@.snowseq_moves m
-WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback']::pg_catalog.text[])
-	AND m.group_move IS NULL;
 
 -- Without a table: every gene-sharded table.
 CREATE PROCEDURE @extschema@.snowseq_move_genes(first_gene integer, last_gene integer, to_server name)
@@ -1121,36 +1042,7 @@ COMMENT ON FUNCTION @extschema@.snowseq_route(text) IS
 -- floor, its owner the role holding USAGE WITH GRANT OPTION: PostgreSQL's
 -- own privileges, dumped by role name, kept by DROP ROLE, taken back by
 -- DROP OWNED.  Creating a counter is EXECUTE on the create functions.
-ALTER TABLE @extschema@.snowseq_counters ADD COLUMN maximum bigint;
-COMMENT ON COLUMN @extschema@.snowseq_counters.maximum IS
-	'a counter''s largest value; NULL: the largest bigint (a serial''s numbers are bounded by its digits)';
-DROP VIEW @extschema@.snowseq_counter_status;
-ALTER TABLE @extschema@.snowseq_counters DROP COLUMN owner, DROP COLUMN acl;
-REVOKE ALL ON TABLE @extschema@.snowseq_counters FROM PUBLIC;
-COMMENT ON TABLE @extschema@.snowseq_counters IS
-	'named counters and serials: their definitions, written by snowseq''s functions alone (values: shared memory and the state file; records and rights: the floors in schema snowseq_state)';
 
--- Not STRICT: a NULL argument is an ERROR naming it (maximum: none).
-DROP FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean);
-CREATE FUNCTION @extschema@.snowseq_create_counter(name text, start bigint DEFAULT 1,
-	nodes integer DEFAULT 1, restart boolean DEFAULT false, maximum bigint DEFAULT NULL)
-	RETURNS void
-	AS 'MODULE_PATHNAME', 'snowseq_create_counter_1_3'
-	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) IS
-	'a named counter owned by the calling role: values start, start + nodes, ... up to maximum on node 0, offset by node_id % nodes elsewhere; its owner may continue a dropped one (restart => true starts it over)';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.snowseq_create_serial(text, text, text, bigint, integer) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.snowseq_create_serial(text, text, text, bigint, integer) IS
-	'a formatted serial such as ''INV-YYYYMMDD-######'' owned by the calling role: its number starts again at start in each day, month or year of the format, in time_zone';
-COMMENT ON FUNCTION @extschema@.snowseq_drop_counter(text) IS
-	'no more values from a counter or serial (its owner only); created again by its owner with the same definition it continues';
-COMMENT ON FUNCTION @extschema@.snowseq_counter_raise(text, bigint) IS
-	'make the next value of a counter greater than above (a serial: the next number of its period); after a restore without its record, or taking over from a sequence; never lowers; returns that next value';
-COMMENT ON FUNCTION @extschema@.snowseq_grant_counter(text, text) IS
-	'lets a role (or public) draw from a counter or serial, raise it and see its state: GRANT USAGE on its floor, by its owner';
-COMMENT ON FUNCTION @extschema@.snowseq_revoke_counter(text, text) IS
-	'takes back a grant of snowseq_grant_counter (REVOKE USAGE on its floor); it holds from the next call of every session';
 
 -- No row for a counter the caller may not use: the view shows each role
 -- its own counters.
@@ -1179,25 +1071,12 @@ GRANT SELECT ON @extschema@.snowseq_counter_status TO PUBLIC;
 -- pg_read_all_stats in every database (as pg_stat_statements shows them
 -- every query), to others only in its database and if they may use it;
 -- with its database (one name in two databases is two counters).
-DROP VIEW @extschema@.snowseq_reservations;
-DROP FUNCTION @extschema@.snowseq_reservations();
-CREATE FUNCTION @extschema@.snowseq_reservations(
-	OUT kind text, OUT counter bigint, OUT bound bigint, OUT low_water bigint,
-	OUT block bigint, OUT advances bigint, OUT waits bigint,
-	OUT last_advance timestamptz, OUT database name)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'snowseq_reservations_1_3'
-	LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE VIEW @extschema@.snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
-COMMENT ON VIEW @extschema@.snowseq_reservations IS 'snowseq durable reservations';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.snowseq_reservations() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.snowseq_status() TO pg_monitor;
 GRANT EXECUTE ON FUNCTION @extschema@.snowseq_reservations() TO pg_monitor;
 GRANT SELECT ON @extschema@.snowseq_status TO pg_monitor;
 GRANT SELECT ON @extschema@.snowseq_reservations TO pg_monitor;
-COMMENT ON FUNCTION @extschema@.snowseq_reservations() IS
-	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use), with their database';
 COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
 	'add the wrap keys and the key version mark of a copy of another cluster''s keyring file (all or none); a regular file only; needs pg_read_server_files too; returns how many wrap keys were new';
 -- ---- end of status: who may read it (1.3) ----
@@ -1303,32 +1182,6 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_let_go(integer) FROM PUBLIC;
 -- until snowseq_move_finalize or the end of the window: it is revertable,
 -- and snowseq_move_revert switches back with the same short pause.  A
 -- revert is a move of its own (its record names the move it reverts).
-ALTER TABLE @extschema@.snowseq_moves
-	ADD COLUMN revert_window interval,
-	ADD COLUMN revertable_until timestamptz,
-	ADD COLUMN reverts bigint,
-	ADD COLUMN back_lsn pg_lsn;
-COMMENT ON COLUMN @extschema@.snowseq_moves.revert_window IS
-	'how long the move keeps its source current after the switch (snowseq.move_revert_window when it ran); NULL: it finishes at once';
-COMMENT ON COLUMN @extschema@.snowseq_moves.revertable_until IS
-	'while the move is revertable: when it is finalized unless snowseq_move_revert or snowseq_move_finalize comes first';
-COMMENT ON COLUMN @extschema@.snowseq_moves.reverts IS
-	'a revert: the move it reverts';
-COMMENT ON COLUMN @extschema@.snowseq_moves.back_lsn IS
-	'the destination''s WAL position when the move stopped replicating to it: replication back to the source starts there';
-ALTER TABLE @extschema@.snowseq_moves
-	DROP CONSTRAINT snowseq_moves_state_check,
-	ADD CONSTRAINT snowseq_moves_state_check
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'block', 'switch',
-				'switched', 'done', 'failed', 'rollback', 'revertable', 'reverted']::pg_catalog.text[]));
-COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
-	'prepare, copy, block, switch, switched: in progress (or interrupted); revertable: switched, the source kept current; done, failed, reverted: over; rollback: leftovers remain';
--- A revert is named after the move it reverts (the way back's name), and
--- a revert that failed (over: its undo left nothing) leaves that name to
--- the next revert of the move: unique among the moves not failed.
-ALTER TABLE @extschema@.snowseq_moves DROP CONSTRAINT snowseq_moves_token_key;
-CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
-	WHERE state OPERATOR(pg_catalog.<>) 'failed';
 
 -- What moves create on any server, recorded in a router transaction that
 -- commits before each is made and removed once it is dropped (or stays for
@@ -1349,27 +1202,6 @@ CREATE INDEX snowseq_move_objects_move ON @extschema@.snowseq_move_objects (move
 COMMENT ON TABLE @extschema@.snowseq_move_objects IS
 	'objects a move made (or is about to make) on a server, recorded before they are made: cleanup drops those of moves that are over';
 
-CREATE OR REPLACE VIEW @extschema@.snowseq_move_progress AS
-SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_server,
-	m.state AS phase, m.rows_copied, m.rows_total,
-	CASE WHEN m.rows_total OPERATOR(pg_catalog.>) 0
-		THEN pg_catalog.round(100.0 OPERATOR(pg_catalog.*) LEAST(m.rows_copied, m.rows_total)
-			OPERATOR(pg_catalog./) m.rows_total, 1) END AS percent,
-	m.bytes_copied, m.lag_bytes,
-	pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) m.started_at AS elapsed,
-	CASE WHEN m.state OPERATOR(pg_catalog.=) 'copy' AND m.rows_copied OPERATOR(pg_catalog.>) 0
-		AND m.rows_total OPERATOR(pg_catalog.>=) m.rows_copied
-		THEN (m.progress_at OPERATOR(pg_catalog.-) m.copy_started_at) OPERATOR(pg_catalog.*)
-			((m.rows_total OPERATOR(pg_catalog.-) m.rows_copied)::pg_catalog.float8
-			 OPERATOR(pg_catalog./) m.rows_copied::pg_catalog.float8) END AS time_left,
-	m.progress_at AS updated_at,
-	ARRAY(SELECT g.parent FROM @extschema@.snowseq_moves g
-		WHERE g.move_id OPERATOR(pg_catalog.=) m.move_id OR g.group_move OPERATOR(pg_catalog.=) m.move_id
-		ORDER BY g.move_id) AS tables,
-	m.revertable_until, m.reverts
-FROM @extschema@.snowseq_moves m
-WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback', 'reverted']::pg_catalog.text[])
-	AND m.group_move IS NULL;
 
 CREATE PROCEDURE @extschema@.snowseq_move_revert(move bigint)
 	AS 'MODULE_PATHNAME', 'snowseq_move_revert'

@@ -10,6 +10,7 @@
 # Usage, as root (debootstrap, chroot and mount need it):
 #   bash test/matrix.sh 17 18 19
 #   T=test/t/010_crash.pl bash test/matrix.sh 18      one TAP file (PROVE_FLAGS too)
+#   SKIP_TAP=1 bash test/matrix.sh 18                 pg_regress and the isolation specs only
 #   bash test/matrix.sh --bench 17 18                 the full benchmark run
 #       (bench/run.sh) instead of the tests; the report of version NN goes
 #       to docs/pgNN/ (with its results.json), its raw results to
@@ -92,7 +93,7 @@ run_version() {
 	else
 		in_chroot "$root" env PG_CONFIG="/usr/lib/postgresql/$v/bin/pg_config" \
 			${old:+SNOWSEQ_OLD_PG_CONFIG="/usr/lib/postgresql/$old/bin/pg_config"} \
-			SKIP_BENCH="${SKIP_BENCH-1}" ${T:+T="$T"} ${PROVE_FLAGS:+PROVE_FLAGS="$PROVE_FLAGS"} \
+			SKIP_BENCH="${SKIP_BENCH-1}" ${T:+T="$T"} ${SKIP_TAP:+SKIP_TAP=1} ${PROVE_FLAGS:+PROVE_FLAGS="$PROVE_FLAGS"} \
 			bash /snowseq/test/check.sh 2>&1 | tee "$log" || rc=$?
 	fi
 	[ "$rc" = 0 ] || echo "(paths above are inside the chroot $root; output in $log)"

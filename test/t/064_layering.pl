@@ -371,4 +371,42 @@ ok(scalar(precedence_traps('x := a OPERATOR(pg_catalog.+) b OPERATOR(pg_catalog.
 	  && scalar(precedence_traps('WHERE a OPERATOR(pg_catalog.=) b OPERATOR(pg_catalog.-) 1')) == 1,
 	'the precedence check finds a + b * c and a = b - 1 written with OPERATOR(), and passes (a + b) - 1');
 
+# The install script is written in its final shape: it creates each object
+# once and never alters or drops what it created (the update scripts carry
+# the history).  The one ALTER it needs is ENABLE ALWAYS TRIGGER, which
+# CREATE TRIGGER cannot say.
+sub script_history
+{
+	my ($sql) = @_;
+	my (@hits, %made);
+	$sql =~ s/--[^\n]*//g;
+	for my $stmt (split /;\s*\n/, $sql)
+	{
+		$stmt =~ s/^\s+//;
+		if ($stmt =~ /^(DROP|CREATE OR REPLACE)\s+(\w+)\s+(\S+)/i
+			|| ($stmt =~ /^ALTER\s+(\w+)\s+(\S+)/i && $stmt !~ /^ALTER TABLE \S+ ENABLE ALWAYS TRIGGER \w+$/i))
+		{
+			push @hits, (split /\n/, $stmt)[0];
+		}
+		elsif ($stmt =~ /^CREATE\s+(?:UNIQUE\s+)?(TABLE|VIEW|TYPE|INDEX|SCHEMA|SEQUENCE)\s+(\S+?)(?:\s|\()/i)
+		{
+			my ($kind, $name) = (lc($1), lc($2));
+			$name =~ s/^\@extschema\@\.//;
+			my $key = "$kind $name";
+			push @hits, "$key created twice" if $made{$key}++;
+		}
+	}
+	return @hits;
+}
+{
+	open(my $fh, '<', 'sql/snowseq--1.3.sql') or die "sql/snowseq--1.3.sql: $!";
+	my $sql = do { local $/; <$fh> };
+	close($fh);
+	my @hits = script_history($sql);
+	is(scalar(@hits), 0, 'sql/snowseq--1.3.sql creates each object once and alters or drops none of them'
+		. (@hits ? ': ' . join('; ', @hits) : ''));
+	is(scalar(script_history("CREATE TABLE a (x int);\nALTER TABLE a ADD COLUMN y int;\nCREATE VIEW v AS SELECT 1;\nCREATE OR REPLACE VIEW v AS SELECT 2;\nCREATE VIEW \@extschema\@.v AS SELECT 3;\nDROP FUNCTION f();\nALTER TABLE a ENABLE ALWAYS TRIGGER t;\n")), 4,
+		'the check finds an ALTER, a CREATE OR REPLACE, a view made twice and a DROP, and lets ENABLE ALWAYS TRIGGER pass');
+}
+
 done_testing();
