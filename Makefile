@@ -32,6 +32,8 @@ OBJS = \
 	src/keyadmin.o \
 	src/keystore.o \
 	src/keyring.o \
+	src/keyring_file.o \
+	src/keyring_seal.o \
 	src/pubtext.o \
 	src/convert.o \
 	src/auto_keys.o \
@@ -51,6 +53,7 @@ SHARDS_OBJS = \
 	src/shards/move.o \
 	src/shards/move_common.o \
 	src/shards/move_plan.o \
+	src/shards/move_parts.o \
 	src/shards/move_group.o \
 	src/shards/move_repl.o \
 	src/shards/move_switch.o \
@@ -59,6 +62,9 @@ SHARDS_OBJS = \
 	src/shards/move_orphans.o \
 	src/shards/move_schema.o \
 	src/shards/merge.o \
+	src/shards/merge_records.o \
+	src/shards/merge_switch.o \
+	src/shards/merge_cleanup.o \
 	src/shards/shard_stats.o \
 	src/shards/check_shards.o \
 	src/shards/resolver.o \

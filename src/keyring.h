@@ -11,6 +11,8 @@
 #define WRAP_KEY_BYTES		32	/* AES-256 */
 #define WRAP_ID_BYTES		8	/* identifier of a wrap key */
 #define WRAPPED_KEY_BYTES	48	/* identifier, then RFC 3394 wrap of 32 bytes */
+#define KEYRING_FILE		"snowseq_keyring"	/* in the data directory */
+#define KEYRING_MAX			1024	/* wrap keys a keyring may hold */
 
 /*
  * snowseq.public_version_bits (registered by keystore.c): the width of the
@@ -31,8 +33,5 @@ extern uint32 KeyringVersionMark(void);
 extern int	KeyringDropUnused(int nkeep, const uint8 (*keep)[WRAP_ID_BYTES]);
 extern void KeyringInit(void);
 extern void KeyringStartup(void);
-
-/* snowseq.keyring_command */
-extern char *snowseq_keyring_command;
 
 #endif							/* SNOWSEQ_KEYRING_H */

@@ -35,7 +35,7 @@
 
 #include "move_common.h"
 #include "move_group.h"
-#include "move_plan.h"
+#include "move_parts.h"
 #include "remote.h"
 #include "shmem.h"
 #include "sqlrun.h"

@@ -1,14 +1,44 @@
 /*
  * merge.h
- *		merge.c: merges of neighbouring partitions of one server, their
- *		cleanup and the resolver's part.
+ *		What the files of a merge of neighbouring partitions share: the
+ *		table of a merge and its states.  merge.c runs the steps,
+ *		merge_switch.c the switch and the finish, merge_records.c keeps
+ *		the records and the lock, merge_cleanup.c undoes and resolves
+ *		(each declares its API in the header of its name).
  */
 #ifndef SNOWSEQ_MERGE_H
 #define SNOWSEQ_MERGE_H
 
 #include "move_common.h"
 
-extern int	MergeCleanup(const char *ext, Oid parent, Move *collect, bool at_start, int elevel);
-extern int	MergeResolveSwitches(int elevel);
+/* One table of a merge: the partitions that become one. */
+typedef struct MergeTable
+{
+	List	   *parts;			/* the router's partitions (quoted), in order */
+	List	   *tables;			/* the tables they read on the server (quoted) */
+	char	   *triggers;		/* the lead's: its merge triggers as made
+								 * (MergeTriggers), checked at the switch */
+} MergeTable;
+
+/*
+ * The states of a merge are those of moves it goes through (MoveStateName):
+ * prepare, copy, switch, switched, then done, failed or rollback.
+ */
+#define MERGE_PREPARE	MoveStateName(MOVE_STATE_PREPARE)
+#define MERGE_COPY		MoveStateName(MOVE_STATE_COPY)
+#define MERGE_SWITCH	MoveStateName(MOVE_STATE_SWITCH)
+#define MERGE_SWITCHED	MoveStateName(MOVE_STATE_SWITCHED)
+#define MERGE_DONE		MoveStateName(MOVE_STATE_DONE)
+#define MERGE_FAILED	MoveStateName(MOVE_STATE_FAILED)
+#define MERGE_ROLLBACK	MoveStateName(MOVE_STATE_ROLLBACK)
+/* a merge not over */
+#define MERGE_NOT_OVER	MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_NONE)
+
+/* The table of a Move of a merge. */
+static inline MergeTable *
+MergeOf(Move *t)
+{
+	return (MergeTable *) t->merge;
+}
 
 #endif							/* SNOWSEQ_MERGE_H */

@@ -69,7 +69,7 @@
 #include "utils/wait_event.h"
 
 #include "move.h"
-#include "merge.h"
+#include "merge_cleanup.h"
 #include "move_cleanup.h"
 #include "move_common.h"
 #include "move_group.h"

@@ -28,7 +28,7 @@
 #include "gene.h"
 #include "move_common.h"
 #include "move_group.h"
-#include "move_plan.h"
+#include "move_parts.h"
 #include "nodes.h"
 #include "snowseq.h"
 #include "sqlrun.h"

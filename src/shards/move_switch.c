@@ -23,6 +23,7 @@
 #include "move_common.h"
 #include "move_group.h"
 #include "move_keep.h"
+#include "move_parts.h"
 #include "move_plan.h"
 #include "move_repl.h"
 #include "move_switch.h"

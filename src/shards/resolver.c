@@ -3,10 +3,10 @@
  *		The move resolver: at every start of the server (crash restarts
  *		included) it visits each database, and where snowseq is installed it
  *		resolves the moves and merges interrupted in their switch
- *		(MoveResolveSwitches, move_cleanup.c; MergeResolveSwitches, merge.c),
- *		so the prepared transactions they left on shard servers commit or
- *		roll back as the router's record says, without anyone running
- *		snowseq_move_cleanup().
+ *		(MoveResolveSwitches, move_cleanup.c; MergeResolveSwitches,
+ *		merge_cleanup.c), so the prepared transactions they left on shard
+ *		servers commit or roll back as the router's record says, without
+ *		anyone running snowseq_move_cleanup().
  */
 #include "postgres.h"
 
@@ -29,7 +29,7 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
-#include "merge.h"
+#include "merge_cleanup.h"
 #include "move_cleanup.h"
 #include "resolver.h"
 

@@ -34,7 +34,7 @@
 #include "move_common.h"
 #include "move_group.h"
 #include "move_orphans.h"
-#include "move_plan.h"
+#include "move_parts.h"
 #include "move_repl.h"
 #include "move_switch.h"
 #include "snowseq.h"

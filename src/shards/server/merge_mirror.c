@@ -30,9 +30,9 @@
  * into a table of another role), as a security-restricted operation, into
  * a plain table only.  The merged table fires none of its own triggers and
  * checks no foreign key meanwhile: the merge keeps its triggers disabled
- * and makes its foreign keys in the switch (merge.c), since they fired and
- * checked on the tables merged already.  TRUNCATE of a table being merged
- * is refused.
+ * and makes its foreign keys in the switch (merge_switch.c), since they
+ * fired and checked on the tables merged already.  TRUNCATE of a table
+ * being merged is refused.
  */
 #include "postgres.h"
 

@@ -22,9 +22,9 @@
  * fence id from the first block to the end, and SNOWSEQ_LOCK_BLOCK while
  * writers of the fenced range must wait.  A merge of partitions holds
  * SNOWSEQ_LOCK_MERGE with its id on the router as a move holds its lock
- * (merge.c), and also orders its start with SNOWSEQ_LOCK_MOVE 0.  pg_locks
- * shows them as advisory locks with classid the class, objid the id and
- * objsubid 21326.
+ * (merge_records.c), and also orders its start with SNOWSEQ_LOCK_MOVE 0.
+ * pg_locks shows them as advisory locks with classid the class, objid the
+ * id and objsubid 21326.
  */
 #define SNOWSEQ_LOCK_FIELD4		0x534E
 #define SNOWSEQ_LOCK_MOVE		0x534E4D31

@@ -1,0 +1,170 @@
+/*
+ * merge_records.c
+ *		Elastic shards: the records of merges (snowseq_merges) and the
+ *		router's lock of a merge.
+ *
+ * A merge is recorded one row per table of its group, the lead first, in
+ * state prepare (MergeRecordNew, which refuses a merge that overlaps a move
+ * or a merge not over); each step records the state it reached, as the
+ * records' owner.  The session that runs a merge holds its lock, so that
+ * cleanup and the resolver leave it alone.  The comment on a merged table
+ * (MergeMark) marks it as the merge's until the switch.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "merge.h"
+#include "merge_records.h"
+#include "move_common.h"
+#include "move_plan.h"
+#include "snowseq.h"
+#include "sqlrun.h"
+
+/* The router's lock of a merge, held by the session that runs it. */
+bool
+MergeLock(int64 id, bool wait)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_MERGE, id);
+	return LockAcquire(&tag, ExclusiveLock, true, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+void
+MergeUnlock(int64 id)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_SNOWSEQ(tag, SNOWSEQ_LOCK_MERGE, id);
+	(void) LockRelease(&tag, ExclusiveLock, true);
+}
+
+/* Set columns of the records of a merge (every table's), as their owner. */
+void
+MergeRecordSet(Move *m, const char *sets, int nargs, const char *const *values)
+{
+	MoveRecordsRunParams(m->ext, psprintf("UPDATE %s SET %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT
+										  " OR group_merge OPERATOR(pg_catalog.=) " INT64_FORMAT,
+										  MoveExt(m, "snowseq_merges"), sets, m->id, m->id),
+						 nargs, values, SPI_OK_UPDATE);
+}
+
+/* Record the state of a merge. */
+void
+MergeRecordState(Move *m, const char *state, const char *sets)
+{
+	MergeRecordSet(m, psprintf("state = $1::pg_catalog.text%s%s", sets ? ", " : "", sets ? sets : ""),
+				   SQL_ARGS(state));
+}
+
+/* The committed state of a merge. */
+char *
+MergeStateRead(Move *m)
+{
+	return MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT state FROM %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+													 MoveExt(m, "snowseq_merges"), m->id));
+}
+
+/* The comment that marks the merged table as the merge's until its switch. */
+char *
+MergeMark(Move *m)
+{
+	return psprintf("snowseq %s: merge in progress", MoveLead(m)->token);
+}
+
+/*
+ * Refuse a merge that overlaps a move or merge not over, of any table of
+ * its group; record it (one row per table, the lead first) and take its
+ * lock.  Its names: the router's node, this database and the merge.
+ */
+void
+MergeRecordNew(Move *m)
+{
+	char	   *node = MoveLocalNode(m);
+	ListCell   *lc;
+
+	MoveLockStart();
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		char	   *v;
+
+		v = MoveRecordsValueParams(m->ext, m->cxt,
+								   psprintf("SELECT move_id::pg_catalog.text OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) state OPERATOR(pg_catalog.||) ')' "
+											"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
+											"AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+											"AND (last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
+											"OR part_name OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[]) "
+											"OR new_part_name OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])) "
+											"ORDER BY move_id LIMIT 1",
+											MoveExt(m, "snowseq_moves"), t->parent, m->first, m->last),
+								   SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE),
+											SqlTextArray(MergeOf(t)->parts)));
+		if (v != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("genes %d to %d of table \"%s\" are in move %s", m->first, m->last, t->parent_rel, v),
+					 errhint("Merge once it is over: done, failed, or (a revertable move) finalized; snowseq_move_cleanup() ends one that was interrupted.")));
+		v = MoveRecordsValueParams(m->ext, m->cxt,
+								   psprintf("SELECT merge_id::pg_catalog.text FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
+											"AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+											"AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
+											"ORDER BY merge_id LIMIT 1",
+											MoveExt(m, "snowseq_merges"), t->parent, m->first, m->last),
+								   SQL_ARGS(MERGE_NOT_OVER));
+		if (v != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("genes %d to %d of table \"%s\" are in merge %s, which is not over", m->first, m->last, t->parent_rel, v),
+					 errhint("Wait for it to end; snowseq_move_cleanup() ends one that was interrupted.")));
+	}
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		MemoryContext old;
+		char	   *name;
+
+		t->id = pg_strtoint64(MoveRecordsValueParams(m->ext, m->cxt,
+													 "SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence($1::pg_catalog.text, 'merge_id'))",
+													 SQL_ARGS(MoveExt(m, "snowseq_merges"))));
+		old = MemoryContextSwitchTo(m->cxt);
+		if (t->lead == NULL)
+			t->token = psprintf("snowseq_merge_%s_%u_" INT64_FORMAT, node, MyDatabaseId, t->id);
+		else
+			t->token = m->token;
+		/* the merged table and the new partition: the parent's name, with the range */
+		name = psprintf("%s_g%d_%d", t->parent_rel, m->first, m->last);
+		if (strlen(name) >= NAMEDATALEN - 12)
+			ereport(ERROR,
+					(errcode(ERRCODE_NAME_TOO_LONG),
+					 errmsg("the name of the merged table, \"%s\", is too long", name),
+					 errhint("Use a shorter table name.")));
+		t->dst_rel = name;
+		t->dst_table = quote_qualified_identifier(t->dst_nsp, name);
+		if (OidIsValid(get_relname_relid(name, get_rel_namespace(t->parent))))
+			name = psprintf("%s_j" INT64_FORMAT, name, t->id);
+		t->new_part_q = quote_qualified_identifier(get_namespace_name(get_rel_namespace(t->parent)), name);
+		MemoryContextSwitchTo(old);
+		MoveRecordsRunParams(m->ext, psprintf("INSERT INTO %s (merge_id, group_merge, parent, first_gene, last_gene, server, "
+											  "parts, source_tables, new_part_name, new_table, part_lower, part_upper, id_column, "
+											  "token, state, mover) OVERRIDING SYSTEM VALUE VALUES ($1::pg_catalog.int8, "
+											  "$2::pg_catalog.int8, $3::pg_catalog.oid, $4::pg_catalog.int4, $5::pg_catalog.int4, "
+											  "$6::pg_catalog.name, $7::pg_catalog.text[], $8::pg_catalog.text[], $9::pg_catalog.text, "
+											  "$10::pg_catalog.text, $11::pg_catalog.int8, $12::pg_catalog.int8, $13::pg_catalog.text, "
+											  "$14::pg_catalog.text, $15::pg_catalog.text, $16::pg_catalog.oid)",
+											  MoveExt(m, "snowseq_merges")),
+							 SQL_ARGS(psprintf(INT64_FORMAT, t->id), Int8Arg(t->lead != NULL, m->id),
+									  psprintf("%u", t->parent), psprintf("%d", m->first), psprintf("%d", m->last),
+									  m->src_name, SqlTextArray(MergeOf(t)->parts), SqlTextArray(MergeOf(t)->tables),
+									  t->new_part_q, t->dst_table, Int8Arg(t->part_has_lo, t->part_lo),
+									  Int8Arg(t->part_has_hi, t->part_hi), t->id_col, t->token, MERGE_PREPARE,
+									  psprintf("%u", GetUserId())),
+							 SPI_OK_INSERT);
+	}
+	(void) MergeLock(m->id, true);
+}

@@ -1,0 +1,19 @@
+/*
+ * merge_records.h
+ *		merge_records.c: the records of merges (snowseq_merges) and the
+ *		router's lock of a merge.
+ */
+#ifndef SNOWSEQ_MERGE_RECORDS_H
+#define SNOWSEQ_MERGE_RECORDS_H
+
+#include "move_common.h"
+
+extern bool MergeLock(int64 id, bool wait);
+extern void MergeUnlock(int64 id);
+extern void MergeRecordSet(Move *m, const char *sets, int nargs, const char *const *values);
+extern void MergeRecordState(Move *m, const char *state, const char *sets);
+extern char *MergeStateRead(Move *m);
+extern char *MergeMark(Move *m);
+extern void MergeRecordNew(Move *m);
+
+#endif							/* SNOWSEQ_MERGE_RECORDS_H */
