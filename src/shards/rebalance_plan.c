@@ -154,7 +154,7 @@ Num(JsonbContainer *c, const char *key, const char *what, bool required, double 
 	if (v == NULL && !required)
 		return dflt;
 	if (v == NULL || v->type != jbvNumeric)
-		BadLoads(psprintf("%s of %s is %s, not a number", key, what, v ? "no number" : "missing"));
+		BadLoads(psprintf("%s of %s is %s", key, what, v ? "not a number" : "missing"));
 	return DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v->val.numeric)));
 }
 
@@ -181,7 +181,7 @@ Str(JsonbContainer *c, const char *key, const char *what, bool required)
 	if (v == NULL && !required)
 		return NULL;
 	if (v == NULL || v->type != jbvString)
-		BadLoads(psprintf("%s of %s is %s, not a string", key, what, v ? "no string" : "missing"));
+		BadLoads(psprintf("%s of %s is %s", key, what, v ? "not a string" : "missing"));
 	return pnstrdup(v->val.string.val, v->val.string.len);
 }
 

@@ -27,8 +27,10 @@ SELECT * FROM snowseq_rebalance_plan_json('{"strategy": "bytes", "threshold": 1.
 		{"first": 200, "last": 299, "server": "b", "rows": 10, "bytes": 1000},
 		{"first": 300, "last": 399, "server": "c", "rows": 10, "bytes": 1000}]}');
 
--- a cut sized by a histogram (rows per gene): the rows of genes 0 to 63
--- are all in genes 60 to 63, so the cut takes few genes
+-- a cut sized by a histogram (rows per gene): 160 of the 200 rows of
+-- genes 0 to 63 are in genes 60 to 63: the 100 rows b lacks are genes 63
+-- and 62, and half of gene 61's rows (a move takes whole genes: 61 to 63,
+-- counted as 100 rows)
 SELECT * FROM snowseq_rebalance_plan_json('{"strategy": "rows", "threshold": 1.1,
 	"servers": ["a", "b"],
 	"partitions": [{"first": 0, "last": 63, "server": "a", "rows": 200, "bytes": 2000,
