@@ -1507,7 +1507,7 @@ BEGIN
 		i := pg_catalog.array_position(w0p, CAST(r.partition AS pg_catalog.oid));
 		part := pg_catalog.jsonb_build_object('first', r.f, 'last', r.l, 'server', r.shard,
 			'rows', r.rows, 'bytes', r.bytes, 'table', r.remote, 'key', r.key,
-			'oid', CAST(r.partition AS pg_catalog.oid), 'name', CAST(r.partition AS pg_catalog.text),
+			'oid', CAST(CAST(r.partition AS pg_catalog.oid) AS bigint), 'name', CAST(r.partition AS pg_catalog.text),
 			'writes', CASE WHEN i IS NULL OR w0[i] OPERATOR(pg_catalog.>) r.writes THEN r.writes
 				ELSE r.writes OPERATOR(pg_catalog.-) w0[i] END,
 			'since', CASE WHEN by_writes AND i IS NOT NULL THEN w0x[i] END);
@@ -1529,7 +1529,7 @@ BEGIN
 			OPERATOR(pg_catalog.>) CAST('0' AS pg_catalog.interval),
 		'revertable', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('move', COALESCE(mv.group_move, mv.move_id),
 				'first', mv.first_gene, 'last', mv.last_gene, 'source', mv.source_server, 'dest', mv.dest_server,
-				'table', mv.source_table, 'oid', CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid))
+				'table', mv.source_table, 'oid', CAST(CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid) AS bigint))
 				ORDER BY mv.move_id)
 			FROM @extschema@.snowseq_moves mv
 			WHERE mv.state OPERATOR(pg_catalog.=) 'revertable' AND mv.parent OPERATOR(pg_catalog.=) ANY
