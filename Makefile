@@ -60,6 +60,7 @@ SHARDS_OBJS = \
 	src/shards/move_schema.o \
 	src/shards/merge.o \
 	src/shards/shard_stats.o \
+	src/shards/rebalance_loads.o \
 	src/shards/rebalance_plan.o \
 	src/shards/check_shards.o \
 	src/shards/resolver.o \

@@ -8,7 +8,8 @@
  *
  * The loads come as one jsonb document (docs/elastic-shards.md, "The
  * planner"): snowseq_rebalance_plan_from collects them from the servers and
- * the catalog, this file plans.  snowseq_rebalance_plan_json(loads) reads
+ * the catalog, rebalance_loads.c reads them into typed structs, this file
+ * plans over those structs.  snowseq_rebalance_plan_json(loads) reads
  * nothing but its argument: a cut sized by a histogram takes it from the
  * loads ("histogram": rows per gene), so the algorithm is tested without
  * servers.  snowseq_rebalance_plan_counted(loads) is the same planner where
@@ -20,265 +21,13 @@
 
 #include <math.h>
 
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/jsonb.h"
-#include "utils/numeric.h"
 #include "utils/tuplestore.h"
 
+#include "rebalance_loads.h"
 #include "sqlrun.h"
-
-#define HIST_BUCKETS 64
-#define MAX_STEPS 1000
-
-typedef enum
-{
-	BY_ROWS,
-	BY_BYTES,
-	BY_WRITES
-} Strategy;
-
-/* rows and rows written of one gene, as the loads give a histogram */
-typedef struct GeneCount
-{
-	int			gene;
-	double		rows;
-	double		written;
-} GeneCount;
-
-/* a partition of the table, or of another table of its group */
-typedef struct Part
-{
-	int			first;			/* genes */
-	int			last;
-	char	   *server;			/* where it is now, as the plan moves it */
-	char	   *server0;		/* where it was read (NULL: a piece cut by the plan) */
-	double		rows;			/* table: with its group's share */
-	double		bytes;
-	double		load;			/* rows, bytes or writes per second planned on */
-	char	   *table;			/* the remote table read (NULL: moved or cut) */
-	char	   *name;			/* its name on this router, for messages */
-	Oid			oid;			/* its partition here (InvalidOid: none) */
-	char	   *key;			/* its table's partition key */
-	bool		has_since;		/* writes: its server's next xid at the first reading */
-	int64		since;
-	GeneCount  *hist;			/* from the loads (NULL: none given) */
-	int			nhist;
-	bool		pinned;			/* no step takes genes from it */
-	int64		pin_move;		/* the revertable move that pins it (0: a step) */
-	/* group partitions: as the plan's steps leave them */
-	int			cfirst;
-	int			clast;
-	char	   *cserver;
-} Part;
-
-/* a server, and a table name a revertable move keeps on one */
-typedef struct Server
-{
-	char	   *name;
-	bool		drain;
-	double		load;
-	double		rows;			/* what breaks ties of load */
-} Server;
-
-typedef struct Kept
-{
-	char	   *server;
-	char	   *table;
-} Kept;
-
-typedef struct Rebalance
-{
-	Strategy	strategy;
-	double		threshold;
-	double		merge_below;
-	double		seconds;
-	bool		keep;
-	bool		histograms;
-	bool		count_here;		/* histograms counted where they live */
-	const char *ext;			/* snowseq's schema, quoted */
-	char	   *table_name;
-	char	   *sample;
-	Server	   *sv;
-	int			nsv;
-	Part	   *p;				/* the table's partitions, pieces appended */
-	int			np;
-	int			maxp;
-	Part	   *g;				/* the group's */
-	int			ng;
-	Kept	   *x;
-	int			nx;
-	int			maxx;
-	Tuplestorestate *out;
-	TupleDesc	desc;
-	int			n;				/* steps so far */
-} Rebalance;
-
-/* ---- the loads, from jsonb ---- */
-
-static void
-BadLoads(const char *what)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("rebalance loads: %s", what),
-			 errhint("The loads are an object: strategy (rows, bytes or writes), threshold, servers (names), "
-					 "partitions ([{first, last, server, rows, bytes, writes, table}]), and optionally drain, group, "
-					 "revertable, merge_below, keep, seconds, histograms; see snowseq_rebalance_plan_json's documentation.")));
-}
-
-static JsonbValue *
-Key(JsonbContainer *c, const char *key)
-{
-	JsonbValue *v = getKeyJsonValueFromContainer(c, key, strlen(key), NULL);
-
-	return (v == NULL || v->type == jbvNull) ? NULL : v;
-}
-
-static JsonbContainer *
-Container(JsonbValue *v, bool array, const char *what)
-{
-	if (v == NULL || v->type != jbvBinary ||
-		(array ? !JsonContainerIsArray(v->val.binary.data) : !JsonContainerIsObject(v->val.binary.data)))
-		BadLoads(psprintf("%s is not %s", what, array ? "an array" : "an object"));
-	return v->val.binary.data;
-}
-
-static double
-Num(JsonbContainer *c, const char *key, const char *what, bool required, double dflt)
-{
-	JsonbValue *v = Key(c, key);
-
-	if (v == NULL && !required)
-		return dflt;
-	if (v == NULL || v->type != jbvNumeric)
-		BadLoads(psprintf("%s of %s is %s", key, what, v ? "not a number" : "missing"));
-	return DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v->val.numeric)));
-}
-
-static int64
-Int(JsonbContainer *c, const char *key, const char *what, bool required, bool *given)
-{
-	double		d = Num(c, key, what, required, NAN);
-
-	if (given)
-		*given = !isnan(d);
-	if (isnan(d))
-		return 0;
-	if (d != floor(d))
-		BadLoads(psprintf("%s of %s is %g, not a whole number", key, what, d));
-	/* exactly, past the 53 bits of a double */
-	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(Key(c, key)->val.numeric)));
-}
-
-static char *
-Str(JsonbContainer *c, const char *key, const char *what, bool required)
-{
-	JsonbValue *v = Key(c, key);
-
-	if (v == NULL && !required)
-		return NULL;
-	if (v == NULL || v->type != jbvString)
-		BadLoads(psprintf("%s of %s is %s", key, what, v ? "not a string" : "missing"));
-	return pnstrdup(v->val.string.val, v->val.string.len);
-}
-
-static bool
-Bool(JsonbContainer *c, const char *key, bool dflt)
-{
-	JsonbValue *v = Key(c, key);
-
-	if (v == NULL)
-		return dflt;
-	if (v->type != jbvBool)
-		BadLoads(psprintf("%s is not true or false", key));
-	return v->val.boolean;
-}
-
-/* the elements of an array of the loads (none where it is absent) */
-static int
-Elements(JsonbContainer *c, const char *key, bool required, JsonbContainer **arr)
-{
-	JsonbValue *v = Key(c, key);
-
-	if (v == NULL && !required)
-		return 0;
-	if (v == NULL)
-		BadLoads(psprintf("%s is missing", key));
-	*arr = Container(v, true, key);
-	return JsonContainerSize(*arr);
-}
-
-static int
-ServerIndex(Rebalance *pl, const char *name)
-{
-	for (int i = 0; i < pl->nsv; i++)
-		if (strcmp(pl->sv[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-static void
-ReadPart(Rebalance *pl, JsonbContainer *c, Part *p, const char *what)
-{
-	JsonbContainer *h;
-	bool		given;
-	int			nh;
-
-	memset(p, 0, sizeof(Part));
-	p->first = (int) Int(c, "first", what, true, NULL);
-	p->last = (int) Int(c, "last", what, true, NULL);
-	if (p->first < 0 || p->last > 65535 || p->first > p->last)
-		BadLoads(psprintf("genes %d to %d of %s are not a gene range", p->first, p->last, what));
-	p->server = Str(c, "server", what, true);
-	if (ServerIndex(pl, p->server) < 0)
-		BadLoads(psprintf("server \"%s\" of %s is not in servers", p->server, what));
-	p->server0 = p->server;
-	p->rows = Num(c, "rows", what, false, 0);
-	p->bytes = Num(c, "bytes", what, false, 0);
-	p->table = Str(c, "table", what, false);
-	p->name = Str(c, "name", what, false);
-	p->oid = (Oid) Int(c, "oid", what, false, NULL);
-	p->key = Str(c, "key", what, false);
-	p->since = Int(c, "since", what, false, &given);
-	p->has_since = given;
-	if (pl->strategy == BY_ROWS)
-		p->load = p->rows;
-	else if (pl->strategy == BY_BYTES)
-		p->load = p->bytes;
-	else
-		p->load = Num(c, "writes", what, false, 0) / pl->seconds;
-	nh = Elements(c, "histogram", false, &h);
-	if (Key(c, "histogram") != NULL)
-		p->hist = palloc0(sizeof(GeneCount) * Max(nh, 1));
-	for (int i = 0; i < nh; i++)
-	{
-		JsonbValue *e = getIthJsonbValueFromContainer(h, i);
-		JsonbContainer *ec = Container(e, true, "an entry of a histogram");
-		int			ne = JsonContainerSize(ec);
-		double		v[3];
-
-		if (ne < 2 || ne > 3)
-			BadLoads(psprintf("an entry of the histogram of %s is not [gene, rows] or [gene, rows, written]", what));
-		for (int j = 0; j < ne; j++)
-		{
-			JsonbValue *x = getIthJsonbValueFromContainer(ec, j);
-
-			if (x->type != jbvNumeric)
-				BadLoads(psprintf("an entry of the histogram of %s holds no number", what));
-			v[j] = DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(x->val.numeric)));
-		}
-		p->hist[i].gene = (int) v[0];
-		p->hist[i].rows = v[1];
-		p->hist[i].written = ne == 3 ? v[2] : v[1];
-	}
-	p->nhist = nh;
-	p->cfirst = p->first;
-	p->clast = p->last;
-	p->cserver = p->server;
-}
 
 static void
 AddKept(Rebalance *pl, char *server, char *table)
@@ -293,155 +42,34 @@ AddKept(Rebalance *pl, char *server, char *table)
 	pl->nx++;
 }
 
-static bool
-Eq(const char *a, const char *b)
-{
-	return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-static bool
-Overlaps(int f1, int l1, int f2, int l2)
-{
-	return f1 <= l2 && l1 >= f2;
-}
-
 /* a revertable move pins the partitions it touched (its genes, its partition) */
 static void
-PinRevertable(Rebalance *pl, JsonbContainer *c)
+PinRevertable(Rebalance *pl, Revertable *r)
 {
-	int64		move = Int(c, "move", "a revertable move", true, NULL);
-	int			first = (int) Int(c, "first", "a revertable move", true, NULL);
-	int			last = (int) Int(c, "last", "a revertable move", true, NULL);
-	Oid			part = (Oid) Int(c, "oid", "a revertable move", false, NULL);
-	char	   *table = Str(c, "table", "a revertable move", false);
+	int64		move = r->move;
+	int			first = r->first;
+	int			last = r->last;
+	Oid			part = r->oid;
 
-	AddKept(pl, Str(c, "dest", "a revertable move", true), table);
-	AddKept(pl, Str(c, "source", "a revertable move", true), table);
+	AddKept(pl, r->dest, r->table);
+	AddKept(pl, r->source, r->table);
 	for (int k = 0; k < pl->np; k++)
 	{
 		Part	   *p = &pl->p[k];
-		bool		hit = Overlaps(p->first, p->last, first, last) ||
+		bool		hit = RebalanceOverlap(p->first, p->last, first, last) ||
 			(part != InvalidOid && p->oid == part);
 
 		if (p->pinned)
 			continue;
 		for (int j = 0; !hit && j < pl->ng; j++)
-			hit = part != InvalidOid && pl->g[j].oid == part && Eq(pl->g[j].server, p->server) &&
-				Overlaps(pl->g[j].first, pl->g[j].last, p->first, p->last);
+			hit = part != InvalidOid && pl->g[j].oid == part && RebalanceSame(pl->g[j].server, p->server) &&
+				RebalanceOverlap(pl->g[j].first, pl->g[j].last, p->first, p->last);
 		if (hit)
 		{
 			p->pinned = true;
 			p->pin_move = move;
 		}
 	}
-}
-
-static void
-ReadLoads(Rebalance *pl, Jsonb *loads)
-{
-	JsonbContainer *root = &loads->root;
-	JsonbContainer *a;
-	char	   *s;
-	int			n;
-	int			kept = 0;
-
-	if (!JsonContainerIsObject(root))
-		BadLoads("they are not a JSON object");
-	s = Str(root, "strategy", "the loads", true);
-	if (strcmp(s, "rows") == 0)
-		pl->strategy = BY_ROWS;
-	else if (strcmp(s, "bytes") == 0)
-		pl->strategy = BY_BYTES;
-	else if (strcmp(s, "writes") == 0)
-		pl->strategy = BY_WRITES;
-	else
-		BadLoads(psprintf("strategy \"%s\" is none of rows, bytes, writes", s));
-	pl->threshold = Num(root, "threshold", "the loads", true, 0);
-	if (!(pl->threshold >= 1))
-		BadLoads("threshold is below 1");
-	pl->merge_below = Num(root, "merge_below", "the loads", false, 0);
-	if (!(pl->merge_below >= 0 && pl->merge_below <= 1))
-		BadLoads("merge_below is not between 0 and 1");
-	pl->seconds = Num(root, "seconds", "the loads", pl->strategy == BY_WRITES, 1);
-	if (!(pl->seconds > 0))
-		BadLoads("seconds is not above 0");
-	pl->keep = Bool(root, "keep", false);
-	pl->histograms = Bool(root, "histograms", true);
-	pl->table_name = Str(root, "table", "the loads", false);
-	pl->sample = Str(root, "sample", "the loads", false);
-
-	n = Elements(root, "servers", true, &a);
-	pl->sv = palloc0(sizeof(Server) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		JsonbValue *v = getIthJsonbValueFromContainer(a, i);
-
-		if (v->type != jbvString)
-			BadLoads("an element of servers is not a string");
-		pl->sv[i].name = pnstrdup(v->val.string.val, v->val.string.len);
-		if (ServerIndex(pl, pl->sv[i].name) >= 0)
-			BadLoads(psprintf("server \"%s\" comes twice in servers", pl->sv[i].name));
-		pl->nsv = i + 1;
-	}
-	n = Elements(root, "drain", false, &a);
-	for (int i = 0; i < n; i++)
-	{
-		JsonbValue *v = getIthJsonbValueFromContainer(a, i);
-		int			k;
-
-		if (v->type != jbvString)
-			BadLoads("an element of drain is not a string");
-		k = ServerIndex(pl, pnstrdup(v->val.string.val, v->val.string.len));
-		if (k < 0)
-			BadLoads("a server to drain is not in servers");
-		pl->sv[k].drain = true;
-	}
-	for (int i = 0; i < pl->nsv; i++)
-		kept += pl->sv[i].drain ? 0 : 1;
-	if (kept < 1)
-		BadLoads("every server is drained: there is nowhere to move genes");
-
-	n = Elements(root, "group", false, &a);
-	pl->g = palloc0(sizeof(Part) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		ReadPart(pl, Container(getIthJsonbValueFromContainer(a, i), false, "a partition of group"),
-				 &pl->g[pl->ng++], "a partition of group");
-
-	/* the table's partitions, each with its group's of its genes on its server */
-	n = Elements(root, "partitions", true, &a);
-	pl->maxp = n + 16;
-	pl->p = palloc0(sizeof(Part) * pl->maxp);
-	for (int i = 0; i < n; i++)
-	{
-		Part	   *p = &pl->p[pl->np++];
-		double		grows = 0,
-					gbytes = 0,
-					gload = 0;
-		Server	   *s;
-
-		ReadPart(pl, Container(getIthJsonbValueFromContainer(a, i), false, "a partition"), p, "a partition");
-		for (int j = 0; j < pl->ng; j++)
-		{
-			Part	   *q = &pl->g[j];
-			double		ov;
-
-			if (!Eq(q->server, p->server) || !Overlaps(q->first, q->last, p->first, p->last))
-				continue;
-			ov = (double) (Min(q->last, p->last) - Max(q->first, p->first) + 1) / (double) (q->last - q->first + 1);
-			grows += q->rows * ov;
-			gbytes += q->bytes * ov;
-			gload += q->load * ov;
-		}
-		p->rows += grows;
-		p->bytes += gbytes;
-		p->load += gload;
-		s = &pl->sv[ServerIndex(pl, p->server)];
-		s->load += p->load;
-		s->rows += p->rows;
-	}
-	n = Elements(root, "revertable", false, &a);
-	for (int i = 0; i < n; i++)
-		PinRevertable(pl, Container(getIthJsonbValueFromContainer(a, i), false, "a revertable move"));
 }
 
 /* ---- steps ---- */
@@ -476,13 +104,13 @@ NameTakenOn(Rebalance *pl, const char *s, const char *table)
 	if (table == NULL)
 		return false;
 	for (int j = 0; j < pl->np; j++)
-		if (Eq(pl->p[j].server, s) && Eq(pl->p[j].table, table))
+		if (RebalanceSame(pl->p[j].server, s) && RebalanceSame(pl->p[j].table, table))
 			return true;
 	for (int j = 0; j < pl->ng; j++)
-		if (Eq(pl->g[j].server, s) && Eq(pl->g[j].table, table))
+		if (RebalanceSame(pl->g[j].server, s) && RebalanceSame(pl->g[j].table, table))
 			return true;
 	for (int j = 0; j < pl->nx; j++)
-		if (Eq(pl->x[j].server, s) && Eq(pl->x[j].table, table))
+		if (RebalanceSame(pl->x[j].server, s) && RebalanceSame(pl->x[j].table, table))
 			return true;
 	return false;
 }
@@ -491,7 +119,7 @@ NameTakenOn(Rebalance *pl, const char *s, const char *table)
 static bool
 GroupAlong(Rebalance *pl, Part *q, Part *p, int f, int l)
 {
-	return Eq(q->server, p->server0) && Overlaps(q->first, q->last, f, l);
+	return RebalanceSame(q->server, p->server0) && RebalanceOverlap(q->first, q->last, f, l);
 }
 
 /*
@@ -502,8 +130,8 @@ GroupAlong(Rebalance *pl, Part *q, Part *p, int f, int l)
 static bool
 GroupCannotGive(Part *c, Part *p, int mf, const char *to)
 {
-	return !Eq(c->cserver, to) && c->cfirst <= mf && c->clast >= mf &&
-		!(Eq(c->cserver, p->server) && c->clast >= p->last && (c->cfirst == mf || c->clast == p->last));
+	return !RebalanceSame(c->cserver, to) && c->cfirst <= mf && c->clast >= mf &&
+		!(RebalanceSame(c->cserver, p->server) && c->clast >= p->last && (c->cfirst == mf || c->clast == p->last));
 }
 
 /* the group's partitions as a move of genes mf..last of p to server to leaves them */
@@ -514,7 +142,7 @@ GroupGive(Rebalance *pl, Part *p, int mf, char *to)
 	{
 		Part	   *c = &pl->g[i];
 
-		if (!Eq(c->cserver, p->server) || c->cfirst > mf || c->clast < mf)
+		if (!RebalanceSame(c->cserver, p->server) || c->cfirst > mf || c->clast < mf)
 			continue;
 		if (c->cfirst == mf && c->clast == p->last)
 			c->cserver = to;
@@ -543,11 +171,11 @@ KeepStep(Rebalance *pl, Part *p, int mf, char *to)
 	{
 		Part	   *o = &pl->p[k];
 
-		if (o->pinned || !Eq(o->server, p->server0) || !Eq(o->server0, p->server0))
+		if (o->pinned || !RebalanceSame(o->server, p->server0) || !RebalanceSame(o->server0, p->server0))
 			continue;
 		for (int j = 0; j < pl->ng; j++)
 			if (GroupAlong(pl, &pl->g[j], p, mf, p->last) &&
-				Overlaps(pl->g[j].first, pl->g[j].last, o->first, o->last))
+				RebalanceOverlap(pl->g[j].first, pl->g[j].last, o->first, o->last))
 			{
 				o->pinned = true;
 				break;
@@ -585,7 +213,7 @@ Drained(Rebalance *pl, int *order)
 	int			n = 0;
 
 	for (int i = 0; i < pl->np; i++)
-		if (pl->sv[ServerIndex(pl, pl->p[i].server)].drain)
+		if (pl->sv[RebalanceServerIndex(pl, pl->p[i].server)].drain)
 			order[n++] = i;
 	sort_plan = pl;
 	qsort(order, n, sizeof(int), DrainOrder);
@@ -678,7 +306,7 @@ Drain(Rebalance *pl)
 			if (bad)
 				continue;
 			GroupGive(pl, p, p->first, pl->sv[lo].name);
-			hi = ServerIndex(pl, p->server);
+			hi = RebalanceServerIndex(pl, p->server);
 			pl->sv[hi].load -= p->load;
 			pl->sv[lo].load += p->load;
 			pl->sv[hi].rows -= p->rows;
@@ -701,7 +329,7 @@ Drain(Rebalance *pl)
 		StringInfoData b;
 
 		for (int j = 0; j < pl->ng; j++)
-			if (Eq(pl->g[j].cserver, p->server) && Overlaps(pl->g[j].cfirst, pl->g[j].clast, p->first, p->last))
+			if (RebalanceSame(pl->g[j].cserver, p->server) && RebalanceOverlap(pl->g[j].cfirst, pl->g[j].clast, p->first, p->last))
 				names[nn++] = pl->g[j].name ? pl->g[j].name : "?";
 		qsort(names, nn, sizeof(char *), NameOrder);
 		initStringInfo(&b);
@@ -716,49 +344,6 @@ Drain(Rebalance *pl)
 }
 
 /* ---- histograms ---- */
-
-/*
- * The histogram of a partition's genes lo..hi in HIST_BUCKETS buckets of w
- * genes, added to rows and written: from the loads, or counted where the
- * rows live.
- */
-static void
-Histogram(Rebalance *pl, Part *p, int lo, int hi, int w, bool by_writes, double *rows, double *written)
-{
-	if (p->hist != NULL)
-	{
-		for (int i = 0; i < p->nhist; i++)
-		{
-			GeneCount  *c = &p->hist[i];
-
-			if (c->gene < lo || c->gene > hi)
-				continue;
-			rows[(c->gene - lo) / w] += c->rows;
-			written[(c->gene - lo) / w] += c->written;
-		}
-		return;
-	}
-	if (!pl->count_here || p->oid == InvalidOid || p->key == NULL)
-		return;
-	SPI_connect();
-	SpiRunParams(psprintf("SELECT bucket, rows, written FROM %s.snowseq_shard_histogram($1::pg_catalog.oid::pg_catalog.regclass, "
-						  "$2::pg_catalog.name, $3::pg_catalog.int4, $4::pg_catalog.int4, $5::pg_catalog.int4, $6::pg_catalog.int8)",
-						  pl->ext),
-				 SQL_ARGS(psprintf("%u", p->oid), p->key, psprintf("%d", lo), psprintf("%d", hi), psprintf("%d", w),
-						  by_writes && p->has_since ? psprintf(INT64_FORMAT, p->since) : NULL),
-				 SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		int			b = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-
-		if (b < 0 || b >= HIST_BUCKETS)
-			continue;
-		rows[b] += (double) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
-		written[b] += (double) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
-	}
-	SPI_finish();
-}
 
 typedef struct Cut
 {
@@ -801,10 +386,10 @@ SizeCut(Rebalance *pl, Part *p, double amount, Cut *cut)
 			double	   *hv;
 			bool		refine = false;
 
-			Histogram(pl, p, lo_g, hi_g, w, by_writes, hcount, hwrit);
+			RebalanceHistogram(pl, p, lo_g, hi_g, w, by_writes, hcount, hwrit);
 			for (int j = 0; j < pl->ng; j++)
 				if (GroupAlong(pl, &pl->g[j], p, p->first, p->last))
-					Histogram(pl, &pl->g[j], lo_g, hi_g, w, by_writes, hcount, hwrit);
+					RebalanceHistogram(pl, &pl->g[j], lo_g, hi_g, w, by_writes, hcount, hwrit);
 			hv = by_writes ? hwrit : hcount;
 			if (level == 1)
 			{
@@ -882,11 +467,11 @@ Closest(Rebalance *pl, int hi, int lo, double amount, bool *group_held)
 		Part	   *p = &pl->p[k];
 		bool		held = false;
 
-		if (!Eq(p->server, pl->sv[hi].name) || p->pinned)
+		if (!RebalanceSame(p->server, pl->sv[hi].name) || p->pinned)
 			continue;
 		/* nor one whose last gene a partition of the group holds with genes after it */
 		for (int j = 0; j < pl->ng && !held; j++)
-			held = Eq(pl->g[j].cserver, p->server) && pl->g[j].cfirst <= p->last && pl->g[j].clast > p->last;
+			held = RebalanceSame(pl->g[j].cserver, p->server) && pl->g[j].cfirst <= p->last && pl->g[j].clast > p->last;
 		if (held)
 		{
 			*group_held = true;
@@ -1108,8 +693,8 @@ Merges(Rebalance *pl)
 			Part	   *q = &pl->p[ord[mb]];
 			bool		outside = false;
 
-			if (p->pinned || q->pinned || !Eq(q->server, p->server) ||
-				pl->sv[ServerIndex(pl, p->server)].drain || q->first != pl->p[ord[mb - 1]].last + 1)
+			if (p->pinned || q->pinned || !RebalanceSame(q->server, p->server) ||
+				pl->sv[RebalanceServerIndex(pl, p->server)].drain || q->first != pl->p[ord[mb - 1]].last + 1)
 				break;
 			macc += q->load;
 			if (macc > pl->merge_below * mmean)
@@ -1119,7 +704,7 @@ Merges(Rebalance *pl)
 				Part	   *c = &pl->g[j];
 
 				outside = c->cfirst <= q->last && c->clast >= p->first &&
-					(c->cfirst < p->first || c->clast > q->last || !Eq(c->cserver, p->server));
+					(c->cfirst < p->first || c->clast > q->last || !RebalanceSame(c->cserver, p->server));
 			}
 			if (!outside)
 				best = mb;
@@ -1160,7 +745,9 @@ PlanRebalance(FunctionCallInfo fcinfo, bool count_here)
 	pl->count_here = count_here;
 	if (count_here)
 		pl->ext = ExtSchemaQuoted(fcinfo->flinfo->fn_oid);
-	ReadLoads(pl, PG_GETARG_JSONB_P(0));
+	RebalanceReadLoads(pl, PG_GETARG_JSONB_P(0));
+	for (int i = 0; i < pl->nrv; i++)
+		PinRevertable(pl, &pl->rv[i]);
 
 	for (int i = 0; i < pl->np; i++)
 		total += pl->p[i].load;
