@@ -707,7 +707,7 @@ BEGIN
 		-- move touched is not moved again until it is finalized or reverted
 		'keep', CAST(COALESCE(pg_catalog.current_setting('snowseq.move_revert_window', true), '0') AS pg_catalog.interval)
 			OPERATOR(pg_catalog.>) CAST('0' AS pg_catalog.interval),
-		'revertable', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('move', COALESCE(mv.group_move, mv.move_id),
+		'revertable_moves', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('move', COALESCE(mv.group_move, mv.move_id),
 				'first', mv.first_gene, 'last', mv.last_gene, 'source', mv.source_server, 'dest', mv.dest_server,
 				'table', mv.source_table, 'oid', CAST(CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid) AS bigint))
 				ORDER BY mv.move_id)

@@ -28,7 +28,7 @@ BadLoads(const char *what)
 			 errmsg("rebalance loads: %s", what),
 			 errhint("The loads are an object: strategy (rows, bytes or writes), threshold, servers (names), "
 					 "partitions ([{first, last, server, rows, bytes, writes, table}]), and optionally drain, group, "
-					 "revertable, merge_below, keep, seconds, histograms; see snowseq_rebalance_plan_json's documentation.")));
+					 "revertable_moves, merge_below, keep, seconds, histograms; see snowseq_rebalance_plan_json's documentation.")));
 }
 
 static JsonbValue *
@@ -291,7 +291,7 @@ RebalanceReadLoads(Rebalance *pl, Jsonb *loads)
 		s->load += p->load;
 		s->rows += p->rows;
 	}
-	n = Elements(root, "revertable", false, &a);
+	n = Elements(root, "revertable_moves", false, &a);
 	pl->rv = palloc0(sizeof(Revertable) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{

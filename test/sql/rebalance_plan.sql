@@ -105,7 +105,7 @@ SELECT * FROM snowseq_rebalance_plan_json('{"strategy": "rows", "threshold": 1.2
 	"servers": ["a", "b"], "drain": ["b"],
 	"partitions": [{"first": 0, "last": 99, "server": "a", "rows": 100},
 		{"first": 100, "last": 199, "server": "b", "rows": 100}],
-	"revertable": [{"move": 7, "first": 100, "last": 149, "source": "a", "dest": "b"}]}');
+	"revertable_moves": [{"move": 7, "first": 100, "last": 149, "source": "a", "dest": "b"}]}');
 
 -- merges: neighbours of one server whose loads together are at most
 -- merge_below x the mean load of a partition (95 / 7 rows here) become one
