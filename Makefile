@@ -66,6 +66,8 @@ SHARDS_OBJS = \
 	src/shards/merge_switch.o \
 	src/shards/merge_cleanup.o \
 	src/shards/shard_stats.o \
+	src/shards/rebalance_loads.o \
+	src/shards/rebalance_plan.o \
 	src/shards/check_shards.o \
 	src/shards/resolver.o \
 	src/shards/server/fence.o \
@@ -88,7 +90,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 # snowseq preloaded.  The instance is UTF8 with the C locale whatever the
 # environment says: without a locale (LANG unset) initdb would make it
 # SQL_ASCII, and the gene vectors of non-ASCII keys would not hold.
-REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid public_uuid auto_keys
+REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid public_uuid auto_keys rebalance_plan
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/snowseq.conf \
 	--temp-instance=./tmp_check_regress --encoding=UTF8 --no-locale
 

@@ -488,6 +488,31 @@ CREATE TRIGGER snowseq_guard
 ALTER TABLE @extschema@.snowseq_rebalance_steps ENABLE ALWAYS TRIGGER snowseq_guard;
 REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_rebalance_steps FROM PUBLIC;
 
+-- The planner itself (src/shards/rebalance_plan.c): from the loads, one
+-- jsonb document (docs/elastic-shards.md, "The planner"), the plan's rows.
+-- snowseq_rebalance_plan_json reads nothing but its argument (a cut sized
+-- by a histogram takes it from the loads): PUBLIC may run it, as any
+-- function of its argument alone.  snowseq_rebalance_plan_counted is the
+-- same planner where a partition a step cuts that names its oid and key
+-- and brings no histogram has it counted where its rows live, by
+-- snowseq_shard_histogram as the caller: PUBLIC may run it too, since
+-- what it reads needs the caller's EXECUTE on that function and SELECT on
+-- the partition.
+CREATE FUNCTION @extschema@.snowseq_rebalance_plan_json(loads jsonb)
+	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
+		to_server name, rows bigint, bytes bigint)
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_plan_json'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_json(jsonb) IS
+	'the rebalance plan from loads given as jsonb (strategy, threshold, servers, drain, partitions of the table and of its placement group, revertable moves, merge_below, keep; histograms as rows per gene): the planner of snowseq_rebalance_plan without the servers; reads nothing else, so PUBLIC may run it';
+CREATE FUNCTION @extschema@.snowseq_rebalance_plan_counted(loads jsonb)
+	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
+		to_server name, rows bigint, bytes bigint)
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_plan_counted'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_counted(jsonb) IS
+	'the rebalance plan from loads as for snowseq_rebalance_plan_json, the histogram of a partition a step cuts counted where its rows live (snowseq_shard_histogram, as the caller: its EXECUTE and SELECT on the partition needed) unless the loads give it; what snowseq_rebalance_plan_from runs; PUBLIC may run it, as it reads only with the caller''s rights';
+
 -- The plan: the load of each partition (rows or row bytes, counted where
 -- they live, by snowseq_shard_stats; or writes per second: the writes
 -- snowseq_shard_stats reads from the servers' cumulative statistics,
@@ -505,6 +530,9 @@ REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_reba
 -- NULL: taken here, and the sample slept here, in the caller's statement
 -- (its snapshot held, but no lock on the table).  only_check: the
 -- arguments checked, nothing read, nothing planned.
+-- The loads are collected here and planned in C by
+-- snowseq_rebalance_plan_counted; floats go into them exactly
+-- (extra_float_digits), so the planner compares the numbers read.
 CREATE FUNCTION @extschema@.snowseq_rebalance_plan_from(parent regclass, strategy text,
 	threshold double precision, drain name[], fill name[], sample interval,
 	first_parts oid[], first_writes bigint[], first_xids bigint[], first_at timestamptz, only_check boolean,
@@ -512,105 +540,22 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_plan_from(parent regclass, strateg
 	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
 		to_server name, rows bigint, bytes bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET extra_float_digits = 3
 	AS $plan$
 DECLARE
-	pf integer[] := '{}';		-- partitions: first gene
-	pl integer[] := '{}';		-- last gene
-	ps pg_catalog.name[] := '{}';			-- server
-	pr double precision[] := '{}';	-- rows
-	pb double precision[] := '{}';	-- bytes
-	pv double precision[] := '{}';	-- the load planned on: rows, bytes or writes per second
-	w0p pg_catalog.oid[];						-- strategy writes: the partitions of the first sample
-	w0 bigint[];					-- and their writes then
-	w0x bigint[];					-- and their servers' next transaction ids then
-	t0 pg_catalog.timestamptz;
-	secs double precision;
-	pload double precision;
-	pt pg_catalog.text[] := '{}';			-- the remote table it reads (NULL: a new one)
-	po pg_catalog.oid[] := '{}';			-- its partition on this router (NULL: a new one)
-	p0s pg_catalog.name[] := '{}';		-- its server when the plan read it (NULL: a new one)
-	-- the partitions of the other tables of the placement group, which
-	-- move with the table's: their rows, bytes and writes count with
-	-- those of the table's partition on the same server and genes
-	gf integer[] := '{}';
-	gl integer[] := '{}';
-	gs pg_catalog.name[] := '{}';
-	gr double precision[] := '{}';
-	gb double precision[] := '{}';
-	gv double precision[] := '{}';
-	gpo pg_catalog.oid[] := '{}';
-	gk pg_catalog.name[] := '{}';			-- the partition key of its table
-	gt pg_catalog.text[] := '{}';			-- the remote table it reads
-	g record;
-	hp record;								-- a partition of a histogram
-	hcount double precision[];			-- a histogram of the group's rows, by bucket
-	hwrit double precision[];			-- and of those of them written in the sample
-	hh record;
-	by_writes boolean;					-- the cut sized by the rows written
-	cut_v double precision;				-- what a cut holds of the histogram it is sized by
-	cut_load double precision;			-- the writes per second of a cut sized by writes
-	hv double precision[];				-- the histogram a cut is sized by
-	hsum double precision;				-- and its sum
-	bw integer;							-- the genes of a bucket
-	frac double precision;				-- the part of a bucket a cut takes
-	hr double precision;					-- the rows of a bucket
-	lo_g integer;							-- the genes a histogram counts
-	hi_g integer;
-	level integer;
-	refine boolean;						-- the cut falls in a bucket counted again
-	keycol pg_catalog.name;					-- the parent's partition key
-	w integer;								-- genes per bucket
-	bg integer;
-	cnt double precision;
-	need double precision;
-	cut_rows double precision;				-- rows of a cut from the histogram (NULL: none)
-	sv pg_catalog.name[] := '{}';			-- servers of the map
-	sload double precision[] := '{}';
-	srows double precision[] := '{}';		-- rows per server: what breaks ties of load
-	total double precision := 0;
-	mean double precision;
+	sv pg_catalog.name[];		-- servers of the map, then those to fill
 	kept integer;
+	t0 pg_catalog.timestamptz := first_at;
+	w0p pg_catalog.oid[] := first_parts;	-- strategy writes: the first reading
+	w0 bigint[] := first_writes;
+	w0x bigint[] := first_xids;
+	by_writes boolean := strategy OPERATOR(pg_catalog.=) 'writes';
+	secs double precision;
 	r record;
 	i integer;
-	k integer;
-	hi integer;
-	lo integer;
-	best integer;
-	share double precision;
-	amount double precision;
-	genes integer;
-	moved double precision;
-	n integer := 0;
-	found_one boolean;
-	c record;
-	-- moves kept revertable (snowseq.move_revert_window): a move of a
-	-- partition a revertable move touched is refused until that one is
-	-- finalized or reverted, and its destination keeps the tables' source
-	-- names until then
-	keep boolean;
-	pm boolean[];							-- a partition no step may take genes from
-	pmv bigint[];							-- the revertable move that pins it (NULL: a step of this plan)
-	xs pg_catalog.name[] := '{}';			-- a server where a step of this plan leaves a table's name
-	xt pg_catalog.text[] := '{}';			-- and that name
-	rv record;
-	mf integer;								-- the first gene a step moves
-	-- the group's partitions as the plan's steps leave them (gf, gl, gs
-	-- are as read): a move takes its genes from one partition of each
-	-- table of the group that holds the first of them off the destination,
-	-- which must hold them all, the whole of it or genes at one end
-	gcf integer[];
-	gcl integer[];
-	gcs pg_catalog.name[];
-	bad pg_catalog.text;					-- group partitions a move cannot take genes from
-	group_held boolean := false;			-- a step was not planned for the group's partitions
-	-- merges: the partitions in gene order, a run of them, its load
-	mord integer[];
-	ma integer;
-	mb integer;
-	macc double precision;
-	mmean double precision;
-	mrows bigint;
-	mbytes bigint;
+	part jsonb;
+	parts jsonb := '[]';
+	grp jsonb := '[]';
 BEGIN
 	IF parent IS NULL THEN
 		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
@@ -650,12 +595,8 @@ BEGIN
 				HINT = 'A rebalance moves genes of a table partitioned by range on its bigint ID, whose partitions are foreign tables on the servers of snowseq_shard_map.';
 	END IF;
 
-	FOR r IN SELECT s.shard::pg_catalog.name AS shard FROM @extschema@.snowseq_shard_map s
-			GROUP BY s.shard ORDER BY s.shard LOOP
-		sv := sv OPERATOR(pg_catalog.||) r.shard;
-		sload := sload OPERATOR(pg_catalog.||) CAST(0 AS double precision);
-		srows := srows OPERATOR(pg_catalog.||) CAST(0 AS double precision);
-	END LOOP;
+	sv := ARRAY(SELECT CAST(s.shard AS pg_catalog.name) FROM @extschema@.snowseq_shard_map s
+		GROUP BY s.shard ORDER BY s.shard);
 	FOR i IN 1 .. COALESCE(pg_catalog.array_length(drain, 1), 0) LOOP
 		IF pg_catalog.array_position(sv, drain[i]) IS NULL THEN
 			RAISE EXCEPTION 'server "%" to drain is not in snowseq_shard_map', drain[i]
@@ -678,8 +619,6 @@ BEGIN
 		END IF;
 		IF pg_catalog.array_position(sv, fill[i]) IS NULL THEN
 			sv := sv OPERATOR(pg_catalog.||) fill[i];
-			sload := sload OPERATOR(pg_catalog.||) CAST(0 AS double precision);
-			srows := srows OPERATOR(pg_catalog.||) CAST(0 AS double precision);
 		END IF;
 	END LOOP;
 	kept := COALESCE(pg_catalog.array_length(sv, 1), 0) OPERATOR(pg_catalog.-)
@@ -698,17 +637,11 @@ BEGIN
 	IF only_check THEN
 		RETURN;
 	END IF;
-	keep := CAST(COALESCE(pg_catalog.current_setting('snowseq.move_revert_window', true), '0') AS pg_catalog.interval)
-		OPERATOR(pg_catalog.>) CAST('0' AS pg_catalog.interval);
 
-	-- strategy writes: the write counters then (first_at), and again now,
-	-- sample later; counters start at 0 with a table (a moved partition)
-	-- and at a reset
-	IF strategy OPERATOR(pg_catalog.=) 'writes' THEN
-		w0p := first_parts;
-		w0 := first_writes;
-		w0x := first_xids;
-		t0 := first_at;
+	-- strategy writes: the write counters then (first_at; NULL: now, and
+	-- the sample slept), and again now; counters start at 0 with a table
+	-- (a moved partition) and at a reset
+	IF by_writes THEN
 		IF t0 IS NULL THEN
 			t0 := pg_catalog.clock_timestamp();
 			SELECT pg_catalog.array_agg(CAST(sc.partition AS pg_catalog.oid)), pg_catalog.array_agg(sc.writes),
@@ -720,12 +653,9 @@ BEGIN
 		secs := pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t0);
 	END IF;
 
-	-- the partitions of the table and of the other tables of its group,
-	-- and their loads; the group's first (named false): each of the
-	-- table's partitions, those that moves can take genes from, counts the
-	-- group's partitions of its genes on its server with its own (shared
-	-- out by genes where one spans more); a map entry a table has no
-	-- partition for has no row here
+	-- the partitions of the table (named) and of the other tables of its
+	-- group, their genes, server, counts and the remote table they read; a
+	-- map entry a table has no partition for has no row here
 	FOR r IN SELECT m.member OPERATOR(pg_catalog.=) parent AS named, s.partition,
 			pg_catalog.min(s.first_gene) AS f, pg_catalog.max(s.last_gene) AS l,
 			pg_catalog.min(s.shard) AS shard, pg_catalog.count(DISTINCT s.shard) AS shards,
@@ -752,558 +682,42 @@ BEGIN
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					HINT = 'Make the map name the foreign server of each partition before rebalancing.';
 		END IF;
-		IF strategy OPERATOR(pg_catalog.=) 'rows' THEN
-			pload := r.rows;
-		ELSIF strategy OPERATOR(pg_catalog.=) 'bytes' THEN
-			pload := r.bytes;
+		-- writes in the sample: a partition new since the first reading, or
+		-- whose counters went back (a table created again, a reset), counts from 0
+		i := pg_catalog.array_position(w0p, CAST(r.partition AS pg_catalog.oid));
+		part := pg_catalog.jsonb_build_object('first', r.f, 'last', r.l, 'server', r.shard,
+			'rows', r.rows, 'bytes', r.bytes, 'table', r.remote, 'key', r.key,
+			'oid', CAST(CAST(r.partition AS pg_catalog.oid) AS bigint), 'name', CAST(r.partition AS pg_catalog.text),
+			'writes', CASE WHEN i IS NULL OR w0[i] OPERATOR(pg_catalog.>) r.writes THEN r.writes
+				ELSE r.writes OPERATOR(pg_catalog.-) w0[i] END,
+			'since', CASE WHEN by_writes AND i IS NOT NULL THEN w0x[i] END);
+		IF r.named THEN
+			parts := parts OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(part);
 		ELSE
-			-- writes in the sample: a partition new since the first reading,
-			-- or whose counters went back (a table created again, a reset),
-			-- counts from 0
-			i := pg_catalog.array_position(w0p, CAST(r.partition AS pg_catalog.oid));
-			pload := CASE WHEN i IS NULL OR w0[i] OPERATOR(pg_catalog.>) r.writes THEN r.writes
-				ELSE r.writes OPERATOR(pg_catalog.-) w0[i] END;
-			pload := pload OPERATOR(pg_catalog./) secs;
+			grp := grp OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(part);
 		END IF;
-		IF NOT r.named THEN
-			gf := gf OPERATOR(pg_catalog.||) r.f;
-			gl := gl OPERATOR(pg_catalog.||) r.l;
-			gs := gs OPERATOR(pg_catalog.||) CAST(r.shard AS pg_catalog.name);
-			gr := gr OPERATOR(pg_catalog.||) CAST(r.rows AS double precision);
-			gb := gb OPERATOR(pg_catalog.||) CAST(r.bytes AS double precision);
-			gv := gv OPERATOR(pg_catalog.||) pload;
-			gpo := gpo OPERATOR(pg_catalog.||) CAST(r.partition AS pg_catalog.oid);
-			gk := gk OPERATOR(pg_catalog.||) r.key;
-			gt := gt OPERATOR(pg_catalog.||) r.remote;
-			CONTINUE;
-		END IF;
-		SELECT COALESCE(pg_catalog.sum(gr[x.j] OPERATOR(pg_catalog.*) x.ov), 0) AS rows,
-				COALESCE(pg_catalog.sum(gb[x.j] OPERATOR(pg_catalog.*) x.ov), 0) AS bytes,
-				COALESCE(pg_catalog.sum(gv[x.j] OPERATOR(pg_catalog.*) x.ov), 0) AS load
-			INTO g
-			FROM (SELECT o.j, CAST(LEAST(gl[o.j], r.l) OPERATOR(pg_catalog.-) GREATEST(gf[o.j], r.f) OPERATOR(pg_catalog.+) 1
-					AS double precision) OPERATOR(pg_catalog./) (gl[o.j] OPERATOR(pg_catalog.-) gf[o.j] OPERATOR(pg_catalog.+) 1) AS ov
-				FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-				WHERE gs[o.j] OPERATOR(pg_catalog.=) r.shard
-					AND gf[o.j] OPERATOR(pg_catalog.<=) r.l AND gl[o.j] OPERATOR(pg_catalog.>=) r.f) x;
-		pf := pf OPERATOR(pg_catalog.||) r.f;
-		pl := pl OPERATOR(pg_catalog.||) r.l;
-		ps := ps OPERATOR(pg_catalog.||) CAST(r.shard AS pg_catalog.name);
-		p0s := p0s OPERATOR(pg_catalog.||) CAST(r.shard AS pg_catalog.name);
-		pr := pr OPERATOR(pg_catalog.||) (r.rows OPERATOR(pg_catalog.+) g.rows);
-		pb := pb OPERATOR(pg_catalog.||) (r.bytes OPERATOR(pg_catalog.+) g.bytes);
-		pt := pt OPERATOR(pg_catalog.||) r.remote;
-		po := po OPERATOR(pg_catalog.||) CAST(r.partition AS pg_catalog.oid);
-		pload := pload OPERATOR(pg_catalog.+) g.load;
-		pv := pv OPERATOR(pg_catalog.||) pload;
-		i := pg_catalog.array_position(sv, CAST(r.shard AS pg_catalog.name));
-		sload[i] := sload[i] OPERATOR(pg_catalog.+) pload;
-		srows[i] := srows[i] OPERATOR(pg_catalog.+) pr[pg_catalog.array_length(pr, 1)];
-		total := total OPERATOR(pg_catalog.+) pload;
 	END LOOP;
-	mean := total OPERATOR(pg_catalog./) kept;
-	gcf := gf;
-	gcl := gl;
-	gcs := gs;
 
-	-- partitions a revertable move touched, of the table or of its group
-	-- (its genes, or the partition it took them from, and the table's
-	-- partitions of that one's genes on its server): no step takes genes
-	-- from them, since the move would be refused; and its destination
-	-- (and its source, for a whole partition) keeps a table of the source
-	-- table's name until it is finalized.  A move is named by its leading
-	-- record, which finalize and revert take
-	pm := pg_catalog.array_fill(false, ARRAY[COALESCE(pg_catalog.array_length(pf, 1), 0)]);
-	pmv := pg_catalog.array_fill(CAST(NULL AS bigint), ARRAY[COALESCE(pg_catalog.array_length(pf, 1), 0)]);
-	FOR rv IN SELECT COALESCE(mv.group_move, mv.move_id) AS move_id, mv.first_gene, mv.last_gene,
-			mv.source_server, mv.dest_server, mv.source_table,
-			CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid) AS part
+	RETURN QUERY SELECT * FROM @extschema@.snowseq_rebalance_plan_counted(pg_catalog.jsonb_build_object(
+		'strategy', strategy, 'threshold', threshold, 'merge_below', merge_below, 'seconds', secs,
+		'table', CAST(parent AS pg_catalog.text), 'sample', CAST(sample AS pg_catalog.text),
+		'servers', pg_catalog.to_jsonb(sv), 'drain', pg_catalog.to_jsonb(drain),
+		'partitions', parts, 'group', grp,
+		-- moves kept revertable (snowseq.move_revert_window): what a revertable
+		-- move touched is not moved again until it is finalized or reverted
+		'keep', CAST(COALESCE(pg_catalog.current_setting('snowseq.move_revert_window', true), '0') AS pg_catalog.interval)
+			OPERATOR(pg_catalog.>) CAST('0' AS pg_catalog.interval),
+		'revertable_moves', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('move', COALESCE(mv.group_move, mv.move_id),
+				'first', mv.first_gene, 'last', mv.last_gene, 'source', mv.source_server, 'dest', mv.dest_server,
+				'table', mv.source_table, 'oid', CAST(CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid) AS bigint))
+				ORDER BY mv.move_id)
 			FROM @extschema@.snowseq_moves mv
 			WHERE mv.state OPERATOR(pg_catalog.=) 'revertable' AND mv.parent OPERATOR(pg_catalog.=) ANY
-				(ARRAY(SELECT m.member FROM @extschema@.snowseq_placement_group(snowseq_rebalance_plan_from.parent) m))
-			ORDER BY mv.move_id LOOP
-		xs := xs OPERATOR(pg_catalog.||) ARRAY[rv.dest_server, rv.source_server];
-		xt := xt OPERATOR(pg_catalog.||) ARRAY[rv.source_table, rv.source_table];
-		FOR k IN 1 .. COALESCE(pg_catalog.array_length(pf, 1), 0) LOOP
-			CONTINUE WHEN pm[k];
-			IF (pf[k] OPERATOR(pg_catalog.<=) rv.last_gene AND pl[k] OPERATOR(pg_catalog.>=) rv.first_gene)
-				OR po[k] OPERATOR(pg_catalog.=) rv.part
-				OR EXISTS (SELECT FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-					WHERE gpo[o.j] OPERATOR(pg_catalog.=) rv.part AND gs[o.j] OPERATOR(pg_catalog.=) ps[k]
-						AND gf[o.j] OPERATOR(pg_catalog.<=) pl[k] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[k]) THEN
-				pm[k] := true;
-				pmv[k] := rv.move_id;
-			END IF;
-		END LOOP;
-	END LOOP;
-	IF strategy OPERATOR(pg_catalog.=) 'writes' AND total OPERATOR(pg_catalog.=) 0 THEN
-		RAISE NOTICE 'no server counted a write of table % in the % sample: nothing to even out', parent, sample
-			USING HINT = 'Plan by writes while the table is written to, or over a longer sample.';
-	END IF;
-
-	-- drained servers give every partition, the biggest first, to the
-	-- least loaded server kept; loads that tie (writes when none were
-	-- counted) are told apart by rows, as strategy rows would; one that
-	-- its placement group cannot give (a move takes its genes from one
-	-- partition of each table of the group, at one end) waits for the
-	-- others, a pass a step
-	LOOP
-		found_one := false;
-		FOR r IN SELECT o.i FROM pg_catalog.generate_subscripts(pf, 1) AS o(i)
-				WHERE ps[o.i] OPERATOR(pg_catalog.=) ANY (drain)
-				ORDER BY pv[o.i] DESC, pr[o.i] DESC, o.i LOOP
-			IF pm[r.i] AND pmv[r.i] IS NULL THEN
-				RAISE EXCEPTION 'genes % to % of server "%" cannot be drained with moves kept revertable: an earlier step of the drain takes along a partition of its placement group that holds them too, whose next move is refused until that step''s move is finalized',
-					pf[r.i], pl[r.i], ps[r.i]
-					USING ERRCODE = 'object_not_in_prerequisite_state',
-						HINT = 'Drain with snowseq.move_revert_window = 0, or drain again once the moves of the first drain are finalized.';
-			END IF;
-			IF pm[r.i] THEN
-				RAISE EXCEPTION 'genes % to % of server "%" cannot be drained: move % can still revert them',
-					pf[r.i], pl[r.i], ps[r.i], pmv[r.i]
-					USING ERRCODE = 'object_not_in_prerequisite_state',
-						HINT = pg_catalog.format('Finalize it first, CALL snowseq_move_finalize(%s), or revert it, CALL snowseq_move_revert(%s).',
-							pmv[r.i], pmv[r.i]);
-			END IF;
-			lo := NULL;
-			FOR k IN 1 .. pg_catalog.array_length(sv, 1) LOOP
-				IF sv[k] OPERATOR(pg_catalog.<>) ALL (drain)
-					AND (lo IS NULL OR sload[k] OPERATOR(pg_catalog.<) sload[lo]
-						OR (sload[k] OPERATOR(pg_catalog.=) sload[lo] AND srows[k] OPERATOR(pg_catalog.<) srows[lo]))
-					AND NOT EXISTS (SELECT FROM (SELECT pt[j.j] AS t FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
-								WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[k]
-							UNION ALL SELECT gt[o.j] FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-								WHERE gs[o.j] OPERATOR(pg_catalog.=) sv[k]
-							UNION ALL SELECT xt[x.j] FROM pg_catalog.generate_subscripts(xs, 1) AS x(j)
-								WHERE xs[x.j] OPERATOR(pg_catalog.=) sv[k]) d
-						WHERE d.t OPERATOR(pg_catalog.=) pt[r.i] OR d.t OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT gt[o.j]
-							FROM pg_catalog.generate_subscripts(gf, 1) AS o(j) WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
-								AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]))) THEN
-					lo := k;
-				END IF;
-			END LOOP;
-			IF lo IS NULL THEN
-				RAISE EXCEPTION 'no server can take genes % to % of server "%": each reads a table named as one that they are read from there (%)',
-					pf[r.i], pl[r.i], ps[r.i], pg_catalog.array_to_string(pt[r.i] OPERATOR(pg_catalog.||) ARRAY(SELECT gt[o.j]
-						FROM pg_catalog.generate_subscripts(gf, 1) AS o(j) WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
-							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]), ', ')
-					USING ERRCODE = 'object_not_in_prerequisite_state',
-						HINT = 'A move copies a table into the table of the same name on the destination: give the shard tables of different servers different names, add a server, or finalize the revertable moves that keep a table of that name there.';
-			END IF;
-			SELECT pg_catalog.string_agg(CAST(CAST(gpo[o.j] AS pg_catalog.regclass) AS pg_catalog.text), ', ') INTO bad
-				FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
-				WHERE gcs[o.j] OPERATOR(pg_catalog.<>) sv[lo]
-					AND gcf[o.j] OPERATOR(pg_catalog.<=) pf[r.i] AND gcl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]
-					AND NOT (gcs[o.j] OPERATOR(pg_catalog.=) ps[r.i] AND gcl[o.j] OPERATOR(pg_catalog.>=) pl[r.i]
-						AND (gcf[o.j] OPERATOR(pg_catalog.=) pf[r.i] OR gcl[o.j] OPERATOR(pg_catalog.=) pl[r.i]));
-			-- one the group cannot give now may be given once another one is:
-			-- the next pass
-			CONTINUE WHEN bad IS NOT NULL;
-			FOR gi IN 1 .. COALESCE(pg_catalog.array_length(gcf, 1), 0) LOOP
-				CONTINUE WHEN gcs[gi] OPERATOR(pg_catalog.<>) ps[r.i] OR gcf[gi] OPERATOR(pg_catalog.>) pf[r.i]
-					OR gcl[gi] OPERATOR(pg_catalog.<) pf[r.i];
-				IF gcf[gi] OPERATOR(pg_catalog.=) pf[r.i] AND gcl[gi] OPERATOR(pg_catalog.=) pl[r.i] THEN
-					gcs[gi] := sv[lo];
-				ELSIF gcf[gi] OPERATOR(pg_catalog.=) pf[r.i] THEN
-					gcf[gi] := pl[r.i] OPERATOR(pg_catalog.+) 1;
-				ELSE
-					gcl[gi] := pf[r.i] OPERATOR(pg_catalog.-) 1;
-				END IF;
-			END LOOP;
-			moved := pv[r.i];
-			hi := pg_catalog.array_position(sv, ps[r.i]);
-			sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
-			sload[lo] := sload[lo] OPERATOR(pg_catalog.+) moved;
-			srows[hi] := srows[hi] OPERATOR(pg_catalog.-) pr[r.i];
-			srows[lo] := srows[lo] OPERATOR(pg_catalog.+) pr[r.i];
-			n := n OPERATOR(pg_catalog.+) 1;
-			step := n; first_gene := pf[r.i]; last_gene := pl[r.i];
-			from_server := ps[r.i]; to_server := sv[lo];
-			rows := CAST(pr[r.i] AS bigint); bytes := CAST(pb[r.i] AS bigint);
-			IF keep THEN
-				-- revertable: not moved again; its table's name stays on both
-				-- servers and its group's on the destination until it is
-				-- finalized, and the group's partitions it takes genes from
-				-- keep their names on the source, where a move of them is
-				-- refused: the table's partitions of their genes there are not
-				-- moved either
-				pm[r.i] := true;
-				xs := xs OPERATOR(pg_catalog.||) ARRAY[sv[lo], ps[r.i]];
-				xt := xt OPERATOR(pg_catalog.||) ARRAY[pt[r.i], pt[r.i]];
-				SELECT xs OPERATOR(pg_catalog.||) pg_catalog.array_agg(sv[lo]), xt OPERATOR(pg_catalog.||) pg_catalog.array_agg(gt[o.j])
-					INTO xs, xt
-					FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-					WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
-						AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i];
-				FOR k IN 1 .. pg_catalog.array_length(pf, 1) LOOP
-					IF NOT pm[k] AND ps[k] OPERATOR(pg_catalog.=) p0s[r.i] AND p0s[k] OPERATOR(pg_catalog.=) p0s[r.i]
-						AND EXISTS (SELECT FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-							WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[r.i]
-								AND gf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[r.i]
-								AND gf[o.j] OPERATOR(pg_catalog.<=) pl[k] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[k]) THEN
-						pm[k] := true;
-					END IF;
-				END LOOP;
-			END IF;
-			ps[r.i] := sv[lo];
-			pt[r.i] := NULL;
-			RETURN NEXT;
-			found_one := true;
-			EXIT;
-		END LOOP;
-		EXIT WHEN NOT found_one;
-	END LOOP;
-	-- what is left on a drained server, the group cannot give
-	FOR r IN SELECT o.i FROM pg_catalog.generate_subscripts(pf, 1) AS o(i)
-			WHERE ps[o.i] OPERATOR(pg_catalog.=) ANY (drain)
-			ORDER BY pv[o.i] DESC, pr[o.i] DESC, o.i LIMIT 1 LOOP
-		SELECT pg_catalog.string_agg(CAST(CAST(gpo[o.j] AS pg_catalog.regclass) AS pg_catalog.text), ', '
-				ORDER BY CAST(CAST(gpo[o.j] AS pg_catalog.regclass) AS pg_catalog.text)) INTO bad
-			FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
-			WHERE gcs[o.j] OPERATOR(pg_catalog.=) ps[r.i]
-				AND gcf[o.j] OPERATOR(pg_catalog.<=) pl[r.i] AND gcl[o.j] OPERATOR(pg_catalog.>=) pf[r.i];
-		RAISE EXCEPTION 'genes % to % of server "%" cannot be drained: a move cannot take them from partitions of their placement group (%)',
-			pf[r.i], pl[r.i], ps[r.i], bad
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-				HINT = 'A move takes its genes from one partition of each table of the group, the whole of it or genes at one end: partition the tables of a placement group on the same genes.';
-	END LOOP;
-
-	-- then the most loaded server gives to the least loaded one that can
-	-- take a partition of it (a move copies a table into the table of the
-	-- same name on the destination) until no server is above threshold x
-	-- the mean
-	LOOP
-		hi := NULL;
-		FOR k IN 1 .. pg_catalog.array_length(sv, 1) LOOP
-			CONTINUE WHEN sv[k] OPERATOR(pg_catalog.=) ANY (drain);
-			IF hi IS NULL OR sload[k] OPERATOR(pg_catalog.>) sload[hi] THEN
-				hi := k;
-			END IF;
-		END LOOP;
-		EXIT WHEN sload[hi] OPERATOR(pg_catalog.<=) (threshold OPERATOR(pg_catalog.*) mean)
-			OR n OPERATOR(pg_catalog.>=) 1000;
-		found_one := false;
-		FOR c IN SELECT o.k FROM pg_catalog.generate_subscripts(sv, 1) AS o(k)
-				WHERE sv[o.k] OPERATOR(pg_catalog.<>) ALL (drain) AND o.k OPERATOR(pg_catalog.<>) hi
-				ORDER BY sload[o.k], srows[o.k], o.k LOOP
-			lo := c.k;
-			-- what to move: down to the mean, without taking the receiver above it
-			amount := LEAST(sload[hi] OPERATOR(pg_catalog.-) mean, mean OPERATOR(pg_catalog.-) sload[lo]);
-			CONTINUE WHEN amount OPERATOR(pg_catalog.<=) 0;
-			-- the partition that comes closest: a whole one up to amount,
-			-- else the biggest, cut
-			best := NULL;
-			FOR k IN 1 .. COALESCE(pg_catalog.array_length(pf, 1), 0) LOOP
-				CONTINUE WHEN ps[k] OPERATOR(pg_catalog.<>) sv[hi] OR pm[k];
-				-- nor one whose last gene a partition of the group holds
-				-- with genes after it (a move could take none of its genes
-				-- from its end)
-				IF EXISTS (SELECT FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
-						WHERE gcs[o.j] OPERATOR(pg_catalog.=) ps[k] AND gcf[o.j] OPERATOR(pg_catalog.<=) pl[k]
-							AND gcl[o.j] OPERATOR(pg_catalog.>) pl[k]) THEN
-					group_held := true;
-					CONTINUE;
-				END IF;
-				CONTINUE WHEN pt[k] OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pt[j.j] FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
-						WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo]
-						UNION ALL SELECT gt[x.j] FROM pg_catalog.generate_subscripts(gf, 1) AS x(j)
-						WHERE gs[x.j] OPERATOR(pg_catalog.=) sv[lo]
-						UNION ALL SELECT xt[x.j] FROM pg_catalog.generate_subscripts(xs, 1) AS x(j)
-						WHERE xs[x.j] OPERATOR(pg_catalog.=) sv[lo]));
-				share := pv[k];
-				CONTINUE WHEN share OPERATOR(pg_catalog.<=) 0;
-				IF best IS NULL THEN
-					best := k;
-				ELSIF share OPERATOR(pg_catalog.<=) amount THEN
-					IF pv[best] OPERATOR(pg_catalog.>) amount OR share OPERATOR(pg_catalog.>) pv[best] THEN
-						best := k;
-					END IF;
-				ELSIF pv[best] OPERATOR(pg_catalog.>) amount AND share OPERATOR(pg_catalog.>) pv[best] THEN
-					best := k;
-				END IF;
-			END LOOP;
-			CONTINUE WHEN best IS NULL;
-			share := pv[best];
-			genes := pl[best] OPERATOR(pg_catalog.-) pf[best] OPERATOR(pg_catalog.+) 1;
-			cut_rows := NULL;
-			cut_load := NULL;
-			IF share OPERATOR(pg_catalog.<=) amount THEN
-				k := genes;
-			ELSE
-				-- as many of the last genes as hold amount, by a histogram
-				-- over 64 buckets of its genes of the rows of the partition
-				-- and of the group's partitions of its genes on its server,
-				-- counted where they live (snowseq_shard_histogram): of
-				-- their rows (bytes taken as even over them), or for writes
-				-- of those of them written since the first reading (a row
-				-- version's xmin at or after its server's next transaction
-				-- id then; every row of a partition new since); the bucket
-				-- the cut falls in is counted again, over 64 buckets of its
-				-- own genes, and the cut taken as even over the genes of
-				-- one of those
-				by_writes := strategy OPERATOR(pg_catalog.=) 'writes';
-				hsum := 0;
-				cut_v := 0;
-				cut_rows := 0;
-				k := 0;
-				lo_g := pf[best];
-				hi_g := pl[best];
-				IF po[best] IS NOT NULL AND pr[best] OPERATOR(pg_catalog.>) 0
-					AND (NOT by_writes OR (w0x IS NOT NULL
-						AND pg_catalog.cardinality(w0x) OPERATOR(pg_catalog.=) pg_catalog.cardinality(w0p))) THEN
-					IF keycol IS NULL THEN
-						SELECT a.attname INTO keycol FROM pg_catalog.pg_partitioned_table t
-							JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) t.partrelid
-								AND a.attnum OPERATOR(pg_catalog.=) t.partattrs[0]
-							WHERE t.partrelid OPERATOR(pg_catalog.=) parent;
-					END IF;
-					FOR level IN 1 .. 2 LOOP
-						w := CAST(pg_catalog.ceil((hi_g OPERATOR(pg_catalog.-) lo_g OPERATOR(pg_catalog.+) 1)
-							OPERATOR(pg_catalog./) 64.0) AS integer);
-						hcount := pg_catalog.array_fill(CAST(0 AS double precision), ARRAY[64]);
-						hwrit := hcount;
-						FOR hp IN SELECT po[best] AS part, keycol AS key
-								UNION ALL SELECT gpo[o.j], gk[o.j] FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-								WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[best]
-									AND gf[o.j] OPERATOR(pg_catalog.<=) pl[best] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[best] LOOP
-							i := pg_catalog.array_position(w0p, hp.part);
-							FOR hh IN SELECT * FROM @extschema@.snowseq_shard_histogram(CAST(hp.part AS pg_catalog.regclass),
-									hp.key, lo_g, hi_g, w, CASE WHEN by_writes AND i IS NOT NULL THEN w0x[i] END) LOOP
-								hcount[hh.bucket OPERATOR(pg_catalog.+) 1] := hcount[hh.bucket OPERATOR(pg_catalog.+) 1] OPERATOR(pg_catalog.+) hh.rows;
-								hwrit[hh.bucket OPERATOR(pg_catalog.+) 1] := hwrit[hh.bucket OPERATOR(pg_catalog.+) 1] OPERATOR(pg_catalog.+) hh.written;
-							END LOOP;
-						END LOOP;
-						hv := CASE WHEN by_writes THEN hwrit ELSE hcount END;
-						IF level OPERATOR(pg_catalog.=) 1 THEN
-							SELECT COALESCE(pg_catalog.sum(x), 0) INTO hsum FROM pg_catalog.unnest(hv) x;
-							EXIT WHEN hsum OPERATOR(pg_catalog.<=) 0;
-							need := amount OPERATOR(pg_catalog.*) (CASE WHEN by_writes THEN hsum ELSE pr[best] END)
-								OPERATOR(pg_catalog./) share;
-						END IF;
-						refine := false;
-						FOR bg IN REVERSE (hi_g OPERATOR(pg_catalog.-) lo_g) OPERATOR(pg_catalog./) w .. 0 LOOP
-							cnt := hv[bg OPERATOR(pg_catalog.+) 1];
-							hr := hcount[bg OPERATOR(pg_catalog.+) 1];
-							-- the genes of bucket bg (the last one may be short)
-							bw := LEAST(w, hi_g OPERATOR(pg_catalog.-) lo_g OPERATOR(pg_catalog.+) 1 OPERATOR(pg_catalog.-) (bg OPERATOR(pg_catalog.*) w));
-							IF cut_v OPERATOR(pg_catalog.+) cnt OPERATOR(pg_catalog.>=) need THEN
-								IF level OPERATOR(pg_catalog.=) 1 AND bw OPERATOR(pg_catalog.>) 1 THEN
-									-- count this bucket's genes again, finer
-									lo_g := lo_g OPERATOR(pg_catalog.+) (bg OPERATOR(pg_catalog.*) w);
-									hi_g := lo_g OPERATOR(pg_catalog.+) bw OPERATOR(pg_catalog.-) 1;
-									refine := true;
-									EXIT;
-								END IF;
-								frac := LEAST(1.0, (need OPERATOR(pg_catalog.-) cut_v) OPERATOR(pg_catalog./) cnt);
-								k := k OPERATOR(pg_catalog.+) GREATEST(1, CAST(pg_catalog.ceil(bw OPERATOR(pg_catalog.*) frac) AS integer));
-								cut_v := cut_v OPERATOR(pg_catalog.+) (cnt OPERATOR(pg_catalog.*) frac);
-								cut_rows := cut_rows OPERATOR(pg_catalog.+) (hr OPERATOR(pg_catalog.*) frac);
-								EXIT;
-							END IF;
-							cut_v := cut_v OPERATOR(pg_catalog.+) cnt;
-							cut_rows := cut_rows OPERATOR(pg_catalog.+) hr;
-							k := k OPERATOR(pg_catalog.+) bw;
-						END LOOP;
-						EXIT WHEN NOT refine;
-					END LOOP;
-				END IF;
-				IF hsum OPERATOR(pg_catalog.>) 0 THEN
-					IF k OPERATOR(pg_catalog.>=) genes THEN
-						k := genes;
-						cut_rows := NULL;
-					ELSIF by_writes THEN
-						cut_load := share OPERATOR(pg_catalog.*) cut_v OPERATOR(pg_catalog./) hsum;
-					END IF;
-				ELSE
-					-- no histogram (a partition not read yet, nothing
-					-- counted, or writes without the first reading's
-					-- transaction ids): its load taken as even over its genes
-					k := CAST(pg_catalog.round(genes OPERATOR(pg_catalog.*) amount OPERATOR(pg_catalog./) share) AS integer);
-					cut_rows := NULL;
-					IF k OPERATOR(pg_catalog.<) 1 THEN
-						k := 1;
-					END IF;
-					IF k OPERATOR(pg_catalog.>=) genes THEN
-						k := genes;
-					END IF;
-				END IF;
-			END IF;
-			-- a whole partition that would only swap the two servers'
-			-- places gains nothing
-			CONTINUE WHEN k OPERATOR(pg_catalog.=) genes
-				AND share OPERATOR(pg_catalog.>=) (sload[hi] OPERATOR(pg_catalog.-) sload[lo]);
-			-- nor a cut that carries none of the load: it would move genes
-			-- and even nothing out, and the next step would cut again
-			CONTINUE WHEN k OPERATOR(pg_catalog.<) genes AND (CASE
-				WHEN strategy OPERATOR(pg_catalog.=) 'writes'
-					THEN COALESCE(cut_load, (share OPERATOR(pg_catalog.*) k) OPERATOR(pg_catalog./) genes)
-				WHEN cut_rows IS NOT NULL THEN pg_catalog.round(cut_rows)
-				ELSE CAST((pr[best] OPERATOR(pg_catalog.*) k) OPERATOR(pg_catalog./) genes AS bigint) END) OPERATOR(pg_catalog.<=) 0;
-			-- the tables of the group the move takes along (those in its
-			-- genes on its server) must not be named as a table read there
-			CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-				WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[best] AND gf[o.j] OPERATOR(pg_catalog.<=) pl[best]
-					AND gl[o.j] OPERATOR(pg_catalog.>=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
-					AND gt[o.j] OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pt[j.j] FROM pg_catalog.generate_subscripts(pf, 1) AS j(j)
-						WHERE ps[j.j] OPERATOR(pg_catalog.=) sv[lo]
-						UNION ALL SELECT gt[x.j] FROM pg_catalog.generate_subscripts(gf, 1) AS x(j)
-						WHERE gs[x.j] OPERATOR(pg_catalog.=) sv[lo]
-						UNION ALL SELECT xt[x.j] FROM pg_catalog.generate_subscripts(xs, 1) AS x(j)
-						WHERE xs[x.j] OPERATOR(pg_catalog.=) sv[lo])));
-			-- and the group's partitions must give the genes
-			IF EXISTS (SELECT FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
-					WHERE gcs[o.j] OPERATOR(pg_catalog.<>) sv[lo]
-						AND gcf[o.j] OPERATOR(pg_catalog.<=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
-						AND gcl[o.j] OPERATOR(pg_catalog.>=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
-						AND NOT (gcs[o.j] OPERATOR(pg_catalog.=) ps[best] AND gcl[o.j] OPERATOR(pg_catalog.>=) pl[best]
-							AND (gcf[o.j] OPERATOR(pg_catalog.=) (pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1)
-								OR gcl[o.j] OPERATOR(pg_catalog.=) pl[best]))) THEN
-				group_held := true;
-				CONTINUE;
-			END IF;
-			found_one := true;
-			EXIT;
-		END LOOP;
-		IF NOT found_one THEN
-			IF group_held THEN
-				RAISE NOTICE 'the plan leaves server "%" above % x the mean: the partitions of its placement group cannot give the genes it would move',
-					sv[hi], threshold
-					USING HINT = 'A move takes its genes from one partition of each table of the group, the whole of it or genes at one end: partition the tables of a placement group on the same genes.';
-			END IF;
-			EXIT;
-		END IF;
-		n := n OPERATOR(pg_catalog.+) 1;
-		step := n;
-		from_server := sv[hi];
-		to_server := sv[lo];
-		mf := pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1;
-		FOR gi IN 1 .. COALESCE(pg_catalog.array_length(gcf, 1), 0) LOOP
-			CONTINUE WHEN gcs[gi] OPERATOR(pg_catalog.<>) sv[hi] OR gcf[gi] OPERATOR(pg_catalog.>) mf
-				OR gcl[gi] OPERATOR(pg_catalog.<) mf;
-			IF gcf[gi] OPERATOR(pg_catalog.=) mf AND gcl[gi] OPERATOR(pg_catalog.=) pl[best] THEN
-				gcs[gi] := sv[lo];
-			ELSIF gcf[gi] OPERATOR(pg_catalog.=) mf THEN
-				gcf[gi] := pl[best] OPERATOR(pg_catalog.+) 1;
-			ELSE
-				gcl[gi] := mf OPERATOR(pg_catalog.-) 1;
-			END IF;
-		END LOOP;
-		IF keep THEN
-			-- revertable: neither what it takes nor what it leaves moves
-			-- again in this plan; its tables' names stay on the receiver
-			-- (and the table's on the giver) until it is finalized; the
-			-- table's partitions of the genes of the group's partitions it
-			-- takes genes from are not moved either (as for a drain)
-			pm[best] := true;
-			xs := xs OPERATOR(pg_catalog.||) ARRAY[sv[lo], sv[hi]];
-			xt := xt OPERATOR(pg_catalog.||) ARRAY[pt[best], pt[best]];
-			SELECT xs OPERATOR(pg_catalog.||) pg_catalog.array_agg(sv[lo]), xt OPERATOR(pg_catalog.||) pg_catalog.array_agg(gt[o.j])
-				INTO xs, xt
-				FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-				WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[best] AND gf[o.j] OPERATOR(pg_catalog.<=) pl[best]
-					AND gl[o.j] OPERATOR(pg_catalog.>=) mf;
-			FOR i IN 1 .. pg_catalog.array_length(pf, 1) LOOP
-				IF NOT pm[i] AND ps[i] OPERATOR(pg_catalog.=) p0s[best] AND p0s[i] OPERATOR(pg_catalog.=) p0s[best]
-					AND EXISTS (SELECT FROM pg_catalog.generate_subscripts(gf, 1) AS o(j)
-						WHERE gs[o.j] OPERATOR(pg_catalog.=) p0s[best]
-							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[best] AND gl[o.j] OPERATOR(pg_catalog.>=) mf
-							AND gf[o.j] OPERATOR(pg_catalog.<=) pl[i] AND gl[o.j] OPERATOR(pg_catalog.>=) pf[i]) THEN
-					pm[i] := true;
-				END IF;
-			END LOOP;
-		END IF;
-		IF k OPERATOR(pg_catalog.=) genes THEN
-			first_gene := pf[best];
-			last_gene := pl[best];
-			rows := CAST(pr[best] AS bigint);
-			bytes := CAST(pb[best] AS bigint);
-			ps[best] := sv[lo];
-			pt[best] := NULL;
-			moved := share;
-		ELSE
-			-- the last k genes: the partition keeps its first ones
-			first_gene := pl[best] OPERATOR(pg_catalog.-) k OPERATOR(pg_catalog.+) 1;
-			last_gene := pl[best];
-			IF cut_rows IS NOT NULL THEN
-				rows := CAST(pg_catalog.round(cut_rows) AS bigint);
-				bytes := CAST(pb[best] OPERATOR(pg_catalog.*) cut_rows OPERATOR(pg_catalog./) pr[best] AS bigint);
-			ELSE
-				rows := CAST(pr[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes AS bigint);
-				bytes := CAST(pb[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes AS bigint);
-			END IF;
-			pf := pf OPERATOR(pg_catalog.||) first_gene;
-			pl := pl OPERATOR(pg_catalog.||) last_gene;
-			ps := ps OPERATOR(pg_catalog.||) sv[lo];
-			p0s := p0s OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.name);
-			pt := pt OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.text);
-			po := po OPERATOR(pg_catalog.||) CAST(NULL AS pg_catalog.oid);
-			pm := pm OPERATOR(pg_catalog.||) keep;
-			pmv := pmv OPERATOR(pg_catalog.||) CAST(NULL AS bigint);
-			pr := pr OPERATOR(pg_catalog.||) CAST(rows AS double precision);
-			pb := pb OPERATOR(pg_catalog.||) CAST(bytes AS double precision);
-			moved := CASE WHEN strategy OPERATOR(pg_catalog.=) 'rows' THEN rows
-				WHEN strategy OPERATOR(pg_catalog.=) 'bytes' THEN bytes
-				ELSE COALESCE(cut_load, pv[best] OPERATOR(pg_catalog.*) k OPERATOR(pg_catalog./) genes) END;
-			pv := pv OPERATOR(pg_catalog.||) moved;
-			pl[best] := first_gene OPERATOR(pg_catalog.-) 1;
-			pr[best] := pr[best] OPERATOR(pg_catalog.-) rows;
-			pb[best] := pb[best] OPERATOR(pg_catalog.-) bytes;
-			pv[best] := pv[best] OPERATOR(pg_catalog.-) moved;
-		END IF;
-		sload[hi] := sload[hi] OPERATOR(pg_catalog.-) moved;
-		sload[lo] := sload[lo] OPERATOR(pg_catalog.+) moved;
-		srows[hi] := srows[hi] OPERATOR(pg_catalog.-) rows;
-		srows[lo] := srows[lo] OPERATOR(pg_catalog.+) rows;
-		RETURN NEXT;
-	END LOOP;
-
-	-- merges, after the moves, of the partitions they leave: neighbours
-	-- on one server (not drained, none a revertable move holds) whose
-	-- loads together are at most merge_below x the mean load of a
-	-- partition, the longest such run from each, become one (a step with
-	-- from_server = to_server: snowseq_merge_partitions), where the
-	-- group's partitions of their genes lie inside them on that server
-	IF merge_below OPERATOR(pg_catalog.>) 0 AND pg_catalog.array_length(pf, 1) OPERATOR(pg_catalog.>) 1 THEN
-		mmean := (SELECT pg_catalog.avg(x) FROM pg_catalog.unnest(pv) x);
-		mord := ARRAY(SELECT o.j FROM pg_catalog.generate_subscripts(pf, 1) AS o(j) ORDER BY pf[o.j]);
-		ma := 1;
-		WHILE ma OPERATOR(pg_catalog.<) pg_catalog.cardinality(mord) LOOP
-			i := mord[ma];
-			best := NULL;
-			macc := pv[i];
-			mb := ma OPERATOR(pg_catalog.+) 1;
-			WHILE mb OPERATOR(pg_catalog.<=) pg_catalog.cardinality(mord) LOOP
-				k := mord[mb];
-				EXIT WHEN pm[i] OR pm[k] OR ps[k] OPERATOR(pg_catalog.<>) ps[i] OR ps[i] OPERATOR(pg_catalog.=) ANY (drain)
-					OR pf[k] OPERATOR(pg_catalog.<>) (pl[mord[mb OPERATOR(pg_catalog.-) 1]] OPERATOR(pg_catalog.+) 1);
-				macc := macc OPERATOR(pg_catalog.+) pv[k];
-				EXIT WHEN macc OPERATOR(pg_catalog.>) (merge_below OPERATOR(pg_catalog.*) mmean);
-				IF NOT EXISTS (SELECT FROM pg_catalog.generate_subscripts(gcf, 1) AS o(j)
-						WHERE gcf[o.j] OPERATOR(pg_catalog.<=) pl[k] AND gcl[o.j] OPERATOR(pg_catalog.>=) pf[i]
-							AND (gcf[o.j] OPERATOR(pg_catalog.<) pf[i] OR gcl[o.j] OPERATOR(pg_catalog.>) pl[k]
-								OR gcs[o.j] OPERATOR(pg_catalog.<>) ps[i])) THEN
-					best := mb;
-				END IF;
-				mb := mb OPERATOR(pg_catalog.+) 1;
-			END LOOP;
-			IF best IS NULL THEN
-				ma := ma OPERATOR(pg_catalog.+) 1;
-				CONTINUE;
-			END IF;
-			n := n OPERATOR(pg_catalog.+) 1;
-			step := n;
-			from_server := ps[i];
-			to_server := ps[i];
-			first_gene := pf[i];
-			last_gene := pl[mord[best]];
-			SELECT CAST(pg_catalog.sum(pr[mord[o]]) AS bigint), CAST(pg_catalog.sum(pb[mord[o]]) AS bigint) INTO mrows, mbytes
-				FROM pg_catalog.generate_series(ma, best) AS o;
-			rows := mrows;
-			bytes := mbytes;
-			RETURN NEXT;
-			ma := best OPERATOR(pg_catalog.+) 1;
-		END LOOP;
-	END IF;
+				(ARRAY(SELECT m.member FROM @extschema@.snowseq_placement_group(snowseq_rebalance_plan_from.parent) m))), '[]'),
+		-- a cut by writes is sized by the rows written since the first reading
+		-- (their xmin): without its transaction ids, as even over its genes
+		'histograms', NOT by_writes OR (w0x IS NOT NULL
+			AND pg_catalog.cardinality(w0x) OPERATOR(pg_catalog.=) pg_catalog.cardinality(w0p))));
 END
 $plan$;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean, double precision) IS
