@@ -69,6 +69,7 @@ SHARDS_OBJS = \
 	src/shards/rebalance_loads.o \
 	src/shards/rebalance_plan.o \
 	src/shards/check_shards.o \
+	src/shards/shard_ddl.o \
 	src/shards/resolver.o \
 	src/shards/server/fence.o \
 	src/shards/server/apply_error.o \

@@ -25,6 +25,7 @@
 #include "resolver.h"
 #include "rmgr.h"
 #include "segment.h"
+#include "shard_ddl.h"
 #include "tableguard.h"
 #include "testpoint.h"
 #include "worker.h"
@@ -103,6 +104,7 @@ _PG_init(void)
 	KeyringInit();
 	TestPointInit();
 	MoveInit();
+	ShardDdlInit();
 	AutoKeysInit();
 	RmgrInit();
 	GucReservePrefix();

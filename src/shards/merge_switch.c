@@ -23,6 +23,7 @@
 #include "merge_records.h"
 #include "merge_switch.h"
 #include "move_common.h"
+#include "move_parts.h"
 #include "move_plan.h"
 #include "move_schema.h"
 #include "move_switch.h"
@@ -220,6 +221,7 @@ MergeSwitch(Move *m)
 						t->new_opts ? t->new_opts : ""), SPI_OK_UTILITY);
 		if (t->new_colopts != NULL)
 			SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", t->new_part_q, t->new_colopts + 1), SPI_OK_UTILITY);
+		MoveForeignChecks(t->parent_q, t->new_part_q);
 		foreach(lp, MergeOf(t)->parts)
 		{
 			SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", t->parent_q, (char *) lfirst(lp)), SPI_OK_UTILITY);

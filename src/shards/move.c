@@ -75,9 +75,11 @@
 #include "move_group.h"
 #include "move_keep.h"
 #include "move_orphans.h"
+#include "move_parts.h"
 #include "move_plan.h"
 #include "move_repl.h"
 #include "move_switch.h"
+#include "shard_ddl.h"
 #include "snowseq.h"
 #include "gene.h"
 #include "sqlrun.h"
@@ -191,6 +193,7 @@ MovePrepareForeignTable(Move *m)
 					m->new_opts ? m->new_opts : ""), SPI_OK_UTILITY);
 	if (m->new_colopts != NULL)
 		SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", m->new_part_q, m->new_colopts + 1), SPI_OK_UTILITY);
+	MoveForeignChecks(m->parent_q, m->new_part_q);
 	if (m->lead != NULL)
 		MoveRecordSet(m, psprintf("fence_id = %d", m->fence_id));
 }
@@ -951,6 +954,7 @@ snowseq_move_cleanup(PG_FUNCTION_ARGS)
 	CleanupMoves(collect->ext, InvalidOid, collect, false, NOTICE);
 	(void) MergeCleanup(collect->ext, InvalidOid, collect, false, NOTICE);
 	CleanupRecorded(collect);
+	ShardDdlReportResolved(collect);
 	SPI_finish();
 	foreach(lc, collect->report)
 	{

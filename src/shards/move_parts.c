@@ -15,6 +15,7 @@
 #include "foreign/foreign.h"
 #include "nodes/parsenodes.h"
 #include "partitioning/partdesc.h"
+#include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -240,4 +241,24 @@ MoveForeignNames(Oid part, const char *key, char **schema, char **table, char **
 		if (strcmp(d->defname, "column_name") == 0)
 			*col = defGetString(d);
 	}
+}
+
+/*
+ * The CHECK constraints of a parent (those its partitions inherit) on a new
+ * foreign table, so that it can be attached: ATTACH PARTITION wants each.
+ */
+void
+MoveForeignChecks(const char *parent_q, const char *new_part_q)
+{
+	List	   *adds = NIL;
+	ListCell   *lc;
+
+	SpiRunParams("SELECT pg_catalog.format('ADD CONSTRAINT %I %s', conname, pg_catalog.pg_get_constraintdef(oid)) "
+				 "FROM pg_catalog.pg_constraint WHERE conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+				 "AND contype OPERATOR(pg_catalog.=) 'c' AND NOT connoinherit ORDER BY conname",
+				 SQL_ARGS(parent_q), SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		adds = lappend(adds, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	foreach(lc, adds)
+		SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", new_part_q, (char *) lfirst(lc)), SPI_OK_UTILITY);
 }

@@ -17,5 +17,6 @@ extern char *MoveParentKey(Move *m);
 extern void MoveForeignNames(Oid part, const char *key, char **schema, char **table, char **col);
 extern ForeignServer *MovePartitionServer(Oid part, const char *part_name);
 extern void MoveForeignOptions(Move *m, Oid rel, char **opts, char **colopts);
+extern void MoveForeignChecks(const char *parent_q, const char *new_part_q);
 
 #endif							/* SNOWSEQ_MOVE_PARTS_H */

@@ -4,9 +4,12 @@
  *		included) it visits each database, and where snowseq is installed it
  *		resolves the moves and merges interrupted in their switch
  *		(MoveResolveSwitches, move_cleanup.c; MergeResolveSwitches,
- *		merge_cleanup.c), so the prepared transactions they left on shard
- *		servers commit or roll back as the router's record says, without
- *		anyone running snowseq_move_cleanup().
+ *		merge_cleanup.c), and the schema changes of sharded tables whose
+ *		servers went down before they committed (ShardDdlResolveAtStart,
+ *		shard_ddl.c), so the prepared transactions they left on shard
+ *		servers commit or roll back as the router's record (or its own
+ *		transaction's outcome) says, without anyone running
+ *		snowseq_move_cleanup().
  */
 #include "postgres.h"
 
@@ -32,6 +35,7 @@
 #include "merge_cleanup.h"
 #include "move_cleanup.h"
 #include "resolver.h"
+#include "shard_ddl.h"
 
 #define RESOLVE_TRIES			30	/* per database, RESOLVE_RETRY_MS apart */
 #define RESOLVE_RETRY_MS		2000
@@ -56,6 +60,7 @@ ResolverPass(void)
 		PushActiveSnapshot(GetTransactionSnapshot());
 		left = MoveResolveSwitches(LOG);
 		left += MergeResolveSwitches(LOG);
+		left += ShardDdlResolveAtStart(LOG);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 	}
