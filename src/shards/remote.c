@@ -304,7 +304,8 @@ RemoteReportError(RemoteConn *rc, PGresult *res, const char *what)
 
 /*
  * Run SQL (one or more statements; exactly one if it has parameters: nargs
- * text values for $1..$n, a NULL one is SQL NULL) and return the last
+ * text values for $1..$n, a NULL one is SQL NULL; or, with nargs -1, one
+ * statement and no parameters) and return the last
  * result, or the first failed one: the caller clears it.  Raises only for a lost
  * connection or an interrupt.
  */
@@ -321,7 +322,7 @@ RemoteRun(RemoteConn *rc, const char *sql, int nargs, const char *const *values,
 				 errmsg("could not %s on server \"%s\": the connection was lost", what,
 						rc ? rc->server : "?")));
 	if (nargs == 0 ? !PQsendQuery(rc->conn, sql) :
-		!PQsendQueryParams(rc->conn, sql, nargs, NULL, values, NULL, NULL, 0))
+		!PQsendQueryParams(rc->conn, sql, Max(nargs, 0), NULL, values, NULL, NULL, 0))
 		RemoteReportError(rc, NULL, what);
 	PG_TRY();
 	{
@@ -484,6 +485,20 @@ void
 RemoteCommand(RemoteConn *rc, const char *sql, const char *what)
 {
 	RemoteCommandParams(rc, sql, 0, NULL, what);
+}
+
+/*
+ * Run SQL text that is one statement, and must stay one (text taken from a
+ * user's statement): the extended protocol refuses several.
+ */
+void
+RemoteCommandSingle(RemoteConn *rc, const char *sql, const char *what)
+{
+	PGresult   *res = RemoteRun(rc, sql, -1, NULL, what);
+
+	if (!RemoteOk(res))
+		RemoteReportError(rc, res, what);
+	PQclear(res);
 }
 
 /* The first column of the first row, or NULL for no row or a NULL value. */

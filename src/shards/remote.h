@@ -34,6 +34,7 @@ extern void RemoteCommandParams(RemoteConn *rc, const char *sql, int nargs,
 extern char *RemoteValueParams(RemoteConn *rc, const char *sql, int nargs,
 							   const char *const *values, const char *what);
 extern void RemoteCommand(RemoteConn *rc, const char *sql, const char *what);
+extern void RemoteCommandSingle(RemoteConn *rc, const char *sql, const char *what);
 extern bool RemoteTry(RemoteConn *rc, const char *sql, const char *what, char *sqlstate);
 extern bool RemoteTryParams(RemoteConn *rc, const char *sql, int nargs,
 							const char *const *values, const char *what, char *sqlstate);

@@ -35,8 +35,10 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xloginsert.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -49,6 +51,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "parser/scansup.h"
 #include "tcop/utility.h"
@@ -59,16 +62,28 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "merge.h"
 #include "move_common.h"
 #include "move_group.h"
+#include "compat.h"
 #include "remote.h"
+#include "rmgr.h"
 #include "shard_ddl.h"
 #include "sqlrun.h"
 #include "testpoint.h"
 
 #define SHARD_DDL_GID_PREFIX "snowseq_ddl_"
+#define XLOG_SNOWSEQ_SHARD_DDL	0x80	/* the router's transaction id, before shards prepare */
+#define DDL_END_TIMEOUT_MS		30000	/* to end a server's part in a commit or abort */
+
+/* the router's session settings the shard servers parse and wait under */
+static const char *const DdlCopiedSettings[] = {
+	"search_path", "standard_conforming_strings", "DateStyle", "IntervalStyle", "TimeZone",
+	"lock_timeout", "statement_timeout"
+};
 
 /* one shard server's part of the router's transaction */
 typedef struct DdlServer
@@ -256,9 +271,20 @@ DdlPartitions(Oid parent, List **servers)
 	{
 		Oid			child = lfirst_oid(lc);
 		Oid			serverid;
+		Relation	rel;
 
 		if (get_rel_relkind(child) != RELKIND_FOREIGN_TABLE)
 			continue;
+		rel = relation_open(child, AccessShareLock);
+		for (int a = 0; a < RelationGetDescr(rel)->natts; a++)
+			if (!TupleDescAttr(RelationGetDescr(rel), a)->attisdropped &&
+				GetForeignColumnOptions(child, a + 1) != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot carry the change to the shard servers: foreign partition \"%s\" maps its columns by options",
+								get_rel_name(child)),
+						 errhint("Change the shard servers' tables yourself and SET snowseq.shard_ddl = off for the router's change.")));
+		relation_close(rel, AccessShareLock);
 		tables = lappend(tables, DdlRemoteTable(child, &serverid));
 		*servers = lappend_oid(*servers, serverid);
 	}
@@ -296,6 +322,10 @@ DdlServerFor(Oid serverid)
 	s->rc = RemoteConnect(serverid);
 	MemoryContextSwitchTo(old);
 	RemoteCommand(s->rc, "BEGIN", "begin the change of the shard tables");
+	for (int i = 0; i < lengthof(DdlCopiedSettings); i++)
+		RemoteCommandParams(s->rc, "SELECT pg_catalog.set_config($1, $2, true)",
+							SQL_ARGS(DdlCopiedSettings[i], GetConfigOption(DdlCopiedSettings[i], false, false)),
+							"take the router session's settings");
 	s->depth = 1;
 	return s;
 }
@@ -325,7 +355,7 @@ DdlRun(List *servers, List *sqls)
 	{
 		DdlServer  *s = DdlServerAt(lfirst_oid(ls));
 
-		RemoteCommand(s->rc, lfirst(lq), "change the shard table");
+		RemoteCommandSingle(s->rc, lfirst(lq), "change the shard table");
 	}
 }
 
@@ -371,34 +401,49 @@ DdlComment(Oid parent, CommentStmt *stmt)
 	DdlRun(servers, sqls);
 }
 
-/* DROP INDEX of an index of a gene-sharded parent: drop the remote ones. */
-static void
-DdlDropIndex(Oid indexoid, Oid parent)
+/*
+ * What identifies an index of a gene-sharded parent on the shard tables: its
+ * definition after the table's name (" USING btree (k) WHERE ..."); the
+ * parent's index is never unique (foreign partitions).
+ */
+static char *
+DdlIndexSignature(Oid indexoid)
 {
 	char	   *def = pg_get_indexdef_string(indexoid);
 	char	   *using = strstr(def, " USING ");
+
+	return using ? pstrdup(using) : NULL;
+}
+
+/*
+ * DROP INDEX of an index of a gene-sharded parent, once the router's is
+ * gone: drop each shard table's plain index of that definition (one that
+ * is unique or backs a constraint is the shard's own).
+ */
+static void
+DdlDropIndex(Oid parent, const char *signature)
+{
 	List	   *servers;
 	List	   *tables = DdlPartitions(parent, &servers);
 	ListCell   *lt;
 	ListCell   *ls;
 
-	if (using == NULL)
-		return;
 	forboth(lt, tables, ls, servers)
 	{
 		DdlServer  *s = DdlServerAt(lfirst_oid(ls));
-		const char *values[2] = {lfirst(lt), using};
 		char	   *names;
 
 		names = RemoteValueParams(s->rc,
-								  "SELECT pg_catalog.string_agg(CAST(indexrelid AS pg_catalog.regclass)::pg_catalog.text, ', ') "
-								  "FROM pg_catalog.pg_index WHERE indrelid OPERATOR(pg_catalog.=) CAST($1 AS pg_catalog.regclass) "
-								  "AND pg_catalog.strpos(pg_catalog.pg_get_indexdef(indexrelid), $2) OPERATOR(pg_catalog.>) 0 "
-								  "AND pg_catalog.substr(pg_catalog.pg_get_indexdef(indexrelid), "
-								  "pg_catalog.strpos(pg_catalog.pg_get_indexdef(indexrelid), ' USING ')) OPERATOR(pg_catalog.=) $2",
-								  2, values, "find the shard table's index");
+								  "SELECT pg_catalog.string_agg(CAST(i.indexrelid AS pg_catalog.regclass)::pg_catalog.text, ', ') "
+								  "FROM pg_catalog.pg_index i WHERE i.indrelid OPERATOR(pg_catalog.=) CAST($1 AS pg_catalog.regclass) "
+								  "AND NOT i.indisunique AND NOT i.indisprimary "
+								  "AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c "
+								  "WHERE c.conindid OPERATOR(pg_catalog.=) i.indexrelid) "
+								  "AND pg_catalog.substr(pg_catalog.pg_get_indexdef(i.indexrelid), "
+								  "pg_catalog.strpos(pg_catalog.pg_get_indexdef(i.indexrelid), ' USING ')) OPERATOR(pg_catalog.=) $2",
+								  SQL_ARGS(lfirst(lt), signature), "find the shard table's index");
 		if (names != NULL)
-			RemoteCommand(s->rc, psprintf("DROP INDEX %s", names), "drop the shard table's index");
+			RemoteCommandSingle(s->rc, psprintf("DROP INDEX %s", names), "drop the shard table's index");
 	}
 }
 
@@ -455,7 +500,8 @@ ShardDdlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *stmt = pstmt->utilityStmt;
 	Oid			parent = InvalidOid;
-	List	   *drops = NIL;	/* of (index, parent) pairs */
+	List	   *drops = NIL;	/* parents of the indexes dropped */
+	List	   *signatures = NIL;	/* and their definitions */
 
 	if (snowseq_shard_ddl && !RecoveryInProgress())
 	{
@@ -463,23 +509,21 @@ ShardDdlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		{
 			ListCell   *lc;
 
+			/* what each index was; its table's owner alone drops it */
 			foreach(lc, ((DropStmt *) stmt)->objects)
 			{
 				Oid			idx = RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)), NoLock, true);
 				Oid			rel = OidIsValid(idx) && get_rel_relkind(idx) == RELKIND_PARTITIONED_INDEX ?
 					IndexGetRelation(idx, true) : InvalidOid;
+				char	   *signature;
 
-				if (DdlIsGeneSharded(rel))
-				{
-					/*
-					 * The router's lock first, as DROP INDEX takes it:
-					 * writers wait here, not on a shard table whose lock
-					 * the remote drop holds while they hold the router's.
-					 */
-					LockRelationOid(rel, AccessExclusiveLock);
-					DdlCheckNoMove(rel);
-					drops = lappend_oid(lappend_oid(drops, idx), rel);
-				}
+				if (!OidIsValid(rel) || !SnowseqClassOwnercheck(rel, GetUserId()) || !DdlIsGeneSharded(rel))
+					continue;
+				signature = DdlIndexSignature(idx);
+				if (signature == NULL)
+					continue;
+				drops = lappend_oid(drops, rel);
+				signatures = lappend(signatures, signature);
 			}
 		}
 		else if (IsA(stmt, AlterTableStmt) || IsA(stmt, IndexStmt) || IsA(stmt, RenameStmt) ||
@@ -510,15 +554,18 @@ ShardDdlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			if (carried == 0)
 				parent = InvalidOid;
 		}
-		if (OidIsValid(parent))
-			DdlCheckNoMove(parent);
+		/* CREATE INDEX IF NOT EXISTS of an index the router has: nothing to carry */
+		if (OidIsValid(parent) && IsA(stmt, IndexStmt) && ((IndexStmt *) stmt)->if_not_exists &&
+			((IndexStmt *) stmt)->idxname != NULL &&
+			OidIsValid(get_relname_relid(((IndexStmt *) stmt)->idxname, get_rel_namespace(parent))))
+			parent = InvalidOid;
 	}
 
-	/* the shard servers' indexes go first: the router's tells which */
-	if (drops != NIL)
-		for (int i = 0; i < list_length(drops); i += 2)
-			DdlDropIndex(list_nth_oid(drops, i), list_nth_oid(drops, i + 1));
-
+	/*
+	 * The router's change first: it checks the rights and takes the
+	 * router's locks, so that writers wait there, never on a shard table
+	 * whose lock a remote change holds while they hold the router's.
+	 */
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 							queryEnv, dest, qc);
@@ -526,8 +573,21 @@ ShardDdlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 								queryEnv, dest, qc);
 
+	if (drops != NIL)
+	{
+		ListCell   *ld;
+		ListCell   *ls;
+
+		forboth(ld, drops, ls, signatures)
+		{
+			DdlCheckNoMove(lfirst_oid(ld));
+			DdlDropIndex(lfirst_oid(ld), lfirst(ls));
+		}
+		return;
+	}
 	if (!OidIsValid(parent))
 		return;
+	DdlCheckNoMove(parent);
 	if (IsA(stmt, AlterTableStmt))
 		DdlEach(parent, "ALTER TABLE ",
 				DdlTextAfterName(pstmt, queryString, ((AlterTableStmt *) stmt)->relation->location));
@@ -555,6 +615,18 @@ DdlGid(DdlServer *s)
 			 GetUserId(), s->serverid);
 }
 
+/* The router's record of its transaction id: nothing to redo. */
+static void
+DdlRedoMark(const char *data, size_t len)
+{
+}
+
+static void
+DdlDescribeMark(StringInfo buf, const char *data, size_t len)
+{
+	appendStringInfoString(buf, "a schema change of shard tables is about to be prepared");
+}
+
 /* Forget every server's part: close the sessions. */
 static void
 DdlForget(void)
@@ -572,37 +644,81 @@ DdlForget(void)
 	ddl_servers = NIL;
 }
 
+/*
+ * Run one command on a server's session without raising, within
+ * DDL_END_TIMEOUT_MS (a commit or an abort must end, whatever the network
+ * does); NULL on success, else what went wrong (the session is then
+ * dropped).
+ */
+static char *
+DdlExecBounded(DdlServer *s, const char *sql)
+{
+	PGconn	   *conn = s->rc ? s->rc->conn : NULL;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DDL_END_TIMEOUT_MS);
+	char	   *error = NULL;
+	PGresult   *res;
+
+	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
+		return pstrdup("the connection was lost");
+	if (!PQsendQuery(conn, sql))
+		error = pchomp(PQerrorMessage(conn));
+	while (error == NULL)
+	{
+		while (error == NULL && PQisBusy(conn))
+		{
+			long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			int			rc;
+
+			if (left <= 0)
+			{
+				error = psprintf("no answer within %d s", DDL_END_TIMEOUT_MS / 1000);
+				break;
+			}
+			rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_SOCKET_READABLE | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								   PQsocket(conn), left, PG_WAIT_EXTENSION);
+			if (rc & WL_LATCH_SET)
+				ResetLatch(MyLatch);
+			if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn))
+				error = pchomp(PQerrorMessage(conn));
+		}
+		if (error != NULL)
+			break;
+		res = PQgetResult(conn);
+		if (res == NULL)
+			break;
+		if (PQresultStatus(res) != PGRES_COMMAND_OK && error == NULL)
+			error = pchomp(PQresultErrorMessage(res));
+		PQclear(res);
+	}
+	if (error != NULL && PQisBusy(conn))
+		RemoteClose(s->rc);
+	return error;
+}
+
 /* End a server's part without raising: committed or rolled back. */
 static void
 DdlFinish(DdlServer *s, bool commit)
 {
-	PGresult   *res;
-	const char *sql;
+	char	   *sql;
+	char	   *error;
 
-	if (s->rc == NULL || s->rc->conn == NULL || PQstatus(s->rc->conn) != CONNECTION_OK)
+	if (!s->prepared)
 	{
-		if (s->prepared)
-			ereport(WARNING,
-					(errmsg("the change of the shard table on server \"%s\" is prepared and not yet %s",
-							s->rc ? s->rc->server : "?", commit ? "committed" : "rolled back"),
-					 errdetail("The server could not be reached; its prepared transaction is \"%s\".", s->gid),
-					 errhint("Once the server is back, run snowseq_move_cleanup() on this router (the router's start does it too).")));
+		if (s->rc != NULL)
+			(void) DdlExecBounded(s, "ROLLBACK");
 		return;
 	}
-	if (!s->prepared)
-		sql = "ROLLBACK";
-	else if (commit)
+	if (commit)
 		sql = psprintf("COMMIT PREPARED %s", quote_literal_cstr(s->gid));
 	else
 		sql = psprintf("ROLLBACK PREPARED %s", quote_literal_cstr(s->gid));
-	res = PQexec(s->rc->conn, sql);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK && s->prepared)
+	error = DdlExecBounded(s, sql);
+	if (error != NULL)
 		ereport(WARNING,
 				(errmsg("the change of the shard table on server \"%s\" is prepared and not yet %s",
-						s->rc->server, commit ? "committed" : "rolled back"),
-				 errdetail("%s", pchomp(PQerrorMessage(s->rc->conn))),
-				 errhint("Run snowseq_move_cleanup() on this router once the server is back (the router's start does it too).")));
-	PQclear(res);
+						s->rc ? s->rc->server : "?", commit ? "committed" : "rolled back"),
+				 errdetail("%s; its prepared transaction is \"%s\".", error, s->gid),
+				 errhint("Once the server is back, run SELECT * FROM snowseq_move_cleanup(); on this router.")));
 }
 
 static void
@@ -618,17 +734,26 @@ DdlXactCallback(XactEvent event, void *arg)
 			SNOWSEQ_TESTPOINT("shard_ddl_prepare");
 
 			/*
-			 * The router's transaction id names each prepared part, and
-			 * decides it after a crash: the WAL that carries it is flushed
-			 * first, so that after any crash that id is known here (and
-			 * never given to another transaction).
+			 * The router's transaction id names each prepared part and
+			 * decides it after a crash: a record carrying it is flushed
+			 * first, so that after any crash that id is known here and is
+			 * never given to another transaction.
 			 */
-			if (XactLastRecEnd != InvalidXLogRecPtr)
-				XLogFlush(XactLastRecEnd);
+			{
+				char		mark = 0;
+
+				(void) GetTopTransactionId();
+				XLogBeginInsert();
+				XLogRegisterData(&mark, sizeof(mark));
+				XLogFlush(XLogInsert(RM_SNOWSEQ_ID, XLOG_SNOWSEQ_SHARD_DDL));
+			}
 			foreach(lc, ddl_servers)
 			{
 				DdlServer  *s = lfirst(lc);
 
+				/* a server whose part began in a savepoint rolled back */
+				if (s->rc == NULL || s->depth == 0)
+					continue;
 				if (s->broken)
 					ereport(ERROR,
 							(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -674,18 +799,15 @@ DdlSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	foreach(lc, ddl_servers)
 	{
 		DdlServer  *s = lfirst(lc);
-		const char *sql;
-		PGresult   *res;
+		char	   *sql;
 
-		if (s->depth < level || s->rc == NULL || s->rc->conn == NULL)
+		if (s->depth < level || s->rc == NULL)
 			continue;
 		sql = event == SUBXACT_EVENT_PRE_COMMIT_SUB ?
 			psprintf("RELEASE SAVEPOINT s%d", level) :
 			psprintf("ROLLBACK TO SAVEPOINT s%d; RELEASE SAVEPOINT s%d", level, level);
-		res = PQexec(s->rc->conn, sql);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		if (DdlExecBounded(s, sql) != NULL)
 			s->broken = true;
-		PQclear(res);
 		s->depth = level - 1;
 	}
 }
@@ -696,12 +818,45 @@ typedef struct DdlDecide
 	int			elevel;
 	int			left;			/* prepared changes that could not be decided */
 	List	   *decided;		/* "server|gid|action" */
-	MemoryContext cxt;			/* for decided */
+	List	   *others;			/* roles whose prepared changes were seen (Oid) */
+	MemoryContext cxt;			/* for decided and others */
 } DdlDecide;
 
 /*
- * Decide the prepared changes of this router on a server: commit those whose
- * router transaction committed, roll back those whose did not.
+ * The parts of one of this router's prepared names: the router's full
+ * transaction id, the role and the server; false for any other name.
+ */
+static bool
+DdlParseGid(const char *gid, const char *prefix, uint64 *xid, Oid *role, Oid *server)
+{
+	const char *p = gid + strlen(prefix);
+	char	   *end;
+	unsigned long long v[3];
+
+	if (strncmp(gid, prefix, strlen(prefix)) != 0)
+		return false;
+	for (int i = 0; i < 3; i++)
+	{
+		if (!isdigit((unsigned char) *p))
+			return false;
+		errno = 0;
+		v[i] = strtoull(p, &end, 10);
+		if (errno != 0 || *end != (i < 2 ? '_' : '\0'))
+			return false;
+		p = end + (i < 2 ? 1 : 0);
+	}
+	if (v[1] > PG_UINT32_MAX || v[2] > PG_UINT32_MAX)
+		return false;
+	*xid = v[0];
+	*role = (Oid) v[1];
+	*server = (Oid) v[2];
+	return true;
+}
+
+/*
+ * Decide the prepared changes this router's current role made on a server:
+ * commit those whose router transaction committed, roll back those whose
+ * did not (a superuser decides every role's).
  */
 static void
 DdlDecideOn(RemoteConn *rc, void *arg)
@@ -716,24 +871,35 @@ DdlDecideOn(RemoteConn *rc, void *arg)
 	for (int i = 0; i < PQntuples(res); i++)
 	{
 		const char *gid = PQgetvalue(res, i, 0);
-		const char *xid = gid + strlen(prefix);
+		uint64		xid;
+		Oid			role;
+		Oid			server;
 		char	   *status;
 		bool		commit;
 		char		sqlstate[6];
 		char	   *decide;
 		MemoryContext old;
 
-		if (strncmp(gid, prefix, strlen(prefix)) != 0)
+		if (!DdlParseGid(gid, prefix, &xid, &role, &server) || server != rc->serverid)
 			continue;
+		if (role != GetUserId() && !superuser())
+		{
+			old = MemoryContextSwitchTo(d->cxt);
+			d->others = list_append_unique_oid(d->others, role);
+			MemoryContextSwitchTo(old);
+			continue;
+		}
+		/* NULL: too old to be known here, or not yet given (never flushed) */
 		status = SpiValueParams(CurrentMemoryContext,
-								"SELECT pg_catalog.pg_xact_status($1::pg_catalog.xid8)",
-								SQL_ARGS(pnstrdup(xid, strcspn(xid, "_"))));
+								"SELECT CASE WHEN $1::pg_catalog.xid8 OPERATOR(pg_catalog.<) "
+								"pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot()) "
+								"THEN pg_catalog.pg_xact_status($1::pg_catalog.xid8) END",
+								SQL_ARGS(psprintf(UINT64_FORMAT, xid)));
 		if (status == NULL || strcmp(status, "in progress") == 0)
 		{
-			/* still running here (its commit is under way), or unknown */
 			if (status == NULL)
 				ereport(d->elevel,
-						(errmsg("the change of a shard table prepared as \"%s\" on server \"%s\" is left: its router transaction is too old to be known",
+						(errmsg("the change of a shard table prepared as \"%s\" on server \"%s\" is left: this router does not know its transaction",
 								gid, rc->server),
 						 errhint("Commit it there if the router's table has the change, else roll it back.")));
 			d->left++;
@@ -760,16 +926,16 @@ DdlDecideOn(RemoteConn *rc, void *arg)
 /*
  * Decide, as the current user, the prepared changes of shard tables this
  * router left on every server of its shard map (SPI connected).  Returns
- * how many are left; a server that cannot be asked is reported at elevel
- * and counts one (at unreachable_elevel and not counted when that is
- * below WARNING: the resolver at start, where a server down is no news).
- * *decided gets "server|gid|action" of each decided, in cxt.
+ * how many are left; a server that cannot be asked is reported at
+ * unreachable_elevel, and counted only when that is elevel.  *decided gets
+ * "server|gid|action" of each decided, *others the roles whose changes were
+ * seen and left to them, in cxt.
  */
-int
-ShardDdlResolveAll(const char *ext, int elevel, int unreachable_elevel, List **decided,
-				   MemoryContext cxt)
+static int
+DdlResolveAs(const char *ext, int elevel, int unreachable_elevel, List **decided,
+			 List **others, MemoryContext cxt)
 {
-	DdlDecide	d = {elevel, 0, NIL, cxt};
+	DdlDecide	d = {elevel, 0, NIL, NIL, cxt};
 	List	   *servers = NIL;
 
 	SpiRun(psprintf("SELECT DISTINCT s.oid FROM pg_catalog.pg_foreign_server s "
@@ -792,25 +958,34 @@ ShardDdlResolveAll(const char *ext, int elevel, int unreachable_elevel, List **d
 			ereport(unreachable_elevel,
 					(errmsg("could not look for prepared changes of shard tables on server \"%s\": %s",
 							GetForeignServer(list_nth_oid(servers, i))->servername, problem)));
-			if (unreachable_elevel >= WARNING || unreachable_elevel == elevel)
+			if (unreachable_elevel == elevel)
 				d.left++;
 		}
 	}
 	if (decided)
 		*decided = d.decided;
+	if (others)
+		*others = d.others;
 	return d.left;
+}
+
+int
+ShardDdlResolveAll(const char *ext, int elevel, int unreachable_elevel, List **decided,
+				   MemoryContext cxt)
+{
+	return DdlResolveAs(ext, elevel, unreachable_elevel, decided, NULL, cxt);
 }
 
 /*
  * At the router's start (the resolver): decide the prepared changes of shard
- * tables as each owner of a gene-sharded table (whose user mappings made
- * them).  Returns how many are left.
+ * tables as the roles that made them (named in them), reached through the
+ * owners of the gene-sharded tables first.  Returns how many are left.
  */
 int
 ShardDdlResolveAtStart(int elevel)
 {
 	char	   *ext;
-	List	   *owners = NIL;
+	List	   *roles = NIL;
 	int			left = 0;
 	ListCell   *lc;
 
@@ -818,26 +993,31 @@ ShardDdlResolveAtStart(int elevel)
 	ext = ExtSchemaInstalled();
 	if (ext != NULL)
 	{
-		List	   *tables = MoveGeneShardedTables(ext);
-
-		foreach(lc, tables)
+		foreach(lc, MoveGeneShardedTables(ext))
 		{
 			HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(lfirst_oid(lc)));
 
 			if (HeapTupleIsValid(tup))
 			{
-				owners = list_append_unique_oid(owners, ((Form_pg_class) GETSTRUCT(tup))->relowner);
+				roles = list_append_unique_oid(roles, ((Form_pg_class) GETSTRUCT(tup))->relowner);
 				ReleaseSysCache(tup);
 			}
 		}
-		foreach(lc, owners)
+		/* roles grows with those seen in the names */
+		for (int i = 0; i < list_length(roles); i++)
 		{
+			Oid			role = list_nth_oid(roles, i);
+			List	   *others = NIL;
 			Oid			save_user;
 			int			save_sec;
 
-			ExtBecome(lfirst_oid(lc), &save_user, &save_sec);
-			left += ShardDdlResolveAll(ext, elevel, DEBUG1, NULL, CurrentMemoryContext);
+			if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
+				continue;
+			ExtBecome(role, &save_user, &save_sec);
+			left += DdlResolveAs(ext, elevel, DEBUG1, NULL, &others, CurrentMemoryContext);
 			SetUserIdAndSecContext(save_user, save_sec);
+			foreach(lc, others)
+				roles = list_append_unique_oid(roles, lfirst_oid(lc));
 		}
 	}
 	SPI_finish();
@@ -878,6 +1058,7 @@ ShardDdlInit(void)
 							 "Carries schema changes of gene-sharded tables to their shard servers.",
 							 "Off: ALTER TABLE, CREATE INDEX, DROP INDEX and COMMENT change the router's table alone.",
 							 &snowseq_shard_ddl, true, PGC_USERSET, 0, NULL, NULL, NULL);
+	RmgrRegisterKind(XLOG_SNOWSEQ_SHARD_DDL, "SHARD_DDL", DdlRedoMark, DdlDescribeMark);
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = ShardDdlProcessUtility;
 }

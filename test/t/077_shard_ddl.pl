@@ -9,7 +9,10 @@
 # (1) ALTER TABLE ADD COLUMN with a default, under writers: every server has
 #     the column; writes through the router fill it; no row lost or doubled.
 # (2) CREATE INDEX reaches both shard tables, DROP INDEX drops them there
-#     (by definition, not by name); COMMENT and RENAME COLUMN reach them.
+#     (by definition, not by name); COMMENT and RENAME COLUMN reach them;
+#     IF NOT EXISTS makes no second index; a role that does not own the
+#     table drops nothing; a savepoint rolled back takes its change off the
+#     shards; a literal is read there under the router session's settings.
 # (3) A shard server that refuses (a column it already has): nothing changes
 #     anywhere, the router's ERROR says which server.
 # (4) A mix of carried and router-only subcommands is refused; with
@@ -98,9 +101,31 @@ is(shard_columns(), join(' | ', ("item_id:bigint:true:-,k:text:true:-,memo:text:
 is(join(',', map { $_->[0]->safe_psql('postgres', "SELECT count(*) FROM pg_constraint WHERE conrelid = '$_->[1]'::regclass AND conname = 'memo_short'") } @tables),
 	'1,1', '(2) ... and the CHECK constraint');
 
+# (2) again: IF NOT EXISTS twice makes one index; a role that does not own
+# the table drops nothing; a savepoint rolled back takes its change off the
+# shards too; text is read there under the router session's settings
+$router->safe_psql('postgres', 'CREATE INDEX IF NOT EXISTS items_k2_idx ON items (k)') for 1 .. 2;
+is(indexes(), 'btree (k) | btree (k)', '(2) CREATE INDEX IF NOT EXISTS twice: one index on each shard table');
+$router->safe_psql('postgres', 'CREATE ROLE intruder LOGIN');
+my ($rc, $out, $err) = $router->psql('postgres', 'DROP INDEX items_k2_idx', extra_params => [ '-U', 'intruder' ]);
+like($err, qr/ERROR:  must be owner of index items_k2_idx/, '(2) a role that does not own the table cannot drop its index');
+is(indexes(), 'btree (k) | btree (k)', '(2) ... and the shard tables keep theirs');
+$router->safe_psql('postgres', 'DROP INDEX items_k2_idx');
+is(indexes(), '- | -', '(2) dropped by the owner, on the shards too');
+$router->safe_psql('postgres', q{BEGIN; SAVEPOINT a; ALTER TABLE items ADD COLUMN sp1 integer; ROLLBACK TO a;
+	ALTER TABLE items ADD COLUMN sp2 integer; COMMIT});
+is(join(' | ', map { my $c = columns(@$_); ($c =~ /sp1/ ? 'sp1' : '-') . ($c =~ /sp2/ ? ' sp2' : ' -') } [ $router, 'items' ], @tables),
+	'- sp2 | - sp2 | - sp2', '(2) a change in a savepoint rolled back is on no server; the next one is on all');
+$router->safe_psql('postgres', q{SET standard_conforming_strings = off; SET escape_string_warning = off;
+	ALTER TABLE items ADD COLUMN quoted text DEFAULT 'a\'; DROP TABLE items; --'});
+is(join(' | ', map { $_->[0]->safe_psql('postgres', "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = '$_->[1]'::regclass AND a.attname = 'quoted'") } [ $router, 'items' ], @tables),
+	join(' | ', (q{'a''; DROP TABLE items; --'::text}) x 3),
+	'(2) a literal read under the session\'s standard_conforming_strings is the same default everywhere, one statement');
+$router->safe_psql('postgres', 'ALTER TABLE items DROP COLUMN sp2, DROP COLUMN quoted');
+
 # (3)
 $nodes{s2}->safe_psql('postgres', 'ALTER TABLE items_2 ADD COLUMN extra integer');
-my ($rc, $out, $err) = $router->psql('postgres', 'ALTER TABLE items ADD COLUMN extra integer');
+($rc, $out, $err) = $router->psql('postgres', 'ALTER TABLE items ADD COLUMN extra integer');
 like($err, qr/ERROR:.*column "extra" of relation "items_2" already exists/, '(3) a shard server that refuses: the router\'s ERROR says why');
 is(columns($router, 'items') =~ /extra/ ? 'router has it' : 'router has not', 'router has not', '(3) the router kept its definition');
 unlike(columns($nodes{s1}, 'items_1'), qr/extra/, '(3) ... and so did the other shard server');
