@@ -13,7 +13,7 @@ SELECT p.oid::regprocedure AS function, p.provolatile AS vol, p.proisstrict AS s
        p.proparallel AS par, has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec
 FROM pg_proc p
 WHERE p.proname IN ('snowseq_encrypt', 'snowseq_decrypt', 'snowseq_public_text', 'snowseq_from_public_text')
-ORDER BY p.proname;
+ORDER BY p.proname, p.pronargs;
 
 -- ---- the code alone ----
 
