@@ -612,24 +612,23 @@ CounterSerialFull(CounterEntry *e, uint64 p)
 	text	   *last = SerialText(&e->fmt, p, CounterValueOf(e, e->k_last), NameStr(e->name));
 	const char *when = SerialPeriodText(&e->fmt, p);
 
-	if (e->r->promote_full && e->r->space_end == CounterEnd(e, (p << SERIAL_PERIOD_SHIFT) | 1))
-		ereport(ERROR,
-				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-				 errmsg("serial \"%s\" ran out of numbers%s", NameStr(e->name),
-						when[0] ? psprintf(" for period %s", when) : ""),
-				 errdetail("This server was promoted after the old primary had been unheard for long enough to issue every number left (at its last rate), so none of them is issued here."),
-				 errhint(when[0] ?
-						 "Numbers start again in the next period after this promotion; synchronous replication keeps a promotion from skipping numbers." :
-						 "Create a serial with more digits under a new name; synchronous replication keeps a promotion from skipping numbers.")));
+	/* a promotion's jump took what was left of this period (rmgr.c) */
+	bool		promoted = e->r->promote_full &&
+		e->r->space_end == CounterEnd(e, (p << SERIAL_PERIOD_SHIFT) | 1);
+
 	ereport(ERROR,
 			(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
 			 errmsg("serial \"%s\" ran out of numbers%s", NameStr(e->name),
 					when[0] ? psprintf(" for period %s", when) : ""),
+			 promoted ?
+			 errdetail("This server was promoted after the old primary had been unheard for long enough to issue every number left (at its last rate), so none of them is issued here.") :
 			 errdetail("Its last number, %s, was taken: its format holds %llu numbers a period.",
 					   text_to_cstring(last), (unsigned long long) e->k_last),
-			 errhint(when[0] ?
-					 "Numbers start again in the next period; for more a period, create a serial with more digits under a new name." :
-					 "Create a serial with more digits under a new name.")));
+			 errhint("%s%s", when[0] ?
+					 "Numbers start again in the next period" :
+					 "Create a serial with more digits under a new name",
+					 promoted ? "; synchronous replication keeps a promotion from skipping numbers." :
+					 when[0] ? "; for more a period, create a serial with more digits under a new name." : ".")));
 }
 
 PG_FUNCTION_INFO_V1(snowseq_counter_next);

@@ -310,11 +310,9 @@ ReserveRate(Reservation *r, const ReserveSpec *spec, uint64 counter, uint64 jump
  * (a serial's new period, a raise) is not traffic.
  */
 static uint64
-ReserveBlock(Reservation *r, const ReserveSpec *spec, uint64 counter, uint64 jumped,
-			 TimestampTz now)
+ReserveBlock(const ReserveSpec *spec, double per_ms)
 {
 	uint64		block = spec->block_min;
-	double		per_ms = ReserveRate(r, spec, counter, jumped, now);
 	double		want = per_ms * snowseq_reserve_buffer_ms;
 
 	if (want > (double) block)
@@ -353,7 +351,7 @@ ReserveNextBound(Reservation *r, const ReserveSpec *spec, uint64 need)
 	uint64		counter = Max(pg_atomic_read_u64(&r->counter), spec->floor);
 	uint64		jumped = pg_atomic_read_u64(&r->jumped);
 	uint64		base = Max(counter, need);
-	uint64		block = ReserveBlock(r, spec, counter, jumped, GetCurrentTimestamp());
+	uint64		block = ReserveBlock(spec, ReserveRate(r, spec, counter, jumped, GetCurrentTimestamp()));
 	uint64		bound = pg_atomic_read_u64(&r->bound);
 
 	block = ReserveClampBlock(spec, base, block);
@@ -393,7 +391,8 @@ ReserveAdvance(Reservation *r, const ReserveSpec *spec, uint64 need)
 	uint64		jumped = pg_atomic_read_u64(&r->jumped);
 	uint64		base = Max(counter, need);
 	TimestampTz now = GetCurrentTimestamp();
-	uint64		block = ReserveBlock(r, spec, counter, jumped, now);
+	double		per_ms = ReserveRate(r, spec, counter, jumped, now);
+	uint64		block = ReserveBlock(spec, per_ms);
 	SavedSlot	slot;
 	XLogRecPtr	lsn;
 
@@ -410,8 +409,7 @@ ReserveAdvance(Reservation *r, const ReserveSpec *spec, uint64 need)
 					  (uint64) snowseq_reserve_buffer_ms);
 
 	/* 1. WAL, flushed, confirmed by a synchronous standby if there is one */
-	lsn = RmgrLogAdvance(&slot, spec->end, now,
-						 (uint64) ceil(ReserveRate(r, spec, counter, jumped, now) * 1000.0));
+	lsn = RmgrLogAdvance(&slot, spec->end, now, (uint64) ceil(per_ms * 1000.0));
 	SyncRepWaitReservation(lsn);
 
 	/* 2. the state file */
