@@ -85,7 +85,7 @@
 static int
 MergeFindParts(Move *t, char **server)
 {
-	MergeTable *mt = MemoryContextAllocZero(t->cxt, sizeof(MergeTable));
+	MergeTable *mt = MemoryContextAllocZero(t->op.cxt, sizeof(MergeTable));
 	char	   *key = MoveParentKey(t);
 	int			next = t->first;
 	ListCell   *lc;
@@ -113,7 +113,7 @@ MergeFindParts(Move *t, char **server)
 					 errmsg("partition \"%s\" of table \"%s\" holds genes %d to %d, not all of them in genes %d to %d",
 							name, t->parent_rel, f, l, t->first, t->last),
 					 errhint("A merge makes whole partitions one: name genes from the first of a partition to the last of one%s.",
-							 t->lead ? ", and partition the tables of a placement group on the same genes" : "")));
+							 t->group.lead ? ", and partition the tables of a placement group on the same genes" : "")));
 		if (f != next)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -128,7 +128,7 @@ MergeFindParts(Move *t, char **server)
 					 errhint("Merges make foreign tables of one postgres_fdw server one.")));
 		fs = MovePartitionServer(b->relid, part_q);
 		if (*server == NULL)
-			*server = MemoryContextStrdup(t->cxt, fs->servername);
+			*server = MemoryContextStrdup(t->op.cxt, fs->servername);
 		else if (strcmp(*server, fs->servername) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -136,26 +136,26 @@ MergeFindParts(Move *t, char **server)
 							name, t->parent_rel, fs->servername, *server),
 					 errhint("Move its genes to server \"%s\" first (snowseq_move_to_neighbour), then merge.", *server)));
 		MoveForeignNames(b->relid, key, &schema, &table, &col);
-		old = MemoryContextSwitchTo(t->cxt);
+		old = MemoryContextSwitchTo(t->op.cxt);
 		if (mt->parts == NIL)
 		{
 			/* the first partition: the merged one's options, schema and ID column */
-			t->part_has_lo = b->has_lo;
-			t->part_lo = b->lo;
+			t->part.has_lo = b->has_lo;
+			t->part.lo = b->lo;
 			t->dst_nsp = pstrdup(schema);
 			t->src_rel = pstrdup(table);
 			t->src_table = quote_qualified_identifier(schema, table);
 			t->id_col = pstrdup(col);
-			t->part_q = pstrdup(part_q);
-			MoveForeignOptions(t, b->relid, &t->new_opts, &t->new_colopts);
+			t->part.q = pstrdup(part_q);
+			MoveForeignOptions(t, b->relid, &t->newpart.opts, &t->newpart.colopts);
 		}
 		else if (strcmp(col, t->id_col) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("partition \"%s\" of table \"%s\" reads its ID from column \"%s\", partition %s from column \"%s\"",
-							name, t->parent_rel, col, t->part_q, t->id_col)));
-		t->part_has_hi = b->has_hi;
-		t->part_hi = b->hi;
+							name, t->parent_rel, col, t->part.q, t->id_col)));
+		t->part.has_hi = b->has_hi;
+		t->part.hi = b->hi;
 		mt->parts = lappend(mt->parts, pstrdup(part_q));
 		mt->tables = lappend(mt->tables, quote_qualified_identifier(schema, table));
 		MemoryContextSwitchTo(old);
@@ -167,7 +167,7 @@ MergeFindParts(Move *t, char **server)
 				 errhint("A merge makes neighbouring partitions one.")));
 	t->kind = MOVE_KIND_WHOLE;
 	/* the router's new partition: the parent's columns */
-	t->new_cols = MoveParentColumns(t);
+	t->newpart.cols = MoveParentColumns(t);
 	return list_length(mt->parts);
 }
 
@@ -216,7 +216,7 @@ MergePlan(const char *ext, Oid parent, int first, int last)
 			if (MergeFindParts(t, &server) < 2)
 			{
 				/* nothing of it to merge */
-				m->members = list_delete_ptr(m->members, t);
+				m->group.members = list_delete_ptr(m->group.members, t);
 				continue;
 			}
 			t->src_name = server;
@@ -226,7 +226,7 @@ MergePlan(const char *ext, Oid parent, int first, int last)
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
-		char	   *v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class "
+		char	   *v = SpiValue(m->op.cxt, psprintf("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class "
 												  "WHERE oid OPERATOR(pg_catalog.=) %u", t->parent));
 
 		if (v == NULL || v[0] != 't')
@@ -384,15 +384,15 @@ MergeChecks(Move *m)
 						 errmsg("table %s already exists on server \"%s\"", t->dst_table, m->src_name),
 						 errhint("Drop or rename it: the merged genes get a table of that name.")));
 			{
-				MemoryContext old = MemoryContextSwitchTo(m->cxt);
+				MemoryContext old = MemoryContextSwitchTo(m->op.cxt);
 
-				t->dst_rel = psprintf("%s_j" INT64_FORMAT, t->dst_rel, t->id);
+				t->dst_rel = psprintf("%s_j" INT64_FORMAT, t->dst_rel, t->op.id);
 				t->dst_table = quote_qualified_identifier(t->dst_nsp, t->dst_rel);
 				MemoryContextSwitchTo(old);
 			}
-			MoveRecordsRunParams(m->ext, psprintf("UPDATE %s SET new_table = $1::pg_catalog.text "
+			MoveRecordsRunParams(m->op.ext, psprintf("UPDATE %s SET new_table = $1::pg_catalog.text "
 												  "WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-												  MoveExt(m, "snowseq_merges"), t->id),
+												  MoveExt(m, "snowseq_merges"), t->op.id),
 								 SQL_ARGS(t->dst_table), SPI_OK_UPDATE);
 		}
 	}
@@ -481,7 +481,7 @@ MergePrepare(Move *m)
 						   "create the merge trigger");
 	}
 	{
-		MemoryContext old = MemoryContextSwitchTo(m->cxt);
+		MemoryContext old = MemoryContextSwitchTo(m->op.cxt);
 
 		MergeOf(m)->triggers = MergeTriggers(m, rc);
 		MemoryContextSwitchTo(old);
@@ -648,14 +648,14 @@ MergeFailed(Move *m, ErrorData *err)
 		SPI_commit();
 		if (fin == NULL)
 			ereport(WARNING,
-					(errmsg("merge " INT64_FORMAT " completed after an error: %s", m->id, err->message)));
+					(errmsg("merge " INT64_FORMAT " completed after an error: %s", m->op.id, err->message)));
 		else
 		{
 			MergeRecordSet(m, "error = $1::pg_catalog.text", SQL_ARGS(fin->message));
 			SPI_commit();
 			ereport(WARNING,
 					(errmsg("merge " INT64_FORMAT " is done on the router, but server \"%s\" did not finish it: %s",
-							m->id, m->src_name, fin->message),
+							m->op.id, m->src_name, fin->message),
 					 errdetail("The router switched to the merged tables; the server's prepared transaction commits when it is resolved."),
 					 errhint("SELECT * FROM snowseq_move_cleanup(); finishes it once the server is reachable (the router's resolver does at its next start).")));
 		}
@@ -700,10 +700,10 @@ MergeRunSwitch(Move *m)
 		if (err->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || attempt == MERGE_SWITCH_TRIES)
 			return MergeFailed(m, err);
 		ereport(NOTICE,
-				(errmsg("merge " INT64_FORMAT ": the switch found the tables busy (%s); trying again", m->id, err->message)));
+				(errmsg("merge " INT64_FORMAT ": the switch found the tables busy (%s); trying again", m->op.id, err->message)));
 		MoveReleaseParent(m);
-		RemoteClose(m->lock);
-		m->lock = NULL;
+		RemoteClose(m->sess.lock);
+		m->sess.lock = NULL;
 		SPI_commit();
 		MoveSleep(1000L * attempt);
 	}
@@ -744,8 +744,8 @@ snowseq_merge_partitions(PG_FUNCTION_ARGS)
 	SPI_commit();
 	ereport(NOTICE,
 			(errmsg("merge " INT64_FORMAT ": the partitions of genes %d to %d of table \"%s\"%s on server \"%s\" become one",
-					m->id, m->first, m->last, m->parent_rel,
-					m->members ? psprintf(" and of %d other tables of its placement group", list_length(m->members)) : "",
+					m->op.id, m->first, m->last, m->parent_rel,
+					m->group.members ? psprintf(" and of %d other tables of its placement group", list_length(m->group.members)) : "",
 					m->src_name)));
 	PG_TRY();
 	{
@@ -757,21 +757,21 @@ snowseq_merge_partitions(PG_FUNCTION_ARGS)
 		{
 			SNOWSEQ_TESTPOINT("merge_after_router_commit");
 			(void) MergeRun(m, MergeFinish);
-			pause = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT pause_ms FROM %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-															  MoveExt(m, "snowseq_merges"), m->id));
+			pause = MoveRecordsValue(m->op.ext, m->op.cxt, psprintf("SELECT pause_ms FROM %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+															  MoveExt(m, "snowseq_merges"), m->op.id));
 			ereport(NOTICE,
 					(errmsg("genes %d to %d of table \"%s\" are one partition, %s, on server \"%s\"; the switch held the table for %s ms",
-							m->first, m->last, m->parent_rel, m->new_part_q, m->src_name, pause ? pause : "?")));
+							m->first, m->last, m->parent_rel, m->newpart.q, m->src_name, pause ? pause : "?")));
 		}
 	}
 	PG_FINALLY();
 	{
 		MoveReleaseParent(m);
-		MergeUnlock(m->id);
+		MergeUnlock(m->op.id);
 		MoveCloseSessions(m);
 	}
 	PG_END_TRY();
 	SPI_finish();
-	MemoryContextDelete(m->cxt);
+	MemoryContextDelete(m->op.cxt);
 	PG_RETURN_VOID();
 }

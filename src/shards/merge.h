@@ -38,7 +38,7 @@ typedef struct MergeTable
 static inline MergeTable *
 MergeOf(Move *t)
 {
-	return (MergeTable *) t->merge;
+	return t->merge;
 }
 
 #endif							/* SNOWSEQ_MERGE_H */

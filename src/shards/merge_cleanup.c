@@ -94,8 +94,8 @@ MergeUndo(Move *m, const char *error)
 {
 	ErrorData  *err;
 
-	RemoteClose(m->lock);
-	m->lock = NULL;
+	RemoteClose(m->sess.lock);
+	m->sess.lock = NULL;
 	MoveReleaseParent(m);
 	err = MoveTry(m, MergeUndoObjects);
 	if (err != NULL)
@@ -104,7 +104,7 @@ MergeUndo(Move *m, const char *error)
 		MergeRecordSet(m, "state = $1::pg_catalog.text, error = $2::pg_catalog.text, finished_at = pg_catalog.clock_timestamp()",
 					   SQL_ARGS(MERGE_ROLLBACK, error));
 		ereport(WARNING,
-				(errmsg("merge " INT64_FORMAT " could not be undone on server \"%s\": %s", m->id, m->src_name, err->message),
+				(errmsg("merge " INT64_FORMAT " could not be undone on server \"%s\": %s", m->op.id, m->src_name, err->message),
 				 errhint("SELECT * FROM snowseq_move_cleanup(); undoes it once the server is reachable.")));
 		return;
 	}
@@ -117,7 +117,7 @@ MergeUndo(Move *m, const char *error)
  * router switched, else undo it; report into collect, or at elevel.
  */
 static void
-MergeResolve(Move *m, Move *collect, int elevel)
+MergeResolve(Move *m, MoveOp *collect, int elevel)
 {
 	char	   *state = MergeStateRead(m);
 
@@ -140,18 +140,18 @@ MergeResolve(Move *m, Move *collect, int elevel)
 			MoveNote(m, m->src_name, "merge", "undone");
 	}
 	if (collect != NULL)
-		MoveReportCopy(collect, m);
+		MoveReportCopy(collect, &m->op);
 	else
 	{
 		ListCell   *lc;
 
-		foreach(lc, m->report)
+		foreach(lc, m->op.report)
 		{
 			MoveReport *r = lfirst(lc);
 
 			ereport(elevel,
 					(errmsg("interrupted merge " INT64_FORMAT " of genes %d to %d: %s%s%s: %s",
-							m->id, m->first, m->last, r->server ? r->server : "",
+							m->op.id, m->first, m->last, r->server ? r->server : "",
 							r->server ? ": " : "", r->object, r->action)));
 		}
 	}
@@ -182,14 +182,14 @@ MergeLoad(const char *ext, int64 id)
 		TupleDesc	d = rows->tupdesc;
 		bool		isnull;
 		Move	   *t = i == 0 ? m : MoveNewMember(m, InvalidOid);
-		MergeTable *mt = MemoryContextAllocZero(m->cxt, sizeof(MergeTable));
-		MemoryContext old = MemoryContextSwitchTo(m->cxt);
+		MergeTable *mt = MemoryContextAllocZero(m->op.cxt, sizeof(MergeTable));
+		MemoryContext old = MemoryContextSwitchTo(m->op.cxt);
 		ArrayType  *a;
 		Datum	   *elems;
 		int			ne;
 
 		t->merge = mt;
-		t->id = DatumGetInt64(SPI_getbinval(tup, d, 1, &isnull));
+		t->op.id = DatumGetInt64(SPI_getbinval(tup, d, 1, &isnull));
 		t->parent = DatumGetObjectId(SPI_getbinval(tup, d, 2, &isnull));
 		t->first = DatumGetInt32(SPI_getbinval(tup, d, 3, &isnull));
 		t->last = DatumGetInt32(SPI_getbinval(tup, d, 4, &isnull));
@@ -203,14 +203,14 @@ MergeLoad(const char *ext, int64 id)
 		deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &ne);
 		for (int j = 0; j < ne; j++)
 			mt->tables = lappend(mt->tables, TextDatumGetCString(elems[j]));
-		t->new_part_q = SPI_getvalue(tup, d, 8);
+		t->newpart.q = SPI_getvalue(tup, d, 8);
 		t->dst_table = SPI_getvalue(tup, d, 9);
 		t->dst_nsp = SPI_getvalue(tup, d, 10);
 		t->dst_rel = SPI_getvalue(tup, d, 11);
-		t->token = SPI_getvalue(tup, d, 12);
+		t->op.token = SPI_getvalue(tup, d, 12);
 		t->parent_q = SPI_getvalue(tup, d, 13);
 		t->parent_rel = t->parent_q;
-		t->mover = DatumGetObjectId(SPI_getbinval(tup, d, 14, &isnull));
+		t->op.mover = DatumGetObjectId(SPI_getbinval(tup, d, 14, &isnull));
 		MemoryContextSwitchTo(old);
 	}
 	return m;
@@ -221,7 +221,7 @@ MergeLoad(const char *ext, int64 id)
  * whether it is over.
  */
 static void
-MergeCleanupResolve(const char *ext, int64 id, Move *collect, bool at_start, int elevel, Move *volatile *m,
+MergeCleanupResolve(const char *ext, int64 id, MoveOp *collect, bool at_start, int elevel, Move *volatile *m,
 					volatile bool *over)
 {
 	Oid			save_user;
@@ -231,9 +231,9 @@ MergeCleanupResolve(const char *ext, int64 id, Move *collect, bool at_start, int
 	*m = MergeLoad(ext, id);
 	/* at the router's start: as the role that ran the merge (its user mappings), if it is still there */
 	GetUserIdAndSecContext(&save_user, &save_sec);
-	if (at_start && OidIsValid((*m)->mover) &&
-		SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum((*m)->mover)))
-		SetUserIdAndSecContext((*m)->mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	if (at_start && OidIsValid((*m)->op.mover) &&
+		SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum((*m)->op.mover)))
+		SetUserIdAndSecContext((*m)->op.mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	MergeResolve(*m, collect, elevel);
 	SetUserIdAndSecContext(save_user, save_sec);
 	state = MergeStateRead(*m);
@@ -247,7 +247,7 @@ MergeCleanupRelease(int64 id, Move *m)
 	if (m != NULL)
 	{
 		MoveCloseSessions(m);
-		MemoryContextDelete(m->cxt);
+		MemoryContextDelete(m->op.cxt);
 	}
 	MergeUnlock(id);
 }
@@ -258,7 +258,7 @@ MergeCleanupRelease(int64 id, Move *m)
  * is over.
  */
 static bool
-MergeCleanupOne(const char *ext, int64 id, Move *collect, bool at_start, int elevel)
+MergeCleanupOne(const char *ext, int64 id, MoveOp *collect, bool at_start, int elevel)
 {
 	Move	   *volatile m = NULL;
 	volatile bool over = false;
@@ -284,7 +284,7 @@ MergeCleanupOne(const char *ext, int64 id, Move *collect, bool at_start, int ele
  * many are still not over.
  */
 int
-MergeCleanup(const char *ext, Oid parent, Move *collect, bool at_start, int elevel)
+MergeCleanup(const char *ext, Oid parent, MoveOp *collect, bool at_start, int elevel)
 {
 	List	   *ids = NIL;
 	ListCell   *lc;

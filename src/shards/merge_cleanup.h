@@ -9,7 +9,7 @@
 #include "move_common.h"
 
 extern void MergeUndo(Move *m, const char *error);
-extern int	MergeCleanup(const char *ext, Oid parent, Move *collect, bool at_start, int elevel);
+extern int	MergeCleanup(const char *ext, Oid parent, MoveOp *collect, bool at_start, int elevel);
 extern int	MergeResolveSwitches(int elevel);
 
 #endif							/* SNOWSEQ_MERGE_CLEANUP_H */

@@ -48,9 +48,9 @@ MergeUnlock(int64 id)
 void
 MergeRecordSet(Move *m, const char *sets, int nargs, const char *const *values)
 {
-	MoveRecordsRunParams(m->ext, psprintf("UPDATE %s SET %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT
+	MoveRecordsRunParams(m->op.ext, psprintf("UPDATE %s SET %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT
 										  " OR group_merge OPERATOR(pg_catalog.=) " INT64_FORMAT,
-										  MoveExt(m, "snowseq_merges"), sets, m->id, m->id),
+										  MoveExt(m, "snowseq_merges"), sets, m->op.id, m->op.id),
 						 nargs, values, SPI_OK_UPDATE);
 }
 
@@ -66,15 +66,15 @@ MergeRecordState(Move *m, const char *state, const char *sets)
 char *
 MergeStateRead(Move *m)
 {
-	return MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT state FROM %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-													 MoveExt(m, "snowseq_merges"), m->id));
+	return MoveRecordsValue(m->op.ext, m->op.cxt, psprintf("SELECT state FROM %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+													 MoveExt(m, "snowseq_merges"), m->op.id));
 }
 
 /* The comment that marks the merged table as the merge's until its switch. */
 char *
 MergeMark(Move *m)
 {
-	return psprintf("snowseq %s: merge in progress", MoveLead(m)->token);
+	return psprintf("snowseq %s: merge in progress", MoveLead(m)->op.token);
 }
 
 /*
@@ -94,7 +94,7 @@ MergeRecordNew(Move *m)
 		Move	   *t = lfirst(lc);
 		char	   *v;
 
-		v = MoveRecordsValueParams(m->ext, m->cxt,
+		v = MoveRecordsValueParams(m->op.ext, m->op.cxt,
 								   psprintf("SELECT move_id::pg_catalog.text OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) state OPERATOR(pg_catalog.||) ')' "
 											"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
 											"AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
@@ -110,7 +110,7 @@ MergeRecordNew(Move *m)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("genes %d to %d of table \"%s\" are in move %s", m->first, m->last, t->parent_rel, v),
 					 errhint("Merge once it is over: done, failed, or (a revertable move) finalized; snowseq_move_cleanup() ends one that was interrupted.")));
-		v = MoveRecordsValueParams(m->ext, m->cxt,
+		v = MoveRecordsValueParams(m->op.ext, m->op.cxt,
 								   psprintf("SELECT merge_id::pg_catalog.text FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
 											"AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
 											"AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
@@ -129,14 +129,14 @@ MergeRecordNew(Move *m)
 		MemoryContext old;
 		char	   *name;
 
-		t->id = pg_strtoint64(MoveRecordsValueParams(m->ext, m->cxt,
+		t->op.id = pg_strtoint64(MoveRecordsValueParams(m->op.ext, m->op.cxt,
 													 "SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence($1::pg_catalog.text, 'merge_id'))",
 													 SQL_ARGS(MoveExt(m, "snowseq_merges"))));
-		old = MemoryContextSwitchTo(m->cxt);
-		if (t->lead == NULL)
-			t->token = psprintf("snowseq_merge_%s_%u_" INT64_FORMAT, node, MyDatabaseId, t->id);
+		old = MemoryContextSwitchTo(m->op.cxt);
+		if (t->group.lead == NULL)
+			t->op.token = psprintf("snowseq_merge_%s_%u_" INT64_FORMAT, node, MyDatabaseId, t->op.id);
 		else
-			t->token = m->token;
+			t->op.token = m->op.token;
 		/* the merged table and the new partition: the parent's name, with the range */
 		name = psprintf("%s_g%d_%d", t->parent_rel, m->first, m->last);
 		if (strlen(name) >= NAMEDATALEN - 12)
@@ -147,10 +147,10 @@ MergeRecordNew(Move *m)
 		t->dst_rel = name;
 		t->dst_table = quote_qualified_identifier(t->dst_nsp, name);
 		if (OidIsValid(get_relname_relid(name, get_rel_namespace(t->parent))))
-			name = psprintf("%s_j" INT64_FORMAT, name, t->id);
-		t->new_part_q = quote_qualified_identifier(get_namespace_name(get_rel_namespace(t->parent)), name);
+			name = psprintf("%s_j" INT64_FORMAT, name, t->op.id);
+		t->newpart.q = quote_qualified_identifier(get_namespace_name(get_rel_namespace(t->parent)), name);
 		MemoryContextSwitchTo(old);
-		MoveRecordsRunParams(m->ext, psprintf("INSERT INTO %s (merge_id, group_merge, parent, first_gene, last_gene, server, "
+		MoveRecordsRunParams(m->op.ext, psprintf("INSERT INTO %s (merge_id, group_merge, parent, first_gene, last_gene, server, "
 											  "parts, source_tables, new_part_name, new_table, part_lower, part_upper, id_column, "
 											  "token, state, mover) OVERRIDING SYSTEM VALUE VALUES ($1::pg_catalog.int8, "
 											  "$2::pg_catalog.int8, $3::pg_catalog.oid, $4::pg_catalog.int4, $5::pg_catalog.int4, "
@@ -158,13 +158,13 @@ MergeRecordNew(Move *m)
 											  "$10::pg_catalog.text, $11::pg_catalog.int8, $12::pg_catalog.int8, $13::pg_catalog.text, "
 											  "$14::pg_catalog.text, $15::pg_catalog.text, $16::pg_catalog.oid)",
 											  MoveExt(m, "snowseq_merges")),
-							 SQL_ARGS(psprintf(INT64_FORMAT, t->id), Int8Arg(t->lead != NULL, m->id),
+							 SQL_ARGS(psprintf(INT64_FORMAT, t->op.id), Int8Arg(t->group.lead != NULL, m->op.id),
 									  psprintf("%u", t->parent), psprintf("%d", m->first), psprintf("%d", m->last),
 									  m->src_name, SqlTextArray(MergeOf(t)->parts), SqlTextArray(MergeOf(t)->tables),
-									  t->new_part_q, t->dst_table, Int8Arg(t->part_has_lo, t->part_lo),
-									  Int8Arg(t->part_has_hi, t->part_hi), t->id_col, t->token, MERGE_PREPARE,
+									  t->newpart.q, t->dst_table, Int8Arg(t->part.has_lo, t->part.lo),
+									  Int8Arg(t->part.has_hi, t->part.hi), t->id_col, t->op.token, MERGE_PREPARE,
 									  psprintf("%u", GetUserId())),
 							 SPI_OK_INSERT);
 	}
-	(void) MergeLock(m->id, true);
+	(void) MergeLock(m->op.id, true);
 }

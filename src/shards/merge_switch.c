@@ -122,10 +122,10 @@ MergeSwitch(Move *m)
 	char	   *v;
 
 	(void) MoveLockParent(m, false);
-	m->blocked_at = GetCurrentTimestamp();
-	RemoteClose(m->lock);
-	m->lock = NULL;
-	rc = MoveSession(m, &m->lock, m->src_name);
+	m->hold.blocked_at = GetCurrentTimestamp();
+	RemoteClose(m->sess.lock);
+	m->sess.lock = NULL;
+	rc = MoveSession(m, &m->sess.lock, m->src_name);
 	initStringInfo(&tables);
 	initStringInfo(&dropped);
 	foreach(lc, MoveGroup(m))
@@ -206,7 +206,7 @@ MergeSwitch(Move *m)
 		RemoteCommandParams(rc, psprintf("SELECT %s($1::pg_catalog.regclass)", MoveRemoteExt(rc, "snowseq_fence_clear")),
 							SQL_ARGS((char *) lfirst(lc)), "clear the fences of a table the merge drops");
 	RemoteCommand(rc, psprintf("DROP TABLE %s", dropped.data), "drop the tables the merge made one");
-	RemoteCommand(rc, psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(m->token)),
+	RemoteCommand(rc, psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(m->op.token)),
 				  "prepare the server transaction of the merge");
 
 	/* the router: one partition for the merged table, in place of the old ones */
@@ -216,25 +216,25 @@ MergeSwitch(Move *m)
 		ListCell   *lp;
 
 		SpiRun(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name %s, table_name %s%s)",
-						t->new_part_q, t->new_cols, quote_identifier(t->src_name),
+						t->newpart.q, t->newpart.cols, quote_identifier(t->src_name),
 						quote_literal_cstr(t->dst_nsp), quote_literal_cstr(t->dst_rel),
-						t->new_opts ? t->new_opts : ""), SPI_OK_UTILITY);
-		if (t->new_colopts != NULL)
-			SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", t->new_part_q, t->new_colopts + 1), SPI_OK_UTILITY);
-		MoveForeignChecks(t->parent_q, t->new_part_q);
+						t->newpart.opts ? t->newpart.opts : ""), SPI_OK_UTILITY);
+		if (t->newpart.colopts != NULL)
+			SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", t->newpart.q, t->newpart.colopts + 1), SPI_OK_UTILITY);
+		MoveForeignChecks(t->parent_q, t->newpart.q);
 		foreach(lp, MergeOf(t)->parts)
 		{
 			SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", t->parent_q, (char *) lfirst(lp)), SPI_OK_UTILITY);
 			SpiRun(psprintf("DROP FOREIGN TABLE %s", (char *) lfirst(lp)), SPI_OK_UTILITY);
 		}
 		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
-						t->parent_q, t->new_part_q, BoundSql(t->part_has_lo, t->part_lo, "MINVALUE"),
-						BoundSql(t->part_has_hi, t->part_hi, "MAXVALUE")), SPI_OK_UTILITY);
+						t->parent_q, t->newpart.q, BoundSql(t->part.has_lo, t->part.lo, "MINVALUE"),
+						BoundSql(t->part.has_hi, t->part.hi, "MAXVALUE")), SPI_OK_UTILITY);
 	}
 	MoveHoldParent(m);
 	SNOWSEQ_TESTPOINT("merge_before_router_commit");
 	MergeRecordState(m, MERGE_SWITCHED, psprintf("switched_at = pg_catalog.clock_timestamp(), pause_ms = %.1f",
-												 MsSince(m->blocked_at)));
+												 MsSince(m->hold.blocked_at)));
 }
 
 /*

@@ -119,7 +119,7 @@ MoveOpenFence(Move *t)
 	return pg_strtoint32(RemoteValueParams(src, psprintf("SELECT %s($1::pg_catalog.text, $2::pg_catalog.regclass, "
 														 "$3::pg_catalog.int8, $4::pg_catalog.int8, $5::pg_catalog.text)",
 														 MoveRemoteExt(src, "snowseq_fence_open")),
-										   SQL_ARGS(t->token, t->src_table, Int8Arg(has_lo, lo),
+										   SQL_ARGS(t->op.token, t->src_table, Int8Arg(has_lo, lo),
 													Int8Arg(has_hi, hi), t->dst_name),
 										   "open the fence"));
 }
@@ -180,7 +180,7 @@ MovePrepareTable(Move *m)
 
 	/* the source: fence trigger, an open fence, a publication of the range */
 	MoveFenceTrigger(src, m->src_table, m->id_col);
-	m->fence_id = MoveOpenFence(m);
+	m->hold.fence_id = MoveOpenFence(m);
 }
 
 /* The router's foreign table on the new table of one table of a move, not attached. */
@@ -188,14 +188,14 @@ static void
 MovePrepareForeignTable(Move *m)
 {
 	SpiRun(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name %s, table_name %s%s)",
-					m->new_part_q, m->new_cols, quote_identifier(m->dst_name),
+					m->newpart.q, m->newpart.cols, quote_identifier(m->dst_name),
 					quote_literal_cstr(m->dst_nsp), quote_literal_cstr(m->dst_rel),
-					m->new_opts ? m->new_opts : ""), SPI_OK_UTILITY);
-	if (m->new_colopts != NULL)
-		SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", m->new_part_q, m->new_colopts + 1), SPI_OK_UTILITY);
-	MoveForeignChecks(m->parent_q, m->new_part_q);
-	if (m->lead != NULL)
-		MoveRecordSet(m, psprintf("fence_id = %d", m->fence_id));
+					m->newpart.opts ? m->newpart.opts : ""), SPI_OK_UTILITY);
+	if (m->newpart.colopts != NULL)
+		SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", m->newpart.q, m->newpart.colopts + 1), SPI_OK_UTILITY);
+	MoveForeignChecks(m->parent_q, m->newpart.q);
+	if (m->group.lead != NULL)
+		MoveRecordSet(m, psprintf("fence_id = %d", m->hold.fence_id));
 }
 
 /*
@@ -224,7 +224,7 @@ MovePrepareObjects(Move *m)
 		MovePrepareForeignTable(lfirst(lc));
 		MoveRecordKeepView(lfirst(lc));
 	}
-	MoveRecordState(m, MOVE_STATE_COPY, psprintf("fence_id = %d, sub_oid = %u", m->fence_id, m->sub_oid));
+	MoveRecordState(m, MOVE_STATE_COPY, psprintf("fence_id = %d, sub_oid = %u", m->hold.fence_id, m->copy.sub_oid));
 }
 
 /* The rows of the moving genes of every table of the group, on a server (NULL: the source). */
@@ -257,8 +257,8 @@ MoveCopyStart(Move *m)
 
 	MoveEnableSubscription(m);
 	rows = MoveGroupRows(m, MoveSrc(m), false);
-	m->copy_start = m->copy_noticed = m->copy_probed = GetCurrentTimestamp();
-	m->copied = false;
+	m->copy.started = m->copy.noticed = m->copy.probed = GetCurrentTimestamp();
+	m->copy.caught_up = false;
 	MoveRecordSetParams(m, "rows_total = $1::pg_catalog.int8, rows_copied = 0, copy_started_at = pg_catalog.clock_timestamp(), "
 						"progress_at = pg_catalog.clock_timestamp()", SQL_ARGS(rows));
 }
@@ -282,7 +282,7 @@ MoveCopyProgress(Move *m, const char *rows)
 /*
  * Step: watch the copy for a while (MOVE_PROGRESS_MS), then record its
  * progress (committed by the caller, for snowseq_move_progress).  Once the
- * copy is done, catch up twice (the second is short) and set m->copied.
+ * copy is done, catch up twice (the second is short) and set m->copy.caught_up.
  */
 static void
 MoveCopyWatch(Move *m)
@@ -295,21 +295,21 @@ MoveCopyWatch(Move *m)
 	while (!ready && MsSince(watch) < MOVE_PROGRESS_MS)
 	{
 		ready = MoveCopyState(m, &rows);
-		if (!ready && MsSince(m->copy_noticed) > 10000)
+		if (!ready && MsSince(m->copy.noticed) > 10000)
 		{
 			ereport(NOTICE,
 					(errmsg("copying genes %d to %d to server \"%s\": %s rows after %.0f s",
 							m->first, m->last, m->dst_name,
-							rows ? rows : "?", MsSince(m->copy_start) / 1000)));
-			m->copy_noticed = GetCurrentTimestamp();
+							rows ? rows : "?", MsSince(m->copy.started) / 1000)));
+			m->copy.noticed = GetCurrentTimestamp();
 		}
 		if (ready)
 			break;
 		/* the source going down must not leave the move waiting forever */
-		if (MsSince(m->copy_probed) > 2000)
+		if (MsSince(m->copy.probed) > 2000)
 		{
 			RemoteCommand(MoveSrc(m), "SELECT 1", "reach the source");
-			m->copy_probed = GetCurrentTimestamp();
+			m->copy.probed = GetCurrentTimestamp();
 		}
 		MoveSleep(100);
 	}
@@ -323,7 +323,7 @@ MoveCopyWatch(Move *m)
 		if (((Move *) lfirst(lc))->dest_created == 1)
 			MoveSchemaIndexes(MoveTables(lfirst(lc)));
 	MoveGroupForeignKeys(m);
-	if (m->revert_window > 0)
+	if (m->revert.window > 0)
 		MoveBackPrepare(m);
 	SNOWSEQ_TESTPOINT("move_after_copy");
 	(void) MoveWaitApplied(m, MoveSourceLsn(m), 0);
@@ -331,10 +331,10 @@ MoveCopyWatch(Move *m)
 	rows = MoveGroupRows(m, MoveDst(m), true);
 	ereport(NOTICE,
 			(errmsg("copied %s rows of genes %d to %d to server \"%s\" in %.1f s",
-					rows, m->first, m->last, m->dst_name, MsSince(m->copy_start) / 1000)));
+					rows, m->first, m->last, m->dst_name, MsSince(m->copy.started) / 1000)));
 	MoveCopyProgress(m, rows);
 	MoveRecordSet(m, "copied_at = pg_catalog.clock_timestamp()");
-	m->copied = true;
+	m->copy.caught_up = true;
 }
 
 /* Step: the checks of every table of the group, and of the keys between them. */
@@ -357,7 +357,7 @@ MoveRelease(Move *m)
 	MoveReleaseParent(m);
 	MoveCloseSessions(m);
 	foreach(lc, MoveGroup(m))
-		MoveUnlock(((Move *) lfirst(lc))->id);
+		MoveUnlock(((Move *) lfirst(lc))->op.id);
 }
 
 /*
@@ -372,26 +372,26 @@ MoveRun(Move *m, MoveStep step, MoveStateId next_state)
 
 	if (err != NULL)
 	{
-		m->state = MoveStateRead(m);
+		m->op.state = MoveStateRead(m);
 		MoveResolve(m, err->message);
 		SPI_commit();
-		m->state = MoveStateRead(m);
+		m->op.state = MoveStateRead(m);
 		MoveRelease(m);
-		if (m->state == MOVE_STATE_DONE)
+		if (m->op.state == MOVE_STATE_DONE)
 		{
 			/* the source committed before the error: the move is complete */
 			ereport(WARNING,
-					(errmsg("move " INT64_FORMAT " completed after an error: %s", m->id, err->message)));
+					(errmsg("move " INT64_FORMAT " completed after an error: %s", m->op.id, err->message)));
 			return false;
 		}
-		if (m->leftovers)
+		if (m->op.leftovers)
 			ereport(WARNING,
-					(errmsg("move " INT64_FORMAT " left objects behind", m->id),
+					(errmsg("move " INT64_FORMAT " left objects behind", m->op.id),
 					 errhint("SELECT * FROM snowseq_move_cleanup(); removes them once their servers are reachable.")));
 		ReThrowError(err);
 	}
 	if (next_state != MOVE_STATE_NONE)
-		m->state = next_state;
+		m->op.state = next_state;
 	SPI_commit();
 	return true;
 }
@@ -400,7 +400,7 @@ MoveRun(Move *m, MoveStep step, MoveStateId next_state)
 static bool
 MoveCopyAll(Move *m)
 {
-	while (!m->copied)
+	while (!m->copy.caught_up)
 		if (!MoveRun(m, MoveCopyWatch, MOVE_STATE_NONE))
 			return false;
 	return true;
@@ -430,7 +430,7 @@ MoveEndStep(Move *m, MoveStep step, const char *switched)
 	{
 		MoveRecordSetParams(m, "error = $1::pg_catalog.text", SQL_ARGS(err->message));
 		ereport(WARNING,
-				(errmsg("move " INT64_FORMAT " %s, but could not clean up: %s", m->id, switched, err->message),
+				(errmsg("move " INT64_FORMAT " %s, but could not clean up: %s", m->op.id, switched, err->message),
 				 errhint("SELECT * FROM snowseq_move_cleanup(); finishes it.")));
 	}
 }
@@ -446,7 +446,7 @@ MoveEndViews(Move *m)
 
 	if (err != NULL)
 		ereport(WARNING,
-				(errmsg("move " INT64_FORMAT " could not drop its views on server \"%s\": %s", m->id, m->src_name, err->message),
+				(errmsg("move " INT64_FORMAT " could not drop its views on server \"%s\": %s", m->op.id, m->src_name, err->message),
 				 errhint("SELECT * FROM snowseq_move_cleanup(); drops them.")));
 }
 
@@ -495,7 +495,7 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	m->parent = parent;
 	m->first = first;
 	m->last = last;
-	m->revert_window = move_revert_window;
+	m->revert.window = move_revert_window;
 	group = MovePlacementGroup(m, to_server);
 
 	/* moves of these tables that were interrupted end first */
@@ -523,10 +523,10 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	{
 		Move	   *t = lfirst(lc);
 
-		if (t->lead != NULL)
+		if (t->group.lead != NULL)
 		{
 			MoveRecordNew(t);
-			MoveRecordSet(t, psprintf("group_move = " INT64_FORMAT, m->id));
+			MoveRecordSet(t, psprintf("group_move = " INT64_FORMAT, m->op.id));
 		}
 	}
 	SPI_commit();
@@ -534,7 +534,7 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	SNOWSEQ_TESTPOINT("move_after_record");
 	ereport(NOTICE,
 			(errmsg("move " INT64_FORMAT ": genes %d to %d of %s %s from server \"%s\" to server \"%s\"",
-					m->id, first, last, m->members ? "tables" : "table", MoveGroupNames(m), m->src_name, m->dst_name)));
+					m->op.id, first, last, m->group.members ? "tables" : "table", MoveGroupNames(m), m->src_name, m->dst_name)));
 
 	if (!MoveRun(m, MoveGroupChecks, MOVE_STATE_NONE) ||
 		!MoveRun(m, MovePrepareObjects, MOVE_STATE_COPY) ||
@@ -549,8 +549,8 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	/* the router committed its switch: MoveFinish commits the source's */
 	SNOWSEQ_TESTPOINT("move_after_router_commit");
 	{
-		char	   *pause = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-																	  MoveExt(m, "snowseq_moves"), m->id));
+		char	   *pause = MoveRecordsValue(m->op.ext, m->op.cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+																	  MoveExt(m, "snowseq_moves"), m->op.id));
 
 		ereport(NOTICE,
 				(errmsg("genes %d to %d of table \"%s\" are on server \"%s\"; their writes were held back for %s ms",
@@ -560,19 +560,19 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 	SPI_commit();
 	if (MoveStateRead(m) == MOVE_STATE_REVERTABLE)
 	{
-		char	   *until = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT revertable_until FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-																	  MoveExt(m, "snowseq_moves"), m->id));
+		char	   *until = MoveRecordsValue(m->op.ext, m->op.cxt, psprintf("SELECT revertable_until FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+																	  MoveExt(m, "snowseq_moves"), m->op.id));
 
 		ereport(NOTICE,
 				(errmsg("move " INT64_FORMAT " keeps server \"%s\" current until %s: CALL snowseq_move_revert(" INT64_FORMAT
 						") moves the genes back, CALL snowseq_move_finalize(" INT64_FORMAT ") ends it sooner",
-						m->id, m->src_name, until ? until : "?", m->id, m->id)));
+						m->op.id, m->src_name, until ? until : "?", m->op.id, m->op.id)));
 	}
 	MoveEndViews(m);
 	SPI_commit();
 	MoveRelease(m);
 	SPI_finish();
-	MemoryContextDelete(m->cxt);
+	MemoryContextDelete(m->op.cxt);
 }
 
 /* Let go of the locks of a move's group (MoveRevertable's). */
@@ -582,7 +582,7 @@ MoveUnlockGroup(Move *m)
 	ListCell   *lc;
 
 	foreach(lc, MoveGroup(m))
-		MoveUnlock(((Move *) lfirst(lc))->id);
+		MoveUnlock(((Move *) lfirst(lc))->op.id);
 }
 
 /*
@@ -617,7 +617,7 @@ MoveRevertable(FunctionCallInfo fcinfo, int64 id)
 	foreach(lc, MoveGroup(o))
 	{
 		Move	   *t = lfirst(lc);
-		char	   *v = SpiValue(o->cxt, psprintf("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class "
+		char	   *v = SpiValue(o->op.cxt, psprintf("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class "
 												  "WHERE oid OPERATOR(pg_catalog.=) %u", t->parent));
 
 		if (v == NULL || v[0] != 't')
@@ -625,15 +625,15 @@ MoveRevertable(FunctionCallInfo fcinfo, int64 id)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("must be owner of table %s", t->parent_rel)));
 	}
-	if (o->state != MOVE_STATE_REVERTABLE)
+	if (o->op.state != MOVE_STATE_REVERTABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("move " INT64_FORMAT " is %s, not revertable", id, MoveStateName(o->state)),
+				 errmsg("move " INT64_FORMAT " is %s, not revertable", id, MoveStateName(o->op.state)),
 				 errhint("A move is revertable after its switch when snowseq.move_revert_window was set for it, "
 						 "until it is finalized or reverted.")));
 	foreach(lc, MoveGroup(o))
 	{
-		if (!MoveLock(((Move *) lfirst(lc))->id, false))
+		if (!MoveLock(((Move *) lfirst(lc))->op.id, false))
 		{
 			ListCell   *lc2;
 
@@ -641,7 +641,7 @@ MoveRevertable(FunctionCallInfo fcinfo, int64 id)
 			{
 				if (lc2 == lc)
 					break;
-				MoveUnlock(((Move *) lfirst(lc2))->id);
+				MoveUnlock(((Move *) lfirst(lc2))->op.id);
 			}
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_IN_USE),
@@ -681,25 +681,25 @@ MoveRevertable(FunctionCallInfo fcinfo, int64 id)
 static void
 MoveRevertPrepare(Move *m)
 {
-	Move	   *o = m->revert_of;
+	Move	   *o = m->revert.of;
 	char	   *v;
 	ListCell   *lc;
 
 	MoveBackSubscribe(o, false);
-	v = MoveSubscriptionOid(MoveDst(m), m->token);
-	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
+	v = MoveSubscriptionOid(MoveDst(m), m->op.token);
+	m->copy.sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 	/* the errors it had before the revert are not the revert's */
 	v = RemoteValue(MoveDst(m), psprintf("SELECT %s FROM pg_catalog.pg_stat_subscription_stats st "
 										 "WHERE st.subid OPERATOR(pg_catalog.=) %u",
-										 MoveSubErrorsSql(MoveDst(m), "st"), m->sub_oid),
+										 MoveSubErrorsSql(MoveDst(m), "st"), m->copy.sub_oid),
 					"read the errors of the subscription back to the source");
-	m->sub_errors = v ? pg_strtoint64(v) : 0;
+	m->copy.sub_errors = v ? pg_strtoint64(v) : 0;
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
 
-		t->fence_id = MoveOpenFence(t);
-		MoveRecordSet(t, psprintf("fence_id = %d, sub_oid = %u", t->fence_id, m->sub_oid));
+		t->hold.fence_id = MoveOpenFence(t);
+		MoveRecordSet(t, psprintf("fence_id = %d, sub_oid = %u", t->hold.fence_id, m->copy.sub_oid));
 	}
 }
 
@@ -728,13 +728,13 @@ snowseq_move_revert(PG_FUNCTION_ARGS)
 		SPI_commit();
 		ereport(NOTICE,
 				(errmsg("move " INT64_FORMAT ": genes %d to %d of %s %s go back from server \"%s\" to server \"%s\" (revert of move " INT64_FORMAT ")",
-						r->id, r->first, r->last, o->members ? "tables" : "table", MoveGroupNames(o), r->src_name, r->dst_name, id)));
+						r->op.id, r->first, r->last, o->group.members ? "tables" : "table", MoveGroupNames(o), r->src_name, r->dst_name, id)));
 		if (MoveRun(r, MoveRevertPrepare, MOVE_STATE_NONE) &&
 			MoveRun(r, MoveBlock, MOVE_STATE_SWITCH) &&
 			MoveRun(r, MoveSwitch, MOVE_STATE_SWITCHED))
 		{
-			char	   *pause = MoveRecordsValue(r->ext, r->cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-																		  MoveExt(r, "snowseq_moves"), r->id));
+			char	   *pause = MoveRecordsValue(r->op.ext, r->op.cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+																		  MoveExt(r, "snowseq_moves"), r->op.id));
 
 			ereport(NOTICE,
 					(errmsg("genes %d to %d of table \"%s\" are on server \"%s\" again; their writes were held back for %s ms",
@@ -768,10 +768,10 @@ MoveFinalizeBack(Move *m)
 
 	MoveBackDrop(m);
 	foreach(lc, MoveGroup(m))
-		((Move *) lfirst(lc))->revert_window = 0;
+		((Move *) lfirst(lc))->revert.window = 0;
 	MoveRecordState(m, MOVE_STATE_SWITCHED, "revertable_until = NULL, revert_window = NULL");
-	MoveRecordsRun(m->ext, psprintf("UPDATE %s SET revert_window = NULL WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
-									MoveExt(m, "snowseq_moves"), m->id), SPI_OK_UPDATE);
+	MoveRecordsRun(m->op.ext, psprintf("UPDATE %s SET revert_window = NULL WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
+									MoveExt(m, "snowseq_moves"), m->op.id), SPI_OK_UPDATE);
 }
 
 /*
@@ -944,11 +944,11 @@ Datum
 snowseq_move_cleanup(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Move	   *collect;
+	MoveOp	   *collect;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	collect = MoveNew(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
+	collect = MoveOpNew(ExtSchemaQuoted(fcinfo->flinfo->fn_oid));
 	SPI_connect();
 	MoveCheckCleaner(collect->ext);
 	CleanupMoves(collect->ext, InvalidOid, collect, false, NOTICE);

@@ -120,8 +120,8 @@ MoveFinish(Move *m)
 {
 	ListCell   *lc;
 
-	RemoteClose(m->lock);
-	m->lock = NULL;
+	RemoteClose(m->sess.lock);
+	m->sess.lock = NULL;
 	MoveResolvePrepared(m, true);
 	MoveReleaseParent(m);
 	MoveDropSubscription(m);
@@ -133,7 +133,7 @@ MoveFinish(Move *m)
 
 		RemoteCommand(MoveDst(m), psprintf("COMMENT ON TABLE %s IS %s", t->dst_table,
 										   quote_literal_cstr(psprintf("snowseq: genes %d to %d of %s, moved here by %s",
-																	   t->first, t->last, t->parent_q, m->token))),
+																	   t->first, t->last, t->parent_q, m->op.token))),
 					  "mark the destination table");
 	}
 	/*
@@ -143,14 +143,14 @@ MoveFinish(Move *m)
 	MoveForgetObjects(m, MOVE_FORGET_OWN);
 	/* before the router holds any lock: validating scans the destination tables */
 	MoveValidateGroupKeys(m);
-	if (m->revert_window > 0)
+	if (m->revert.window > 0)
 	{
 		ErrorData  *err = MoveTry(m, MoveKeepSource);
 
 		if (err == NULL)
 			return;
 		ereport(WARNING,
-				(errmsg("move " INT64_FORMAT " cannot be reverted: %s", m->id, err->message),
+				(errmsg("move " INT64_FORMAT " cannot be reverted: %s", m->op.id, err->message),
 				 err->hint ? errhint("%s", err->hint) : 0));
 		err = MoveTry(m, MoveBackDrop);
 		if (err != NULL)
@@ -215,11 +215,11 @@ MoveFinishSource(Move *m)
 	if (m->kind == MOVE_KIND_WHOLE)
 		MoveDropEmptySources(m);
 	MoveRecordState(m, MOVE_STATE_DONE,
-					m->members == NIL ? NULL :
+					m->group.members == NIL ? NULL :
 					psprintf("(rows_copied, bytes_copied) = (SELECT pg_catalog.sum(rows_copied), "
 							 "pg_catalog.sum(bytes_copied) FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT
 							 " OR group_move OPERATOR(pg_catalog.=) " INT64_FORMAT ")",
-							 MoveExt(m, "snowseq_moves"), m->id, m->id));
+							 MoveExt(m, "snowseq_moves"), m->op.id, m->op.id));
 	MoveNote(m, NULL, "move", "finished");
 }
 
@@ -245,15 +245,15 @@ MoveFinalize(Move *m)
 void
 MoveRevertFinish(Move *m)
 {
-	Move	   *o = m->revert_of;
+	Move	   *o = m->revert.of;
 	StringInfoData dropped;
 	StringInfoData emptied;
 	ListCell   *lc;
 
-	RemoteClose(m->lock);
-	m->lock = NULL;
-	RemoteClose(m->dst_lock);
-	m->dst_lock = NULL;
+	RemoteClose(m->sess.lock);
+	m->sess.lock = NULL;
+	RemoteClose(m->sess.dst_lock);
+	m->sess.dst_lock = NULL;
 	MoveResolvePrepared(m, true);
 	MoveReleaseParent(m);
 	MoveBackDrop(o);
@@ -262,7 +262,7 @@ MoveRevertFinish(Move *m)
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
-		Move	   *ot = t->revert_of;
+		Move	   *ot = t->revert.of;
 
 		/* the source's fences went with its prepared transaction */
 		MoveNote(t, m->dst_name, psprintf("fence of %s", t->dst_table), "removed");
@@ -289,10 +289,10 @@ static void
 MoveUndoLock(Move *m)
 {
 	/* closing the session aborts the source transaction and frees the locks */
-	RemoteClose(m->lock);
-	m->lock = NULL;
-	RemoteClose(m->dst_lock);
-	m->dst_lock = NULL;
+	RemoteClose(m->sess.lock);
+	m->sess.lock = NULL;
+	RemoteClose(m->sess.dst_lock);
+	m->sess.dst_lock = NULL;
 }
 
 /* Undo: roll back the prepared source transaction, if any. */
@@ -310,13 +310,13 @@ MoveUndoFence(Move *m)
 
 	/* waits for the source transaction: its outcome decides */
 	v = RemoteValueParams(MoveSrc(m), psprintf("SELECT %s($1::pg_catalog.text)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_drop")),
-						  SQL_ARGS(m->token), "remove the fence");
+						  SQL_ARGS(m->op.token), "remove the fence");
 	if (strcmp(v, "t") == 0)
 		return;
 	v = RemoteValueParams(MoveSrc(m), psprintf("SELECT state FROM %s WHERE token OPERATOR(pg_catalog.=) $1::pg_catalog.text",
 											   MoveRemoteExt(MoveSrc(m), "snowseq_fence")),
-						  SQL_ARGS(m->token), "read the fence");
-	m->fence_moved = v != NULL && strcmp(v, FenceStateName(FENCE_MOVED)) == 0;
+						  SQL_ARGS(m->op.token), "read the fence");
+	m->hold.fence_moved = v != NULL && strcmp(v, FenceStateName(FENCE_MOVED)) == 0;
 }
 
 /*
@@ -388,12 +388,12 @@ MoveUndoTables(Move *m)
 static void
 MoveUndoPartition(Move *m)
 {
-	char	   *v = SpiValueParams(m->cxt, "SELECT NOT c.relispartition FROM pg_catalog.pg_class c "
+	char	   *v = SpiValueParams(m->op.cxt, "SELECT NOT c.relispartition FROM pg_catalog.pg_class c "
 								   "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text)",
-								   SQL_ARGS(m->new_part_q));
+								   SQL_ARGS(m->newpart.q));
 
 	if (v != NULL && v[0] == 't')
-		SpiRun(psprintf("DROP FOREIGN TABLE %s", m->new_part_q), SPI_OK_UTILITY);
+		SpiRun(psprintf("DROP FOREIGN TABLE %s", m->newpart.q), SPI_OK_UTILITY);
 }
 
 /* Run an undo action; on failure, note what is left behind. */
@@ -404,7 +404,7 @@ MoveUndoStep(Move *m, MoveStep step, const char *server, const char *object)
 
 	if (err != NULL)
 	{
-		MoveLead(m)->leftovers = true;
+		MoveLead(m)->op.leftovers = true;
 		MoveNote(m, server, object, psprintf("left: %s", err->message));
 	}
 }
@@ -420,42 +420,42 @@ MoveRollback(Move *m)
 	bool		src_known;
 	ListCell   *lc;
 
-	m->leftovers = false;
+	m->op.leftovers = false;
 	MoveUndoLock(m);
 	/* the router did not commit its switch: neither does the source */
-	if (m->state == MOVE_STATE_SWITCH)
+	if (m->op.state == MOVE_STATE_SWITCH)
 	{
-		MoveUndoStep(m, MoveRollbackSource, m->src_name, psprintf("prepared transaction %s", m->token));
-		if (m->leftovers)
+		MoveUndoStep(m, MoveRollbackSource, m->src_name, psprintf("prepared transaction %s", m->op.token));
+		if (m->op.leftovers)
 		{
 			MoveNote(m, m->src_name, "move", "unresolved: the prepared source transaction could not be rolled back");
 			return UNKNOWN;
 		}
 	}
 	/* nothing was created before the checks ended */
-	if (m->state == MOVE_STATE_PREPARE && m->dest_created < 0)
+	if (m->op.state == MOVE_STATE_PREPARE && m->dest_created < 0)
 	{
 		MoveNote(m, NULL, "move", "undone");
 		return UNDONE;
 	}
-	m->fence_moved = false;
+	m->hold.fence_moved = false;
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
 
-		t->fence_moved = false;
+		t->hold.fence_moved = false;
 		MoveUndoStep(t, MoveUndoFence, m->src_name, psprintf("fence of %s", t->src_table));
-		m->fence_moved = m->fence_moved || t->fence_moved;
+		m->hold.fence_moved = m->hold.fence_moved || t->hold.fence_moved;
 	}
-	src_known = !m->leftovers;
-	if (m->fence_moved)
+	src_known = !m->op.leftovers;
+	if (m->hold.fence_moved)
 		return SWITCHED;
-	if (!src_known && m->state == MOVE_STATE_SWITCH)
+	if (!src_known && m->op.state == MOVE_STATE_SWITCH)
 	{
 		MoveNote(m, m->src_name, "move", "unresolved: the source cannot tell whether it switched");
 		return UNKNOWN;
 	}
-	MoveUndoStep(m, MoveDropSubscription, m->dst_name, psprintf("subscription %s", m->token));
+	MoveUndoStep(m, MoveDropSubscription, m->dst_name, psprintf("subscription %s", m->op.token));
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
@@ -464,7 +464,7 @@ MoveRollback(Move *m)
 			MoveUndoStep(t, MoveDropKeepViewOf, m->src_name, psprintf("view %s", MoveKeepView(t)));
 	}
 	if (src_known)
-		MoveUndoStep(m, MoveUndoTables, m->dst_name, m->members == NIL ? psprintf("table %s", m->dst_table) :
+		MoveUndoStep(m, MoveUndoTables, m->dst_name, m->group.members == NIL ? psprintf("table %s", m->dst_table) :
 					 psprintf("tables of the group of %s", m->dst_table));
 	else
 	{
@@ -473,17 +473,17 @@ MoveRollback(Move *m)
 			Move	   *t = lfirst(lc);
 
 			/* the copy may be all there is of the rows: keep it */
-			m->leftovers = true;
+			m->op.leftovers = true;
 			MoveNote(t, m->dst_name, psprintf("table %s", t->dst_table), "kept: the source cannot tell whether the move switched");
 		}
 	}
-	if (m->revert_window > 0)
+	if (m->revert.window > 0)
 		MoveUndoStep(m, MoveBackDrop, m->dst_name, psprintf("replication back to the source %s", MoveBackName(m)));
-	MoveUndoStep(m, MoveDropPublication, m->src_name, psprintf("publication %s", m->token));
-	MoveUndoStep(m, MoveDropSlots, m->src_name, psprintf("replication slot %s", m->token));
+	MoveUndoStep(m, MoveDropPublication, m->src_name, psprintf("publication %s", m->op.token));
+	MoveUndoStep(m, MoveDropSlots, m->src_name, psprintf("replication slot %s", m->op.token));
 	foreach(lc, MoveGroup(m))
-		MoveUndoStep(lfirst(lc), MoveUndoPartition, NULL, psprintf("foreign table %s", ((Move *) lfirst(lc))->new_part_q));
-	MoveNote(m, NULL, "move", m->leftovers ? "undone, with leftovers" : "undone");
+		MoveUndoStep(lfirst(lc), MoveUndoPartition, NULL, psprintf("foreign table %s", ((Move *) lfirst(lc))->newpart.q));
+	MoveNote(m, NULL, "move", m->op.leftovers ? "undone, with leftovers" : "undone");
 	return UNDONE;
 }
 
@@ -514,18 +514,18 @@ MoveBackResubscribe(Move *m)
 static void
 MoveRevertResolve(Move *m, const char *error)
 {
-	bool		forward = m->state == MOVE_STATE_SWITCHED;
+	bool		forward = m->op.state == MOVE_STATE_SWITCHED;
 	ErrorData  *err = NULL;
 	ListCell   *lc;
 
-	m->leftovers = false;
+	m->op.leftovers = false;
 	if (!forward)
 	{
 		MoveUndoLock(m);
-		if (m->state == MOVE_STATE_SWITCH)
+		if (m->op.state == MOVE_STATE_SWITCH)
 		{
-			MoveUndoStep(m, MoveRollbackSource, m->src_name, psprintf("prepared transaction %s", m->token));
-			if (m->leftovers)
+			MoveUndoStep(m, MoveRollbackSource, m->src_name, psprintf("prepared transaction %s", m->op.token));
+			if (m->op.leftovers)
 			{
 				MoveNote(m, m->src_name, "revert", "unresolved: the prepared transaction could not be rolled back");
 				return;
@@ -535,10 +535,10 @@ MoveRevertResolve(Move *m, const char *error)
 		{
 			Move	   *t = lfirst(lc);
 
-			t->fence_moved = false;
-			if (t->fence_id != 0)
+			t->hold.fence_moved = false;
+			if (t->hold.fence_id != 0)
 				MoveUndoStep(t, MoveUndoFence, m->src_name, psprintf("fence of %s", t->src_table));
-			forward = forward || t->fence_moved;
+			forward = forward || t->hold.fence_moved;
 		}
 		if (forward)
 		{
@@ -556,22 +556,22 @@ MoveRevertResolve(Move *m, const char *error)
 		}
 		return;
 	}
-	if (m->leftovers)
+	if (m->op.leftovers)
 	{
 		MoveNote(m, m->src_name, "revert", "unresolved: its fences could not be removed");
 		return;
 	}
-	err = MoveTry(m->revert_of, MoveBackResubscribe);
+	err = MoveTry(m->revert.of, MoveBackResubscribe);
 	if (err != NULL)
 	{
-		m->leftovers = true;
-		MoveNote(m, m->dst_name, psprintf("subscription %s", m->token), psprintf("left: %s", err->message));
+		m->op.leftovers = true;
+		MoveNote(m, m->dst_name, psprintf("subscription %s", m->op.token), psprintf("left: %s", err->message));
 	}
-	if (!m->leftovers)
+	if (!m->op.leftovers)
 		MoveForgetObjects(m, MOVE_FORGET_ALL);
-	MoveRecordStateError(m, m->leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
+	MoveRecordStateError(m, m->op.leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
 						 "finished_at = pg_catalog.clock_timestamp()", error);
-	MoveNote(m, NULL, "revert", m->leftovers ? "undone, with leftovers: the move is revertable" :
+	MoveNote(m, NULL, "revert", m->op.leftovers ? "undone, with leftovers: the move is revertable" :
 			 "undone: the move is revertable again");
 }
 
@@ -583,14 +583,14 @@ void
 MoveResolve(Move *m, const char *error)
 {
 	ErrorData  *err = NULL;
-	bool		forward = m->state == MOVE_STATE_SWITCHED || m->state == MOVE_STATE_REVERTABLE;
+	bool		forward = m->op.state == MOVE_STATE_SWITCHED || m->op.state == MOVE_STATE_REVERTABLE;
 	MoveUndone undone = UNDONE;
 
-	if (m->reverts != 0)
+	if (m->revert.reverts != 0)
 	{
 		MoveRevertResolve(m, error);
 		MoveCloseSessions(m);
-		MoveCloseSessions(m->revert_of);
+		MoveCloseSessions(m->revert.of);
 		return;
 	}
 	if (!forward)
@@ -612,7 +612,7 @@ MoveResolve(Move *m, const char *error)
 		err = MoveTry(m, MoveFinish);
 		if (err != NULL)
 		{
-			m->leftovers = true;
+			m->op.leftovers = true;
 			MoveNote(m, NULL, "move", psprintf("switched, left: %s", err->message));
 			MoveRecordStateError(m, MOVE_STATE_SWITCHED, NULL, err->message);
 		}
@@ -620,9 +620,9 @@ MoveResolve(Move *m, const char *error)
 	else if (err == NULL)
 	{
 		/* undone: nothing of it is left (with leftovers, cleanup drops them by their records) */
-		if (!m->leftovers)
+		if (!m->op.leftovers)
 			MoveForgetObjects(m, MOVE_FORGET_ALL);
-		MoveRecordStateError(m, m->leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
+		MoveRecordStateError(m, m->op.leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
 							 "finished_at = pg_catalog.clock_timestamp()", error);
 	}
 	MoveCloseSessions(m);
@@ -638,38 +638,38 @@ static Move *
 MoveLoad(const char *ext, HeapTuple t, TupleDesc d, Move *lead)
 {
 	Move	   *m = lead ? MoveNewMember(lead, InvalidOid) : MoveNew(ext);
-	MemoryContext old = MemoryContextSwitchTo(m->cxt);
+	MemoryContext old = MemoryContextSwitchTo(m->op.cxt);
 	bool		isnull;
 	char	   *v;
 
 #define COL(name) SPI_fnumber(d, name)
 #define TEXT(name) (SPI_getvalue(t, d, COL(name)))
-	m->id = DatumGetInt64(SPI_getbinval(t, d, COL("move_id"), &isnull));
+	m->op.id = DatumGetInt64(SPI_getbinval(t, d, COL("move_id"), &isnull));
 	m->parent = DatumGetObjectId(SPI_getbinval(t, d, COL("parent"), &isnull));
 	m->first = DatumGetInt32(SPI_getbinval(t, d, COL("first_gene"), &isnull));
 	m->last = DatumGetInt32(SPI_getbinval(t, d, COL("last_gene"), &isnull));
 	m->src_name = TEXT("source_server");
 	m->dst_name = TEXT("dest_server");
 	m->kind = MoveKindFromName(TEXT("kind"));
-	m->part_q = TEXT("part_name");
-	m->part_lo = DatumGetInt64(SPI_getbinval(t, d, COL("part_lower"), &isnull));
-	m->part_has_lo = !isnull;
-	m->part_hi = DatumGetInt64(SPI_getbinval(t, d, COL("part_upper"), &isnull));
-	m->part_has_hi = !isnull;
-	m->new_part_q = TEXT("new_part_name");
+	m->part.q = TEXT("part_name");
+	m->part.lo = DatumGetInt64(SPI_getbinval(t, d, COL("part_lower"), &isnull));
+	m->part.has_lo = !isnull;
+	m->part.hi = DatumGetInt64(SPI_getbinval(t, d, COL("part_upper"), &isnull));
+	m->part.has_hi = !isnull;
+	m->newpart.q = TEXT("new_part_name");
 	m->src_table = TEXT("source_table");
 	m->dst_table = TEXT("dest_table");
 	m->id_col = TEXT("id_column");
 	v = TEXT("dest_created");
 	m->dest_created = v == NULL ? -1 : v[0] == 't' ? 1 : 0;
-	m->token = TEXT("token");
+	m->op.token = TEXT("token");
 	v = TEXT("fence_id");
-	m->fence_id = v ? pg_strtoint32(v) : 0;
+	m->hold.fence_id = v ? pg_strtoint32(v) : 0;
 	v = TEXT("sub_oid");
-	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
-	m->state = MoveStateFromName(TEXT("state"));
+	m->copy.sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
+	m->op.state = MoveStateFromName(TEXT("state"));
 	v = TEXT("mover");
-	m->mover = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
+	m->op.mover = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 	/* since 1.3 (a catalog not yet updated has none of these) */
 	{
 		Datum		w = SPI_getbinval(t, d, COL("revert_window"), &isnull);
@@ -678,13 +678,13 @@ MoveLoad(const char *ext, HeapTuple t, TupleDesc d, Move *lead)
 		{
 			Interval   *iv = DatumGetIntervalP(w);
 
-			m->revert_window = (int) Min(iv->time / USECS_PER_SEC + (int64) iv->day * SECS_PER_DAY +
+			m->revert.window = (int) Min(iv->time / USECS_PER_SEC + (int64) iv->day * SECS_PER_DAY +
 										 (int64) iv->month * DAYS_PER_MONTH * SECS_PER_DAY, PG_INT32_MAX);
 		}
 	}
 	v = TEXT("reverts");
-	m->reverts = v ? pg_strtoint64(v) : 0;
-	m->back_lsn = TEXT("back_lsn");
+	m->revert.reverts = v ? pg_strtoint64(v) : 0;
+	m->revert.back_lsn = TEXT("back_lsn");
 #undef COL
 #undef TEXT
 	m->parent_q = get_rel_name(m->parent) ?
@@ -705,40 +705,40 @@ MoveLoadMembers(Move *m)
 	SPITupleTable *rows;
 	uint64		n;
 
-	MoveRecordsRun(m->ext, psprintf("SELECT " MOVE_LOAD_COLUMNS " FROM %s WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT
-									" ORDER BY move_id", MoveExt(m, "snowseq_moves"), m->id), SPI_OK_SELECT);
+	MoveRecordsRun(m->op.ext, psprintf("SELECT " MOVE_LOAD_COLUMNS " FROM %s WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT
+									" ORDER BY move_id", MoveExt(m, "snowseq_moves"), m->op.id), SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
-		(void) MoveLoad(m->ext, rows->vals[i], rows->tupdesc, m);
+		(void) MoveLoad(m->op.ext, rows->vals[i], rows->tupdesc, m);
 }
 
 /*
  * A revert's Moves of the move it reverts, linked table by table
- * (revert_of), from the records of that move.
+ * (revert.of), from the records of that move.
  */
 static void
 MoveLoadRevertOf(Move *m)
 {
-	Move	   *o = MoveLoadById(m->ext, m->reverts);
+	Move	   *o = MoveLoadById(m->op.ext, m->revert.reverts);
 	ListCell   *lc;
 
 	if (o == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("move " INT64_FORMAT " reverts move " INT64_FORMAT ", which has no record", m->id, m->reverts)));
+				 errmsg("move " INT64_FORMAT " reverts move " INT64_FORMAT ", which has no record", m->op.id, m->revert.reverts)));
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
 		ListCell   *oc;
 
 		foreach(oc, MoveGroup(o))
-			if (((Move *) lfirst(oc))->id == t->reverts)
-				t->revert_of = lfirst(oc);
-		if (t->revert_of == NULL)
+			if (((Move *) lfirst(oc))->op.id == t->revert.reverts)
+				t->revert.of = lfirst(oc);
+		if (t->revert.of == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("move " INT64_FORMAT " reverts move " INT64_FORMAT ", which has no record", t->id, t->reverts)));
+					 errmsg("move " INT64_FORMAT " reverts move " INT64_FORMAT ", which has no record", t->op.id, t->revert.reverts)));
 	}
 }
 
@@ -758,7 +758,7 @@ MoveLoadById(const char *ext, int64 id)
 		return NULL;
 	m = MoveLoad(ext, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, NULL);
 	MoveLoadMembers(m);
-	if (m->reverts != 0)
+	if (m->revert.reverts != 0)
 		MoveLoadRevertOf(m);
 	return m;
 }
@@ -770,10 +770,10 @@ MoveLoadById(const char *ext, int64 id)
 static void
 CleanupRevertable(Move *m, bool report)
 {
-	char	   *until = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT CASE WHEN revertable_until OPERATOR(pg_catalog.<=) "
+	char	   *until = MoveRecordsValue(m->op.ext, m->op.cxt, psprintf("SELECT CASE WHEN revertable_until OPERATOR(pg_catalog.<=) "
 												  "pg_catalog.clock_timestamp() THEN '' ELSE revertable_until::pg_catalog.text END "
 												  "FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-												  MoveExt(m, "snowseq_moves"), m->id));
+												  MoveExt(m, "snowseq_moves"), m->op.id));
 	ErrorData  *err;
 
 	if (until != NULL && until[0] != '\0')
@@ -797,7 +797,7 @@ CleanupRevertable(Move *m, bool report)
  * many are still unresolved (running ones do not count).
  */
 int
-CleanupMoves(const char *ext, Oid parent, Move *collect, bool at_start, int elevel)
+CleanupMoves(const char *ext, Oid parent, MoveOp *collect, bool at_start, int elevel)
 {
 	SPITupleTable *rows;
 	uint64		n;
@@ -823,14 +823,14 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool at_start, int elev
 
 		if (groups)
 			MoveLoadMembers(m);
-		if (m->reverts != 0)
+		if (m->revert.reverts != 0)
 			MoveLoadRevertOf(m);
-		if (!MoveLock(m->id, false))
+		if (!MoveLock(m->op.id, false))
 			MoveNote(m, NULL, "move", "running");
-		else if (m->state == MOVE_STATE_REVERTABLE)
+		else if (m->op.state == MOVE_STATE_REVERTABLE)
 		{
 			CleanupRevertable(m, collect != NULL);
-			MoveUnlock(m->id);
+			MoveUnlock(m->op.id);
 		}
 		else
 		{
@@ -840,12 +840,12 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool at_start, int elev
 
 			/* at the router's start: as the role that ran the move, if it is still there */
 			GetUserIdAndSecContext(&save_user, &save_sec);
-			if (at_start && OidIsValid(m->mover) &&
-				SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(m->mover)))
-				SetUserIdAndSecContext(m->mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+			if (at_start && OidIsValid(m->op.mover) &&
+				SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(m->op.mover)))
+				SetUserIdAndSecContext(m->op.mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 			MoveResolve(m, "interrupted");
 			SetUserIdAndSecContext(save_user, save_sec);
-			MoveUnlock(m->id);
+			MoveUnlock(m->op.id);
 			state = MoveStateRead(m);
 			if (state != MOVE_STATE_DONE && state != MOVE_STATE_FAILED && state != MOVE_STATE_ROLLBACK)
 				left++;
@@ -854,19 +854,19 @@ CleanupMoves(const char *ext, Oid parent, Move *collect, bool at_start, int elev
 		{
 			ListCell   *lc;
 
-			foreach(lc, m->report)
+			foreach(lc, m->op.report)
 			{
 				MoveReport *r = lfirst(lc);
 
 				ereport(elevel,
 						(errmsg("interrupted move " INT64_FORMAT " of genes %d to %d: %s%s%s: %s",
-								m->id, m->first, m->last, r->server ? r->server : "",
+								m->op.id, m->first, m->last, r->server ? r->server : "",
 								r->server ? ": " : "", r->object, r->action)));
 			}
 		}
 		else
-			MoveReportCopy(collect, m);
-		MemoryContextDelete(m->cxt);
+			MoveReportCopy(collect, &m->op);
+		MemoryContextDelete(m->op.cxt);
 	}
 	return left;
 }
@@ -896,12 +896,12 @@ MoveResolveSwitches(int elevel)
 
 /* Add the report of a move to a collection. */
 void
-MoveReportCopy(Move *collect, Move *m)
+MoveReportCopy(MoveOp *collect, MoveOp *op)
 {
 	MemoryContext old = MemoryContextSwitchTo(collect->cxt);
 	ListCell   *lc;
 
-	foreach(lc, m->report)
+	foreach(lc, op->report)
 	{
 		MoveReport *r = lfirst(lc);
 		MoveReport *c = palloc(sizeof(MoveReport));

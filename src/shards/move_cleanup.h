@@ -14,8 +14,8 @@ extern void MoveFinalize(Move *m);
 extern void MoveRevertFinish(Move *m);
 extern Move *MoveLoadById(const char *ext, int64 id);
 extern void MoveResolve(Move *m, const char *error);
-extern int	CleanupMoves(const char *ext, Oid parent, Move *collect, bool at_start, int elevel);
-extern void MoveReportCopy(Move *collect, Move *m);
+extern int	CleanupMoves(const char *ext, Oid parent, MoveOp *collect, bool at_start, int elevel);
+extern void MoveReportCopy(MoveOp *collect, MoveOp *op);
 
 /* for the move resolver (worker.c) */
 extern int	MoveResolveSwitches(int elevel);

@@ -103,7 +103,14 @@ MsSince(TimestampTz t)
 char *
 MoveExt(Move *m, const char *name)
 {
-	return psprintf("%s.%s", m->ext, name);
+	return psprintf("%s.%s", m->op.ext, name);
+}
+
+/* The name of one of snowseq's objects here, qualified, for any operation. */
+char *
+MoveOpExt(MoveOp *op, const char *name)
+{
+	return psprintf("%s.%s", op->ext, name);
 }
 
 /* The name of one of snowseq's objects on a remote server, qualified. */
@@ -191,10 +198,10 @@ BoundSql(bool has, int64 v, const char *infinite)
 void
 MoveIds(Move *m, bool *has_lo, int64 *lo, bool *has_hi, int64 *hi)
 {
-	*has_lo = m->part_has_lo;
-	*lo = m->part_lo;
-	*has_hi = m->part_has_hi;
-	*hi = m->part_hi;
+	*has_lo = m->part.has_lo;
+	*lo = m->part.lo;
+	*has_hi = m->part.has_hi;
+	*hi = m->part.hi;
 	if (m->kind == MOVE_KIND_SUFFIX)
 	{
 		*has_lo = true;
@@ -239,17 +246,17 @@ void
 MoveNote(Move *m, const char *server, const char *object, const char *action)
 {
 	Move	   *lead = MoveLead(m);
-	MemoryContext old = MemoryContextSwitchTo(lead->cxt);
+	MemoryContext old = MemoryContextSwitchTo(lead->op.cxt);
 	MoveReport *r = palloc(sizeof(MoveReport));
 
-	r->id = lead->id;
+	r->id = lead->op.id;
 	r->parent = m->parent;
 	r->first = m->first;
 	r->last = m->last;
 	r->server = server ? pstrdup(server) : NULL;
 	r->object = pstrdup(object);
 	r->action = pstrdup(action);
-	lead->report = lappend(lead->report, r);
+	lead->op.report = lappend(lead->op.report, r);
 	MemoryContextSwitchTo(old);
 }
 
@@ -394,12 +401,12 @@ MoveObjectFromName(const char *name)
 void
 MoveRecordObject(Move *m, const char *server, MoveObjectKind kind, const char *name)
 {
-	if (!MoveObjectsRecorded(m->ext))
+	if (!MoveObjectsRecorded(m->op.ext))
 		return;
-	MoveRecordsRunParams(m->ext, psprintf("INSERT INTO %s (move_id, server, kind, name) VALUES ($1::pg_catalog.int8, "
+	MoveRecordsRunParams(m->op.ext, psprintf("INSERT INTO %s (move_id, server, kind, name) VALUES ($1::pg_catalog.int8, "
 										  "$2::pg_catalog.name, $3::%s, $4::pg_catalog.text) ON CONFLICT DO NOTHING",
 										  MoveExt(m, "snowseq_move_objects"), MoveExt(m, "snowseq_move_object_kind")),
-						 SQL_ARGS(psprintf(INT64_FORMAT, m->id), server, MoveObjectName(kind), name),
+						 SQL_ARGS(psprintf(INT64_FORMAT, m->op.id), server, MoveObjectName(kind), name),
 						 SPI_OK_INSERT);
 }
 
@@ -412,7 +419,7 @@ MoveGroupIds(Move *m)
 
 	initStringInfo(&ids);
 	foreach(lc, MoveGroup(m))
-		appendStringInfo(&ids, "%s" INT64_FORMAT, ids.len ? ", " : "ARRAY[", ((Move *) lfirst(lc))->id);
+		appendStringInfo(&ids, "%s" INT64_FORMAT, ids.len ? ", " : "ARRAY[", ((Move *) lfirst(lc))->op.id);
 	appendStringInfoString(&ids, "]::pg_catalog.int8[]");
 	return ids.data;
 }
@@ -431,7 +438,7 @@ MoveForgetObjects(Move *m, MoveForget which)
 	char	   *revert_kinds;
 	char	   *forget;
 
-	if (!MoveObjectsRecorded(m->ext))
+	if (!MoveObjectsRecorded(m->op.ext))
 		return;
 	/* a revert's fence and prepared transactions carry the way back's name */
 	revert_kinds = SqlTextArray(list_make2((char *) MoveObjectName(MOVE_OBJECT_PREPARED),
@@ -439,16 +446,16 @@ MoveForgetObjects(Move *m, MoveForget which)
 	forget = psprintf("DELETE FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s)",
 					  MoveExt(m, "snowseq_move_objects"), MoveGroupIds(m));
 	if (which == MOVE_FORGET_ALL)
-		MoveRecordsRun(m->ext, forget, SPI_OK_DELETE);
+		MoveRecordsRun(m->op.ext, forget, SPI_OK_DELETE);
 	else if (which == MOVE_FORGET_OWN)
-		MoveRecordsRunParams(m->ext, psprintf("%s AND kind::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+		MoveRecordsRunParams(m->op.ext, psprintf("%s AND kind::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
 											  "AND (name OPERATOR(pg_catalog.<>) $2::pg_catalog.text "
 											  "OR kind::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($3::pg_catalog.text[]))", forget),
 							 SQL_ARGS(SqlTextArray(list_make2((char *) table, (char *) view)),
 									  MoveBackName(MoveLead(m)), revert_kinds),
 							 SPI_OK_DELETE);
 	else
-		MoveRecordsRunParams(m->ext, psprintf("%s AND (kind::pg_catalog.text OPERATOR(pg_catalog.=) $1::pg_catalog.text "
+		MoveRecordsRunParams(m->op.ext, psprintf("%s AND (kind::pg_catalog.text OPERATOR(pg_catalog.=) $1::pg_catalog.text "
 											  "OR (name OPERATOR(pg_catalog.=) $2::pg_catalog.text "
 											  "AND kind::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($3::pg_catalog.text[])))", forget),
 							 SQL_ARGS(table, MoveBackName(MoveLead(m)), revert_kinds), SPI_OK_DELETE);
@@ -458,29 +465,29 @@ MoveForgetObjects(Move *m, MoveForget which)
 void
 MoveForgetObject(Move *m, const char *server, MoveObjectKind kind, const char *name)
 {
-	if (!MoveObjectsRecorded(m->ext))
+	if (!MoveObjectsRecorded(m->op.ext))
 		return;
-	MoveRecordsRunParams(m->ext, psprintf("DELETE FROM %s WHERE server OPERATOR(pg_catalog.=) $1::pg_catalog.name "
+	MoveRecordsRunParams(m->op.ext, psprintf("DELETE FROM %s WHERE server OPERATOR(pg_catalog.=) $1::pg_catalog.name "
 										  "AND kind::pg_catalog.text OPERATOR(pg_catalog.=) $2::pg_catalog.text "
 										  "AND name OPERATOR(pg_catalog.=) $3::pg_catalog.text", MoveExt(m, "snowseq_move_objects")),
 						 SQL_ARGS(server, MoveObjectName(kind), name), SPI_OK_DELETE);
 }
 
-/* The names of the objects of a kind that a move's group recorded on a server (char *, in m->cxt). */
+/* The names of the objects of a kind that a move's group recorded on a server (char *, in m->op.cxt). */
 List *
 MoveRecordedNames(Move *m, const char *server, MoveObjectKind kind)
 {
 	List	   *names = NIL;
 
-	if (!MoveObjectsRecorded(m->ext))
+	if (!MoveObjectsRecorded(m->op.ext))
 		return NIL;
-	MoveRecordsRunParams(m->ext, psprintf("SELECT name FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s) "
+	MoveRecordsRunParams(m->op.ext, psprintf("SELECT name FROM %s WHERE move_id OPERATOR(pg_catalog.=) ANY (%s) "
 										  "AND server OPERATOR(pg_catalog.=) $1::pg_catalog.name "
 										  "AND kind::pg_catalog.text OPERATOR(pg_catalog.=) $2::pg_catalog.text ORDER BY name",
 										  MoveExt(m, "snowseq_move_objects"), MoveGroupIds(m)),
 						 SQL_ARGS(server, MoveObjectName(kind)), SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
-		names = lappend(names, MemoryContextStrdup(m->cxt, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)));
+		names = lappend(names, MemoryContextStrdup(m->op.cxt, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)));
 	return names;
 }
 
@@ -492,7 +499,7 @@ MoveRecordedNames(Move *m, const char *server, MoveObjectKind kind)
 char *
 MoveBackName(Move *m)
 {
-	return psprintf("%s_back", m->token);
+	return psprintf("%s_back", m->op.token);
 }
 
 /* The stored name of a kind. */
@@ -530,21 +537,21 @@ MoveRecordState(Move *m, MoveStateId state, const char *sets)
 	MoveStateId from;
 
 	/* the stored state, locked: no other session changes it meanwhile */
-	from = MoveStateFromName(MoveRecordsValue(m->ext, m->cxt,
+	from = MoveStateFromName(MoveRecordsValue(m->op.ext, m->op.cxt,
 											  psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT " FOR UPDATE",
-													   MoveExt(m, "snowseq_moves"), m->id)));
+													   MoveExt(m, "snowseq_moves"), m->op.id)));
 	if (!MoveTransitionAllowed(from, state))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("move " INT64_FORMAT " cannot go from state \"%s\" to \"%s\"",
-						m->id, from == MOVE_STATE_NONE ? "(no record)" : MoveStateName(from), name),
+						m->op.id, from == MOVE_STATE_NONE ? "(no record)" : MoveStateName(from), name),
 				 errdetail("Another session changed the move's record meanwhile, or the record was edited."),
 				 errhint("SELECT * FROM snowseq_move_progress; shows the move; SELECT * FROM snowseq_move_cleanup(); resolves an interrupted one.")));
 	MoveRecordSetParams(m, psprintf("state = $1::pg_catalog.text%s%s", sets ? ", " : "", sets ? sets : ""),
 						SQL_ARGS(name));
-	if (lead->members != NIL)
-		MoveRecordsRunParams(m->ext, psprintf("UPDATE %s SET state = $1::pg_catalog.text WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
-											  MoveExt(m, "snowseq_moves"), lead->id),
+	if (lead->group.members != NIL)
+		MoveRecordsRunParams(m->op.ext, psprintf("UPDATE %s SET state = $1::pg_catalog.text WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
+											  MoveExt(m, "snowseq_moves"), lead->op.id),
 							 SQL_ARGS(name), SPI_OK_UPDATE);
 }
 
@@ -559,8 +566,8 @@ MoveRecordSet(Move *m, const char *sets)
 void
 MoveRecordSetParams(Move *m, const char *sets, int nargs, const char *const *values)
 {
-	MoveRecordsRunParams(m->ext, psprintf("UPDATE %s SET %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-										  MoveExt(m, "snowseq_moves"), sets, m->id),
+	MoveRecordsRunParams(m->op.ext, psprintf("UPDATE %s SET %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+										  MoveExt(m, "snowseq_moves"), sets, m->op.id),
 						 nargs, values, SPI_OK_UPDATE);
 }
 
@@ -586,7 +593,7 @@ MoveTry(Move *m, MoveStep step)
 	}
 	PG_CATCH();
 	{
-		MemoryContextSwitchTo(m->cxt);
+		MemoryContextSwitchTo(m->op.cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
@@ -609,7 +616,7 @@ MoveSession(Move *m, RemoteConn **slot, const char *server)
 	RemoteClose(*slot);
 	{
 		/* the session outlives the step and the transaction that opened it */
-		MemoryContext old = MemoryContextSwitchTo(m->cxt);
+		MemoryContext old = MemoryContextSwitchTo(m->op.cxt);
 
 		*slot = RemoteConnect(fs->serverid);
 		MemoryContextSwitchTo(old);
@@ -628,7 +635,7 @@ MoveSrc(Move *m)
 {
 	Move	   *lead = MoveLead(m);
 
-	return MoveSession(lead, &lead->src, lead->src_name);
+	return MoveSession(lead, &lead->sess.src, lead->src_name);
 }
 
 /* The session of a move on its destination server. */
@@ -637,7 +644,7 @@ MoveDst(Move *m)
 {
 	Move	   *lead = MoveLead(m);
 
-	return MoveSession(lead, &lead->dst, lead->dst_name);
+	return MoveSession(lead, &lead->sess.dst, lead->dst_name);
 }
 
 /*
@@ -649,11 +656,11 @@ RemoteConn *
 MoveHolder(Move *m)
 {
 	m = MoveLead(m);
-	if (m->lock == NULL)
+	if (m->sess.lock == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("the session holding the fence on server \"%s\" was lost", m->src_name)));
-	return m->lock;
+	return m->sess.lock;
 }
 
 /* The tables of a move, for move_schema.c. */
@@ -668,7 +675,7 @@ MoveTables(Move *m)
 	t->nsp = m->dst_nsp;
 	t->src_rel = m->src_rel;
 	t->dst_rel = m->dst_rel;
-	t->group = MoveLead(m)->members != NIL ? MoveGroupRelations(m, false, false) : NULL;
+	t->group = MoveLead(m)->group.members != NIL ? MoveGroupRelations(m, false, false) : NULL;
 	t->target = NULL;
 	return t;
 }
@@ -677,10 +684,10 @@ MoveTables(Move *m)
 void
 MoveCloseSessions(Move *m)
 {
-	RemoteClose(m->lock);
-	RemoteClose(m->dst_lock);
-	RemoteClose(m->src);
-	RemoteClose(m->dst);
+	RemoteClose(m->sess.lock);
+	RemoteClose(m->sess.dst_lock);
+	RemoteClose(m->sess.src);
+	RemoteClose(m->sess.dst);
 }
 
 /* A new, empty move in a memory context that outlives commits. */
@@ -691,28 +698,44 @@ MoveNew(const char *ext)
 											  "snowseq move", ALLOCSET_DEFAULT_SIZES);
 	Move	   *m = MemoryContextAllocZero(cxt, sizeof(Move));
 
-	m->cxt = cxt;
-	m->ext = MemoryContextStrdup(cxt, ext);
+	m->op.cxt = cxt;
+	m->op.ext = MemoryContextStrdup(cxt, ext);
 	m->dest_created = -1;
 	return m;
+}
+
+/*
+ * An operation alone, in its own memory: it collects the reports of others
+ * (MoveReportCopy).
+ */
+MoveOp *
+MoveOpNew(const char *ext)
+{
+	MemoryContext cxt = AllocSetContextCreate(PortalContext ? PortalContext : TopMemoryContext,
+											  "snowseq move", ALLOCSET_DEFAULT_SIZES);
+	MoveOp	   *op = MemoryContextAllocZero(cxt, sizeof(MoveOp));
+
+	op->cxt = cxt;
+	op->ext = MemoryContextStrdup(cxt, ext);
+	return op;
 }
 
 /* A Move for another table of the lead's group, in the lead's memory. */
 Move *
 MoveNewMember(Move *lead, Oid parent)
 {
-	Move	   *m = MemoryContextAllocZero(lead->cxt, sizeof(Move));
-	MemoryContext old = MemoryContextSwitchTo(lead->cxt);
+	Move	   *m = MemoryContextAllocZero(lead->op.cxt, sizeof(Move));
+	MemoryContext old = MemoryContextSwitchTo(lead->op.cxt);
 
-	m->cxt = lead->cxt;
-	m->ext = lead->ext;
+	m->op.cxt = lead->op.cxt;
+	m->op.ext = lead->op.ext;
 	m->dest_created = -1;
-	m->lead = lead;
+	m->group.lead = lead;
 	m->parent = parent;
 	m->first = lead->first;
 	m->last = lead->last;
-	m->revert_window = lead->revert_window;
-	lead->members = lappend(lead->members, m);
+	m->revert.window = lead->revert.window;
+	lead->group.members = lappend(lead->group.members, m);
 	MemoryContextSwitchTo(old);
 	return m;
 }
@@ -832,7 +855,7 @@ MoveGroup(Move *m)
 {
 	Move	   *lead = MoveLead(m);
 
-	return lcons(lead, list_copy(lead->members));
+	return lcons(lead, list_copy(lead->group.members));
 }
 
 /*
@@ -874,6 +897,6 @@ MoveGroupRelations(Move *m, bool dst, bool created_only)
 MoveStateId
 MoveStateRead(Move *m)
 {
-	return MoveStateFromName(MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-													   MoveExt(m, "snowseq_moves"), m->id)));
+	return MoveStateFromName(MoveRecordsValue(m->op.ext, m->op.cxt, psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+													   MoveExt(m, "snowseq_moves"), m->op.id)));
 }

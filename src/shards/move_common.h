@@ -97,22 +97,112 @@ typedef struct MovePartBound
 	int64		hi;
 } MovePartBound;
 
-typedef struct Move
+/*
+ * What every operation of the router has, whatever its kind: its record's
+ * id and token, its state, who runs it and where, its memory and its
+ * report.  Embedded as "op" in the typed operations (a Move, and through
+ * its Moves a merge); alone, it collects the reports of many operations
+ * (snowseq_move_cleanup, MoveOpNew).
+ */
+typedef struct MoveOp
 {
 	int64		id;
 	char	   *token;			/* names the publication, slot, subscription */
+	MoveStateId state;			/* as committed in snowseq_moves */
+	Oid			mover;			/* the role that runs the operation */
+	char	   *node;			/* this router's node id */
+	char	   *ext;			/* quoted schema of snowseq on this server */
+	MemoryContext cxt;
+	List	   *report;			/* MoveReport */
+	bool		leftovers;		/* something could not be removed */
+} MoveOp;
+
+/* The partition of the source the genes are in, and its bounds. */
+typedef struct MoveSourcePart
+{
+	char	   *q;				/* the router's partition, qualified and quoted */
+	bool		has_lo;			/* false: MINVALUE */
+	bool		has_hi;			/* false: MAXVALUE */
+	int64		lo;
+	int64		hi;
+} MoveSourcePart;
+
+/* What the router needs for the new foreign table on the new table. */
+typedef struct MoveNewPart
+{
+	char	   *q;				/* its name, qualified and quoted */
+	char	   *cols;
+	char	   *opts;
+	char	   *colopts;
+} MoveNewPart;
+
+/* The sessions of a move on its servers. */
+typedef struct MoveSessions
+{
+	RemoteConn *src;
+	RemoteConn *lock;			/* source: holds the fence locks and the source
+								 * transaction */
+	int			lock_pid;		/* its backend there */
+	RemoteConn *dst;
+	RemoteConn *dst_lock;		/* a revert's destination: holds its transaction there */
+} MoveSessions;
+
+/* The copy and the subscription that carries it, as the move watches them. */
+typedef struct MoveCopyTrack
+{
+	Oid			sub_oid;		/* the subscription on the destination */
+	TimestampTz started;		/* the copy's clock, for its notices */
+	TimestampTz noticed;
+	TimestampTz probed;
+	bool		caught_up;		/* the copy is done and caught up */
+	/* the subscription's errors, as MoveCheckSubscription saw them */
+	int64		sub_errors;		/* errors PostgreSQL counted so far */
+	int			sub_failures;	/* of them in a row: the same error, no progress */
+	char	   *sub_error;		/* the last error's SQLSTATE and text */
+	char	   *sub_done;		/* what the subscription had done at that error */
+} MoveCopyTrack;
+
+/* The block and the switch: the fence, the locks held. */
+typedef struct MoveSwitchHold
+{
+	int			fence_id;		/* 0: none yet */
+	bool		fence_moved;	/* MoveUndoFence: the source says it switched */
+	bool		parent_held;	/* the parent's session lock (MoveHoldParent) */
+	TimestampTz blocked_at;
+	int			wait_ms;		/* MoveLockParentOnce: 0 NOWAIT, or lock_timeout */
+	bool		keys_locked;	/* the source transaction locked tables of a foreign key */
+} MoveSwitchHold;
+
+/* The placement group: one Move per table, the first one leads. */
+typedef struct MoveGroupPart
+{
+	struct Move *lead;			/* NULL: this one leads */
+	List	   *members;		/* the lead's: the other tables' Moves */
+} MoveGroupPart;
+
+/* Keeping the source current after the switch, and reverts. */
+typedef struct MoveRevertPart
+{
+	int			window;			/* seconds to keep it revertable (0: finish) */
+	char	   *back_lsn;		/* the destination's WAL position at the block */
+	int64		reverts;		/* a revert: the move it reverts (0: none) */
+	struct Move *of;			/* a revert: the Move of that table it reverts */
+} MoveRevertPart;
+
+/* A merge's table (merge.h), for a Move that runs a merge's steps. */
+struct MergeTable;
+
+/* The move of one table (the lead's op is the group's). */
+typedef struct Move
+{
+	MoveOp		op;
 	Oid			parent;
 	char	   *parent_q;		/* qualified and quoted */
 	char	   *parent_rel;
 	int			first;
 	int			last;
 	MoveKind	kind;			/* whole, prefix or suffix of the partition */
-	char	   *part_q;			/* the partition the genes are in */
-	bool		part_has_lo;	/* false: MINVALUE */
-	bool		part_has_hi;	/* false: MAXVALUE */
-	int64		part_lo;
-	int64		part_hi;
-	char	   *new_part_q;		/* the router's foreign table on the new table */
+	MoveSourcePart part;		/* the partition the genes are in */
 	char	   *src_name;
 	char	   *dst_name;
 	char	   *src_table;		/* qualified and quoted, on the source */
@@ -122,57 +212,31 @@ typedef struct Move
 	char	   *dst_rel;		/* of src_table) */
 	char	   *id_col;			/* the ID column on the shards, unquoted */
 	int			dest_created;	/* 1 created by the move, 0 reused, -1 not yet */
-	int			fence_id;		/* 0: none yet */
-	Oid			sub_oid;		/* the subscription on the destination */
-	Oid			mover;			/* the role that runs the move */
-	bool		parent_held;	/* the parent's session lock (MoveHoldParent) */
-	MoveStateId state;			/* as committed in snowseq_moves */
-	char	   *node;			/* this router's node id */
-	/* what the router needs for the new foreign table */
-	char	   *new_cols;
-	char	   *new_opts;
-	char	   *new_colopts;
-	/* sessions */
-	RemoteConn *src;
-	RemoteConn *lock;			/* source: holds the fence locks and the source
-								 * transaction */
-	int			lock_pid;		/* its backend there */
-	RemoteConn *dst;
-	RemoteConn *dst_lock;		/* a revert's destination: holds its transaction there */
-	TimestampTz blocked_at;
-	TimestampTz copy_start;		/* the copy's clock, for its notices */
-	TimestampTz copy_noticed;
-	TimestampTz copy_probed;
-	bool		copied;			/* the copy is done and caught up */
-	List	   *report;			/* MoveReport */
-	bool		leftovers;		/* something could not be removed */
-	bool		fence_moved;	/* MoveUndoFence: the source says it switched */
-	int			switch_wait_ms; /* MoveLockParentOnce: 0 NOWAIT, or lock_timeout */
-	bool		keys_locked;	/* the source transaction locked tables of a foreign key */
-	/* the subscription's errors, as MoveCheckSubscription saw them */
-	int64		sub_errors;		/* errors PostgreSQL counted so far */
-	int			sub_failures;	/* of them in a row: the same error, no progress */
-	char	   *sub_error;		/* the last error's SQLSTATE and text */
-	char	   *sub_done;		/* what the subscription had done at that error */
-	char	   *ext;			/* quoted schema of snowseq on this server */
-	MemoryContext cxt;
-	/* keeping the source current after the switch, and reverts */
-	int			revert_window;	/* seconds to keep it revertable (0: finish) */
-	char	   *back_lsn;		/* the destination's WAL position at the block */
-	int64		reverts;		/* a revert: the move it reverts (0: none) */
-	struct Move *revert_of;		/* a revert: the Move of that table it reverts */
-	/* cleanup: the recorded object this Move stands for (CleanupRecorded) */
-	MoveObjectKind obj_kind;
-	char	   *obj_name;
-	/* a merge (merge.c) whose steps run through this Move, or NULL */
-	void	   *merge;
-	/* the placement group: one Move per table, the first one leads */
-	struct Move *lead;			/* NULL: this one leads */
-	List	   *members;		/* the lead's: the other tables' Moves */
+	MoveNewPart newpart;		/* the router's foreign table on the new table */
+	MoveSessions sess;
+	MoveCopyTrack copy;
+	MoveSwitchHold hold;
+	MoveGroupPart group;
+	MoveRevertPart revert;
+	struct MergeTable *merge;	/* a merge whose steps run through this Move, or NULL */
 } Move;
 
+/*
+ * One object a move recorded in snowseq_move_objects, as cleanup drops it
+ * (CleanupRecorded): the Move of its move (id, token, table, genes, and
+ * the server in src_name), the object, and its move's lead.
+ */
+typedef struct MoveCleanupItem
+{
+	Move	   *move;
+	MoveObjectKind kind;
+	char	   *name;
+	char	   *lead_token;		/* the lead's token, which marks the table back */
+	MoveStateId lead_state;		/* over: done, failed, rollback or reverted */
+} MoveCleanupItem;
+
 /* The Move that leads a move's group (itself, if it leads). */
-#define MoveLead(m)		((m)->lead ? (m)->lead : (m))
+#define MoveLead(m)		((m)->group.lead ? (m)->group.lead : (m))
 
 typedef void (*MoveStep) (Move *m);
 
@@ -198,6 +262,7 @@ extern void MoveCheckNonAtomic(FunctionCallInfo fcinfo, const char *what);
 extern void MoveSleep(long ms);
 extern double MsSince(TimestampTz t);
 extern char *MoveExt(Move *m, const char *name);
+extern char *MoveOpExt(MoveOp *op, const char *name);
 extern char *MoveRemoteExt(RemoteConn *rc, const char *name);
 extern char *Int8Arg(bool has, int64 v);
 extern void MoveCancelAutovacuum(RemoteConn *rc, List *tables);
@@ -217,6 +282,7 @@ extern RemoteConn *MoveHolder(Move *m);
 extern MoveSchemaTables *MoveTables(Move *m);
 extern void MoveCloseSessions(Move *m);
 extern Move *MoveNew(const char *ext);
+extern MoveOp *MoveOpNew(const char *ext);
 extern Move *MoveNewMember(Move *lead, Oid parent);
 extern List *MoveGroup(Move *m);
 extern List *MoveGroupTables(Move *m, bool dst, bool created_only);

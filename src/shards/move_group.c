@@ -114,7 +114,7 @@ MovePlacementGroup(Move *m, const char *to_server)
 	ListCell   *lc;
 
 	/* a catalog older than the library: one table at a time */
-	if (!MoveGroupsRecorded(m->ext))
+	if (!MoveGroupsRecorded(m->op.ext))
 	{
 		if (!OidIsValid(m->parent))
 			ereport(ERROR,
@@ -124,7 +124,7 @@ MovePlacementGroup(Move *m, const char *to_server)
 		return list_make1_oid(m->parent);
 	}
 
-	tables = MoveGeneShardedTables(m->ext);
+	tables = MoveGeneShardedTables(m->op.ext);
 	if (OidIsValid(m->parent))
 	{
 		if (!list_member_oid(tables, m->parent))
@@ -220,7 +220,7 @@ MoveCheckGroupKeys(Move *m, RemoteConn *rc, bool lock)
 									   child->src_table, parent->src_table),
 						  "lock the tables of a foreign key", state))
 			{
-				MoveLead(m)->keys_locked = true;
+				MoveLead(m)->hold.keys_locked = true;
 				break;
 			}
 			if (strcmp(state, "55P03") != 0 || attempt == MOVE_KEYS_LOCK_ATTEMPTS)

@@ -41,7 +41,7 @@
 char *
 MoveKeepView(Move *m)
 {
-	return psprintf("%s_keep_%d", MoveLead(m)->token, m->fence_id);
+	return psprintf("%s_keep_%d", MoveLead(m)->op.token, m->hold.fence_id);
 }
 
 /* The keep view, qualified and quoted, on the source. */
@@ -120,7 +120,7 @@ MovePointPartition(Move *m, bool to_view)
 				 "FROM pg_catalog.pg_foreign_table f, pg_catalog.pg_options_to_table(f.ftoptions) o "
 				 "WHERE f.ftrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
 				 "AND o.option_name OPERATOR(pg_catalog.=) ANY (ARRAY['schema_name', 'table_name'])",
-				 SQL_ARGS(m->part_q), SPI_OK_SELECT);
+				 SQL_ARGS(m->part.q), SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -141,7 +141,7 @@ MovePointPartition(Move *m, bool to_view)
 	if (there && strcmp(set_nsp, "SET") == 0 && strcmp(set_rel, "SET") == 0)
 		return;
 	SpiRun(psprintf("ALTER FOREIGN TABLE %s OPTIONS (%s schema_name %s, %s table_name %s)",
-					m->part_q, set_nsp, quote_literal_cstr(m->dst_nsp), set_rel, quote_literal_cstr(rel)),
+					m->part.q, set_nsp, quote_literal_cstr(m->dst_nsp), set_rel, quote_literal_cstr(rel)),
 		   SPI_OK_UTILITY);
 }
 
@@ -149,12 +149,12 @@ MovePointPartition(Move *m, bool to_view)
 static bool
 MovePartitionReadsView(Move *m)
 {
-	char	   *v = SpiValueParams(m->cxt, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_foreign_table f, "
+	char	   *v = SpiValueParams(m->op.cxt, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_foreign_table f, "
 								   "pg_catalog.pg_options_to_table(f.ftoptions) o "
 								   "WHERE f.ftrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text) "
 								   "AND o.option_name OPERATOR(pg_catalog.=) 'table_name' "
 								   "AND o.option_value OPERATOR(pg_catalog.=) $2::pg_catalog.text",
-								   SQL_ARGS(m->part_q, MoveKeepView(m)));
+								   SQL_ARGS(m->part.q, MoveKeepView(m)));
 
 	return strcmp(v, "0") != 0;
 }
@@ -169,15 +169,15 @@ MoveReadsView(Move *t)
 /*
  * One try at the locks of the partitions of a group that read keep views
  * (LOCK TABLE does not take foreign tables): without waiting, or waiting
- * switch_wait_ms for each.
+ * hold.wait_ms for each.
  */
 static void
 MoveLockPartitionsOnce(Move *m)
 {
 	ListCell   *lc;
 
-	if (m->switch_wait_ms > 0)
-		SpiRun(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", m->switch_wait_ms), SPI_OK_SELECT);
+	if (m->hold.wait_ms > 0)
+		SpiRun(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", m->hold.wait_ms), SPI_OK_SELECT);
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
@@ -185,16 +185,16 @@ MoveLockPartitionsOnce(Move *m)
 
 		if (!MoveReadsView(t))
 			continue;
-		relid = pg_strtoint64(SpiValueParams(m->cxt, "SELECT $1::pg_catalog.regclass::pg_catalog.oid",
-											 SQL_ARGS(t->part_q)));
-		if (m->switch_wait_ms > 0)
+		relid = pg_strtoint64(SpiValueParams(m->op.cxt, "SELECT $1::pg_catalog.regclass::pg_catalog.oid",
+											 SQL_ARGS(t->part.q)));
+		if (m->hold.wait_ms > 0)
 			LockRelationOid(relid, AccessExclusiveLock);
 		else if (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("could not obtain lock on relation %s", t->part_q)));
+					 errmsg("could not obtain lock on relation %s", t->part.q)));
 	}
-	if (m->switch_wait_ms > 0)
+	if (m->hold.wait_ms > 0)
 		SpiRun("SELECT pg_catalog.set_config('lock_timeout', '0', true)", SPI_OK_SELECT);
 }
 
@@ -222,7 +222,7 @@ MovePointBack(Move *m)
 		return;
 	/* all the waits of one try together stay under deadlock_timeout */
 	cap = Max(DeadlockTimeout / (2 * n), 10);
-	m->switch_wait_ms = 0;
+	m->hold.wait_ms = 0;
 	for (;;)
 	{
 		ErrorData  *err = MoveTry(m, MoveLockPartitionsOnce);
@@ -233,8 +233,8 @@ MovePointBack(Move *m)
 			MsSince(start) > MOVE_SWITCH_BUDGET_MS)
 			ReThrowError(err);
 		if (MsSince(start) > MOVE_POINT_NOWAIT_MS)
-			m->switch_wait_ms = Min(Max(m->switch_wait_ms * 2, 10), cap);
-		MoveSleep(m->switch_wait_ms == 0 ? 5 : 20);
+			m->hold.wait_ms = Min(Max(m->hold.wait_ms * 2, 10), cap);
+		MoveSleep(m->hold.wait_ms == 0 ? 5 : 20);
 	}
 	foreach(lc, MoveGroup(m))
 	{
@@ -253,7 +253,7 @@ MovePointBack(Move *m)
 void
 MoveRecordKeepView(Move *m)
 {
-	if (m->kind != MOVE_KIND_WHOLE && m->reverts == 0)
+	if (m->kind != MOVE_KIND_WHOLE && m->revert.reverts == 0)
 		MoveRecordObject(m, m->src_name, MOVE_OBJECT_VIEW, MoveKeepViewQ(m));
 }
 
@@ -261,7 +261,7 @@ MoveRecordKeepView(Move *m)
 void
 MoveDropKeepViewOf(Move *m)
 {
-	if (m->kind != MOVE_KIND_WHOLE && m->fence_id != 0)
+	if (m->kind != MOVE_KIND_WHOLE && m->hold.fence_id != 0)
 	{
 		RemoteCommand(MoveSrc(m), psprintf("DROP VIEW IF EXISTS %s", MoveKeepViewQ(m)), "drop the view of the rows that stay");
 		MoveForgetObject(m, m->src_name, MOVE_OBJECT_VIEW, MoveKeepViewQ(m));

@@ -11,9 +11,11 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "foreign/foreign.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "move_cleanup.h"
 #include "move_common.h"
@@ -55,28 +57,29 @@ CleanupObjectThere(RemoteConn *rc, MoveObjectKind kind, const char *name)
 }
 
 /*
- * Step (on a Move that stands for one recorded object: o->src_name its
- * server, o->obj_kind and o->obj_name the object, o->token the token of
- * its move, o->parent_q the token of its move's lead, o->state the lead's
+ * Step (on one recorded object: o->move->src_name its server, o->kind and
+ * o->name the object, o->move->op.token the token of its move,
+ * o->lead_token the token of its move's lead, o->lead_state the lead's
  * state, which is over): drop an object a move recorded, if it is there.
  * A prepared transaction commits if its move switched (done, or reverted
  * since), else it rolls back; a table is dropped only if it is the move's
  * (its mark says so); the caller decided on a keep view.
  */
 static void
-CleanupRecordedOne(Move *o)
+CleanupRecordedOne(MoveCleanupItem *o)
 {
-	RemoteConn *rc = MoveSrc(o);
-	const char *name = o->obj_name;
-	char	   *object = psprintf("%s %s", MoveObjectName(o->obj_kind), name);
+	Move	   *m = o->move;
+	RemoteConn *rc = MoveSrc(m);
+	const char *name = o->name;
+	char	   *object = psprintf("%s %s", MoveObjectName(o->kind), name);
 	char	   *action = "dropped";
 	char	   *v;
 
-	if (!CleanupObjectThere(rc, o->obj_kind, name))
+	if (!CleanupObjectThere(rc, o->kind, name))
 		action = NULL;
-	else if (o->obj_kind == MOVE_OBJECT_PUBLICATION)
+	else if (o->kind == MOVE_OBJECT_PUBLICATION)
 		RemoteCommand(rc, psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(name)), "drop the publication");
-	else if (o->obj_kind == MOVE_OBJECT_SLOT)
+	else if (o->kind == MOVE_OBJECT_SLOT)
 	{
 		v = RemoteValueParams(rc, "SELECT coalesce(pg_catalog.pg_size_pretty(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), "
 							  "restart_lsn)), '?') FROM pg_catalog.pg_replication_slots "
@@ -85,18 +88,18 @@ CleanupRecordedOne(Move *o)
 		MoveDropSlotNamed(rc, name);
 		action = psprintf("dropped (it kept %s of WAL)", v ? v : "?");
 	}
-	else if (o->obj_kind == MOVE_OBJECT_SUBSCRIPTION)
+	else if (o->kind == MOVE_OBJECT_SUBSCRIPTION)
 		(void) MoveDropSubscriptionNamed(rc, name, false);
-	else if (o->obj_kind == MOVE_OBJECT_FENCE)
+	else if (o->kind == MOVE_OBJECT_FENCE)
 	{
 		v = RemoteValueParams(rc, psprintf("SELECT %s($1::pg_catalog.text)", MoveRemoteExt(rc, "snowseq_fence_drop")),
 							  SQL_ARGS(name), "remove the fence");
 		action = strcmp(v, "t") == 0 ? "removed" : NULL;
 	}
-	else if (o->obj_kind == MOVE_OBJECT_PREPARED)
+	else if (o->kind == MOVE_OBJECT_PREPARED)
 	{
 		/* it holds its table for ever: the record decides, or presumed abort */
-		bool		commit = o->state == MOVE_STATE_DONE || o->state == MOVE_STATE_REVERTED;
+		bool		commit = o->lead_state == MOVE_STATE_DONE || o->lead_state == MOVE_STATE_REVERTED;
 
 		/* COMMIT PREPARED takes no parameters: the name is quoted */
 		RemoteCommand(rc, commit ? psprintf("COMMIT PREPARED %s", quote_literal_cstr(name)) :
@@ -104,31 +107,64 @@ CleanupRecordedOne(Move *o)
 					  "resolve the prepared transaction");
 		action = commit ? "committed" : "rolled back";
 	}
-	else if (o->obj_kind == MOVE_OBJECT_VIEW)
+	else if (o->kind == MOVE_OBJECT_VIEW)
 		RemoteCommand(rc, psprintf("DROP VIEW IF EXISTS %s", name), "drop the view of the rows that stayed");
-	else if (o->obj_kind == MOVE_OBJECT_COPY)
+	else if (o->kind == MOVE_OBJECT_COPY)
 	{
 		/* the move's half copy only: its mark names the move */
 		v = RemoteValueParams(rc, "SELECT pg_catalog.obj_description(pg_catalog.to_regclass($1::pg_catalog.text), 'pg_class') "
-							  "OPERATOR(pg_catalog.=) $2::pg_catalog.text", SQL_ARGS(name, MoveCopyMark(o)),
+							  "OPERATOR(pg_catalog.=) $2::pg_catalog.text", SQL_ARGS(name, MoveCopyMark(m)),
 							  "look up the copy");
 		if (v != NULL && strcmp(v, "t") == 0)
 			RemoteCommand(rc, psprintf("DROP TABLE IF EXISTS %s", name), "drop the half copy");
 		else
 			action = NULL;
 	}
-	else if (o->obj_kind == MOVE_OBJECT_TABLE)
+	else if (o->kind == MOVE_OBJECT_TABLE)
 	{
 		/* marked after the move's leading token */
-		Move	   *lead = MoveNew(o->ext);
+		Move	   *lead = MoveNew(m->op.ext);
 
-		lead->token = o->parent_q;
+		lead->op.token = o->lead_token;
 		MoveBackDropTable(rc, name, MoveBackMark(lead));
-		MemoryContextDelete(lead->cxt);
+		MemoryContextDelete(lead->op.cxt);
 	}
-	MoveForgetObject(o, o->src_name, o->obj_kind, name);
+	MoveForgetObject(m, m->src_name, o->kind, name);
 	if (action != NULL)
-		MoveNote(o, o->src_name, object, action);
+		MoveNote(m, m->src_name, object, action);
+}
+
+/*
+ * Run CleanupRecordedOne in a subtransaction, as MoveTry runs a step of a
+ * move: the error it raised, in the move's memory, or NULL.
+ */
+static ErrorData *
+CleanupRecordedTry(MoveCleanupItem *o)
+{
+	MemoryContext old = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(old);
+	PG_TRY();
+	{
+		CleanupRecordedOne(o);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(old);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(o->move->op.cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(old);
+		CurrentResourceOwner = owner;
+	}
+	PG_END_TRY();
+	return edata;
 }
 
 /*
@@ -137,18 +173,18 @@ CleanupRecordedOne(Move *o)
  * partitions read the tables again only once it commits).
  */
 static char *
-CleanupViewKept(Move *o, bool finished_now)
+CleanupViewKept(MoveCleanupItem *o, bool finished_now)
 {
 	if (finished_now)
 		return "kept: its move finished in this transaction (the next cleanup drops it)";
-	if (strcmp(SpiValueParams(o->cxt, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_foreign_table f "
+	if (strcmp(SpiValueParams(o->move->op.cxt, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_foreign_table f "
 							  "JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) f.ftserver, "
 							  "pg_catalog.pg_options_to_table(f.ftoptions) x "
 							  "WHERE s.srvname OPERATOR(pg_catalog.=) $1::pg_catalog.name "
 							  "AND x.option_name OPERATOR(pg_catalog.=) 'table_name' "
 							  "AND x.option_value OPERATOR(pg_catalog.=) (pg_catalog.parse_ident($2::pg_catalog.text))"
 							  "[pg_catalog.array_length(pg_catalog.parse_ident($2::pg_catalog.text), 1)]",
-							  SQL_ARGS(o->src_name, o->obj_name)), "0") != 0)
+							  SQL_ARGS(o->move->src_name, o->name)), "0") != 0)
 		return "kept: a partition of the router reads it";
 	return NULL;
 }
@@ -162,7 +198,7 @@ CleanupViewKept(Move *o, bool finished_now)
  * its undo kept it, the copy may be all there is of the rows.
  */
 void
-CleanupRecorded(Move *collect)
+CleanupRecorded(MoveOp *collect)
 {
 	SPITupleTable *rows;
 	uint64		n;
@@ -177,7 +213,7 @@ CleanupRecorded(Move *collect)
 					"LEFT JOIN %s lead ON lead.move_id OPERATOR(pg_catalog.=) coalesce(m.group_move, m.move_id) "
 					"WHERE lead.move_id IS NULL OR lead.state OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[]) "
 					"ORDER BY o.move_id, o.kind::pg_catalog.text OPERATOR(pg_catalog.=) $1::pg_catalog.text DESC, o.kind DESC",
-					MoveExt(collect, "snowseq_move_objects"), MoveExt(collect, "snowseq_moves"), MoveExt(collect, "snowseq_moves")),
+					MoveOpExt(collect, "snowseq_move_objects"), MoveOpExt(collect, "snowseq_moves"), MoveOpExt(collect, "snowseq_moves")),
 		   SQL_ARGS(MoveObjectName(MOVE_OBJECT_PREPARED),
 					MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_ROLLBACK, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
 		   SPI_OK_SELECT);
@@ -185,41 +221,46 @@ CleanupRecorded(Move *collect)
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
 	{
-		Move	   *o = MoveNew(collect->ext);
+		Move	   *m = MoveNew(collect->ext);
+		MoveCleanupItem item;
+		MoveCleanupItem *o = &item;
 		bool		isnull;
 		bool		finished_now;
 		char	   *kept = NULL;
 		ErrorData  *err;
-		MemoryContext old = MemoryContextSwitchTo(o->cxt);
+		MemoryContext old = MemoryContextSwitchTo(m->op.cxt);
+		char	   *object;
 
-		o->id = DatumGetInt64(SPI_getbinval(rows->vals[i], rows->tupdesc, 1, &isnull));
-		o->src_name = SPI_getvalue(rows->vals[i], rows->tupdesc, 2);
-		o->obj_kind = MoveObjectFromName(SPI_getvalue(rows->vals[i], rows->tupdesc, 3));
-		o->obj_name = SPI_getvalue(rows->vals[i], rows->tupdesc, 4);
-		o->parent_q = SPI_getvalue(rows->vals[i], rows->tupdesc, 5);
-		o->state = MoveStateFromName(SPI_getvalue(rows->vals[i], rows->tupdesc, 6));
+		memset(o, 0, sizeof(MoveCleanupItem));
+		o->move = m;
+		m->op.id = DatumGetInt64(SPI_getbinval(rows->vals[i], rows->tupdesc, 1, &isnull));
+		m->src_name = SPI_getvalue(rows->vals[i], rows->tupdesc, 2);
+		o->kind = MoveObjectFromName(SPI_getvalue(rows->vals[i], rows->tupdesc, 3));
+		o->name = SPI_getvalue(rows->vals[i], rows->tupdesc, 4);
+		o->lead_token = SPI_getvalue(rows->vals[i], rows->tupdesc, 5);
+		o->lead_state = MoveStateFromName(SPI_getvalue(rows->vals[i], rows->tupdesc, 6));
+		m->op.state = o->lead_state;
 		finished_now = DatumGetBool(SPI_getbinval(rows->vals[i], rows->tupdesc, 7, &isnull));
-		o->token = SPI_getvalue(rows->vals[i], rows->tupdesc, 8);
-		o->parent = DatumGetObjectId(SPI_getbinval(rows->vals[i], rows->tupdesc, 9, &isnull));
-		o->first = DatumGetInt32(SPI_getbinval(rows->vals[i], rows->tupdesc, 10, &isnull));
-		o->last = DatumGetInt32(SPI_getbinval(rows->vals[i], rows->tupdesc, 11, &isnull));
+		m->op.token = SPI_getvalue(rows->vals[i], rows->tupdesc, 8);
+		m->parent = DatumGetObjectId(SPI_getbinval(rows->vals[i], rows->tupdesc, 9, &isnull));
+		m->first = DatumGetInt32(SPI_getbinval(rows->vals[i], rows->tupdesc, 10, &isnull));
+		m->last = DatumGetInt32(SPI_getbinval(rows->vals[i], rows->tupdesc, 11, &isnull));
+		object = psprintf("%s %s", MoveObjectName(o->kind), o->name);
 		MemoryContextSwitchTo(old);
-		if (o->token == NULL)
-			o->token = "";
-		if (o->obj_kind == MOVE_OBJECT_COPY && o->state == MOVE_STATE_ROLLBACK)
+		if (m->op.token == NULL)
+			m->op.token = "";
+		if (o->kind == MOVE_OBJECT_COPY && o->lead_state == MOVE_STATE_ROLLBACK)
 			kept = "kept: its move was undone with leftovers";
-		else if (o->obj_kind == MOVE_OBJECT_VIEW)
+		else if (o->kind == MOVE_OBJECT_VIEW)
 			kept = CleanupViewKept(o, finished_now);
 		if (kept != NULL)
-			MoveNote(o, o->src_name, psprintf("%s %s", MoveObjectName(o->obj_kind), o->obj_name), kept);
-		else if (GetForeignServerByName(o->src_name, true) == NULL)
-			MoveNote(o, o->src_name, psprintf("%s %s", MoveObjectName(o->obj_kind), o->obj_name),
-					 "kept: the server is not known here");
-		else if ((err = MoveTry(o, CleanupRecordedOne)) != NULL)
-			MoveNote(o, o->src_name, psprintf("%s %s", MoveObjectName(o->obj_kind), o->obj_name),
-					 psprintf("left: %s", err->message));
-		MoveCloseSessions(o);
-		MoveReportCopy(collect, o);
-		MemoryContextDelete(o->cxt);
+			MoveNote(m, m->src_name, object, kept);
+		else if (GetForeignServerByName(m->src_name, true) == NULL)
+			MoveNote(m, m->src_name, object, "kept: the server is not known here");
+		else if ((err = CleanupRecordedTry(o)) != NULL)
+			MoveNote(m, m->src_name, object, psprintf("left: %s", err->message));
+		MoveCloseSessions(m);
+		MoveReportCopy(collect, &m->op);
+		MemoryContextDelete(m->op.cxt);
 	}
 }

@@ -8,6 +8,6 @@
 
 #include "move_common.h"
 
-extern void CleanupRecorded(Move *collect);
+extern void CleanupRecorded(MoveOp *collect);
 
 #endif							/* SNOWSEQ_MOVE_ORPHANS_H */

@@ -101,8 +101,8 @@ MoveParentKey(Move *m)
 	PartitionKey key;
 	char	   *col;
 
-	m->parent_rel = MemoryContextStrdup(m->cxt, RelationGetRelationName(rel));
-	m->parent_q = MemoryContextStrdup(m->cxt,
+	m->parent_rel = MemoryContextStrdup(m->op.cxt, RelationGetRelationName(rel));
+	m->parent_q = MemoryContextStrdup(m->op.cxt,
 									  quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 																 m->parent_rel));
 	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
@@ -117,7 +117,7 @@ MoveParentKey(Move *m)
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 				 errmsg("table \"%s\" must be partitioned by range on one bigint column", m->parent_rel),
 				 errhint("Moves take genes of a table partitioned by range on its bigint ID.")));
-	col = MemoryContextStrdup(m->cxt, get_attname(m->parent, key->partattrs[0], false));
+	col = MemoryContextStrdup(m->op.cxt, get_attname(m->parent, key->partattrs[0], false));
 	table_close(rel, NoLock);
 	return col;
 }
@@ -151,7 +151,7 @@ MovePartGenes(Move *m, MovePartBound *b, int *first, int *last)
 char *
 MoveParentColumns(Move *m)
 {
-	return SpiValue(m->cxt, psprintf(
+	return SpiValue(m->op.cxt, psprintf(
 									 "SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) "
 									 "pg_catalog.format_type(a.atttypid, a.atttypmod) OPERATOR(pg_catalog.||) "
 									 "CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
@@ -174,12 +174,12 @@ MoveForeignOptions(Move *m, Oid rel, char **opts, char **colopts)
 	char	   *relid = psprintf("%u", rel);
 
 	/* text for the OPTIONS clauses of a new foreign table (DDL): values quoted as its literals */
-	*opts = SpiValueParams(m->cxt, "SELECT pg_catalog.string_agg(pg_catalog.format(', %I %L', option_name, option_value), '') "
+	*opts = SpiValueParams(m->op.cxt, "SELECT pg_catalog.string_agg(pg_catalog.format(', %I %L', option_name, option_value), '') "
 						   "FROM pg_catalog.pg_options_to_table((SELECT ftoptions FROM pg_catalog.pg_foreign_table "
 						   "WHERE ftrelid OPERATOR(pg_catalog.=) $1::pg_catalog.oid)) "
 						   "WHERE option_name OPERATOR(pg_catalog.<>) ALL (ARRAY['schema_name', 'table_name'])",
 						   SQL_ARGS(relid));
-	*colopts = SpiValueParams(m->cxt, "SELECT pg_catalog.string_agg(', ALTER COLUMN ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname) "
+	*colopts = SpiValueParams(m->op.cxt, "SELECT pg_catalog.string_agg(', ALTER COLUMN ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname) "
 							  "OPERATOR(pg_catalog.||) ' OPTIONS (' OPERATOR(pg_catalog.||) (SELECT pg_catalog.string_agg("
 							  "pg_catalog.format('%I %L', o.option_name, o.option_value), ', ') "
 							  "FROM pg_catalog.pg_options_to_table(a.attfdwoptions) o) "

@@ -75,12 +75,12 @@ MovePartition(Move *m)
 					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 					 errmsg("partition \"%s\" of table \"%s\" is not a foreign table", name, m->parent_rel),
 					 errhint("Moves take genes from a postgres_fdw foreign table to another server.")));
-		m->part_q = MemoryContextStrdup(m->cxt,
+		m->part.q = MemoryContextStrdup(m->op.cxt,
 										quote_qualified_identifier(get_namespace_name(get_rel_namespace(part)), name));
-		m->part_has_lo = b->has_lo;
-		m->part_lo = b->lo;
-		m->part_has_hi = b->has_hi;
-		m->part_hi = b->hi;
+		m->part.has_lo = b->has_lo;
+		m->part.lo = b->lo;
+		m->part.has_hi = b->has_hi;
+		m->part.hi = b->hi;
 		pfirst = f;
 		plast = l;
 	}
@@ -147,7 +147,7 @@ MoveCheckMap(Move *m)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("snowseq_shard_map gives genes %d to %d to \"%s\", but partition %s reads them from server \"%s\"",
-							g, Min(upper, m->last), shard, m->part_q, m->src_name),
+							g, Min(upper, m->last), shard, m->part.q, m->src_name),
 					 errhint("Make the map name the foreign server of each partition before moving genes.")));
 		g = upper + 1;
 	}
@@ -176,7 +176,7 @@ MovePlan(Move *m, const char *to_server)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("genes %d to %d are not a gene range", m->first, m->last),
 				 errhint("Genes go from 0 to %d, and the first is not above the last.", SNOWSEQ_MAX_GENE)));
-	v = SpiValue(m->cxt, psprintf("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class "
+	v = SpiValue(m->op.cxt, psprintf("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class "
 								  "WHERE oid OPERATOR(pg_catalog.=) %u", m->parent));
 	if (v == NULL || v[0] != 't')
 		ereport(ERROR,
@@ -184,10 +184,10 @@ MovePlan(Move *m, const char *to_server)
 				 errmsg("must be owner of table %s", m->parent_rel)));
 
 	part = MovePartition(m);
-	src = MovePartitionServer(part, m->part_q);
-	m->src_name = MemoryContextStrdup(m->cxt, src->servername);
+	src = MovePartitionServer(part, m->part.q);
+	m->src_name = MemoryContextStrdup(m->op.cxt, src->servername);
 	dst = MoveServer(to_server);
-	m->dst_name = MemoryContextStrdup(m->cxt, dst->servername);
+	m->dst_name = MemoryContextStrdup(m->op.cxt, dst->servername);
 	(void) MoveServer(m->src_name);
 	if (src->serverid == dst->serverid)
 		ereport(ERROR,
@@ -198,13 +198,13 @@ MovePlan(Move *m, const char *to_server)
 
 	/* the remote table and ID column, as postgres_fdw resolves them */
 	MoveForeignNames(part, key, &schema, &table, &col);
-	m->src_table = MemoryContextStrdup(m->cxt, quote_qualified_identifier(schema, table));
-	m->id_col = MemoryContextStrdup(m->cxt, col);
-	m->dst_nsp = MemoryContextStrdup(m->cxt, schema);
-	m->src_rel = MemoryContextStrdup(m->cxt, table);
+	m->src_table = MemoryContextStrdup(m->op.cxt, quote_qualified_identifier(schema, table));
+	m->id_col = MemoryContextStrdup(m->op.cxt, col);
+	m->dst_nsp = MemoryContextStrdup(m->op.cxt, schema);
+	m->src_rel = MemoryContextStrdup(m->op.cxt, table);
 
 	/* everyone who reads the partition must be able to read the new one */
-	v = SpiValue(m->cxt, psprintf(
+	v = SpiValue(m->op.cxt, psprintf(
 								  "SELECT pg_catalog.string_agg(s.usename::text, ', ') FROM pg_catalog.pg_user_mappings s "
 								  "WHERE s.srvid OPERATOR(pg_catalog.=) %u AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_user_mappings d "
 								  "WHERE d.srvid OPERATOR(pg_catalog.=) %u AND (d.umuser OPERATOR(pg_catalog.=) s.umuser OR d.umuser OPERATOR(pg_catalog.=) 0))",
@@ -217,8 +217,8 @@ MovePlan(Move *m, const char *to_server)
 				 errhint("Create them first: after the move their queries would go to server \"%s\".", m->dst_name)));
 
 	/* the new foreign table: the parent's columns, the partition's options */
-	m->new_cols = MoveParentColumns(m);
-	MoveForeignOptions(m, part, &m->new_opts, &m->new_colopts);
+	m->newpart.cols = MoveParentColumns(m);
+	MoveForeignOptions(m, part, &m->newpart.opts, &m->newpart.colopts);
 }
 
 /* Whether a live move (one whose advisory lock is held) has this id. */
@@ -239,7 +239,7 @@ MoveIsLive(int64 id)
 char *
 MoveLocalNode(Move *m)
 {
-	char	   *node = MoveRecordsValue(m->ext, m->cxt, psprintf("SELECT node_id FROM %s", MoveExt(m, "snowseq_status")));
+	char	   *node = MoveRecordsValue(m->op.ext, m->op.cxt, psprintf("SELECT node_id FROM %s", MoveExt(m, "snowseq_status")));
 
 	if (node == NULL)
 		ereport(ERROR,
@@ -253,7 +253,7 @@ MoveLocalNode(Move *m)
 static int64
 MoveNextId(Move *m)
 {
-	return pg_strtoint64(MoveRecordsValueParams(m->ext, m->cxt,
+	return pg_strtoint64(MoveRecordsValueParams(m->op.ext, m->op.cxt,
 												"SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence($1::pg_catalog.text, 'move_id'))",
 												SQL_ARGS(MoveExt(m, "snowseq_moves"))));
 }
@@ -279,11 +279,11 @@ MoveInsertRecord(Move *t, const char *ext, const char *dest_created, const char 
 									   "$13::pg_catalog.text, $14::pg_catalog.text, $15::pg_catalog.text, $16::pg_catalog.text, "
 									   "$17::pg_catalog.bool, $18::pg_catalog.int8, $19::pg_catalog.oid, $20::pg_catalog.int8)",
 									   ext),
-						 SQL_ARGS(psprintf(INT64_FORMAT, t->id), psprintf("%u", t->parent),
+						 SQL_ARGS(psprintf(INT64_FORMAT, t->op.id), psprintf("%u", t->parent),
 								  psprintf("%d", t->first), psprintf("%d", t->last), t->src_name, t->dst_name,
-								  MoveKindName(t->kind), t->part_q, Int8Arg(t->part_has_lo, t->part_lo),
-								  Int8Arg(t->part_has_hi, t->part_hi), t->new_part_q, t->src_table,
-								  t->dst_table, t->id_col, t->token, MoveStateName(MOVE_STATE_PREPARE),
+								  MoveKindName(t->kind), t->part.q, Int8Arg(t->part.has_lo, t->part.lo),
+								  Int8Arg(t->part.has_hi, t->part.hi), t->newpart.q, t->src_table,
+								  t->dst_table, t->id_col, t->op.token, MoveStateName(MOVE_STATE_PREPARE),
 								  dest_created, reverts, psprintf("%u", GetUserId()), group_move),
 						 SPI_OK_INSERT);
 }
@@ -295,9 +295,9 @@ MoveRecordNew(Move *m)
 	char	   *part_rel;
 	char	   *name;
 
-	m->node = MoveLocalNode(m);
+	m->op.node = MoveLocalNode(m);
 	MoveLockStart();
-	MoveRecordsRunParams(m->ext, psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
+	MoveRecordsRunParams(m->op.ext, psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
 										  "FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
 										  "AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) ORDER BY move_id",
 										  MoveExt(m, "snowseq_moves"), m->parent),
@@ -318,7 +318,7 @@ MoveRecordNew(Move *m)
 		uint64		n = SPI_processed;
 		bool		live;
 
-		if ((l < m->first || f > m->last) && strcmp(part, m->part_q) != 0)
+		if ((l < m->first || f > m->last) && strcmp(part, m->part.q) != 0)
 			continue;
 		live = MoveIsLive(id);
 		SPI_tuptable = saved;
@@ -347,7 +347,7 @@ MoveRecordNew(Move *m)
 
 	/* nor a merge of these genes that is not over (merge.c) */
 	{
-		char	   *merge = MoveRecordsValueParams(m->ext, m->cxt,
+		char	   *merge = MoveRecordsValueParams(m->op.ext, m->op.cxt,
 												   psprintf("SELECT merge_id::pg_catalog.text OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) state OPERATOR(pg_catalog.||) ')' "
 															"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
 															"AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
@@ -363,7 +363,7 @@ MoveRecordNew(Move *m)
 					 errhint("Wait for it to end; snowseq_move_cleanup() ends one that was interrupted.")));
 	}
 
-	m->id = MoveNextId(m);
+	m->op.id = MoveNextId(m);
 
 	/*
 	 * Its objects are named after it: the router's node, this database and
@@ -373,26 +373,26 @@ MoveRecordNew(Move *m)
 	 * one server took one name, and the second one's undo dropped the
 	 * first one's slot.
 	 */
-	m->token = psprintf("snowseq_move_%s_%u_" INT64_FORMAT, m->node, MyDatabaseId, m->id);
-	m->token = MemoryContextStrdup(m->cxt, m->token);
+	m->op.token = psprintf("snowseq_move_%s_%u_" INT64_FORMAT, m->op.node, MyDatabaseId, m->op.id);
+	m->op.token = MemoryContextStrdup(m->op.cxt, m->op.token);
 
 	/* names of the new objects: the parent's, with the range */
 	name = psprintf("%s_g%d_%d", m->parent_rel, m->first, m->last);
 	part_rel = name;
 	if (OidIsValid(get_relname_relid(part_rel, get_rel_namespace(m->parent))))
-		part_rel = psprintf("%s_m" INT64_FORMAT, name, m->id);
+		part_rel = psprintf("%s_m" INT64_FORMAT, name, m->op.id);
 	if (strlen(part_rel) >= NAMEDATALEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_NAME_TOO_LONG),
 				 errmsg("the name of the new partition, \"%s\", is too long", part_rel),
 				 errhint("Use a shorter table name.")));
-	m->new_part_q = MemoryContextStrdup(m->cxt,
+	m->newpart.q = MemoryContextStrdup(m->op.cxt,
 										quote_qualified_identifier(get_namespace_name(get_rel_namespace(m->parent)),
 																   part_rel));
-	m->dst_rel = MemoryContextStrdup(m->cxt, name);
-	m->dst_table = MemoryContextStrdup(m->cxt, quote_qualified_identifier(m->dst_nsp, m->dst_rel));
+	m->dst_rel = MemoryContextStrdup(m->op.cxt, name);
+	m->dst_table = MemoryContextStrdup(m->op.cxt, quote_qualified_identifier(m->dst_nsp, m->dst_rel));
 
-	MoveInsertRecord(m, m->ext, NULL, NULL, NULL);
+	MoveInsertRecord(m, m->op.ext, NULL, NULL, NULL);
 	/*
 	 * What the move will make is recorded now, committed (MoveGenes) before
 	 * any of it is made: the lead's publication and slot on the source, its
@@ -403,21 +403,21 @@ MoveRecordNew(Move *m)
 	 * (MoveRecordSyncSlots, MoveRecordKeepView), each in a step that commits
 	 * before they are made.
 	 */
-	if (m->lead == NULL)
+	if (m->group.lead == NULL)
 	{
-		MoveRecordObject(m, m->src_name, MOVE_OBJECT_PUBLICATION, m->token);
-		MoveRecordObject(m, m->src_name, MOVE_OBJECT_SLOT, m->token);
-		MoveRecordObject(m, m->dst_name, MOVE_OBJECT_SUBSCRIPTION, m->token);
-		MoveRecordObject(m, m->src_name, MOVE_OBJECT_PREPARED, m->token);
+		MoveRecordObject(m, m->src_name, MOVE_OBJECT_PUBLICATION, m->op.token);
+		MoveRecordObject(m, m->src_name, MOVE_OBJECT_SLOT, m->op.token);
+		MoveRecordObject(m, m->dst_name, MOVE_OBJECT_SUBSCRIPTION, m->op.token);
+		MoveRecordObject(m, m->src_name, MOVE_OBJECT_PREPARED, m->op.token);
 	}
-	MoveRecordObject(m, m->src_name, MOVE_OBJECT_FENCE, m->token);
+	MoveRecordObject(m, m->src_name, MOVE_OBJECT_FENCE, m->op.token);
 	/*
 	 * Kept revertable after its switch: what the way back will make, too.
 	 */
-	if (m->revert_window > 0)
+	if (m->revert.window > 0)
 	{
-		MoveRecordSet(m, psprintf("revert_window = pg_catalog.make_interval(secs => %d)", m->revert_window));
-		if (m->lead == NULL)
+		MoveRecordSet(m, psprintf("revert_window = pg_catalog.make_interval(secs => %d)", m->revert.window));
+		if (m->group.lead == NULL)
 		{
 			MoveRecordObject(m, m->dst_name, MOVE_OBJECT_PUBLICATION, MoveBackName(m));
 			MoveRecordObject(m, m->dst_name, MOVE_OBJECT_SLOT, MoveBackName(m));
@@ -426,9 +426,9 @@ MoveRecordNew(Move *m)
 		if (strcmp(m->src_table, m->dst_table) != 0)
 			MoveRecordObject(m, m->dst_name, MOVE_OBJECT_TABLE, m->src_table);
 	}
-	m->state = MOVE_STATE_PREPARE;
+	m->op.state = MOVE_STATE_PREPARE;
 	/* held until the move ends: others see it running */
-	(void) MoveLock(m->id, true);
+	(void) MoveLock(m->op.id, true);
 }
 
 /*
@@ -444,31 +444,31 @@ MoveRecordNew(Move *m)
 Move *
 MoveRevertNew(Move *o)
 {
-	Move	   *r = MoveNew(o->ext);
+	Move	   *r = MoveNew(o->op.ext);
 	ListCell   *lc;
 
-	r->node = MoveLocalNode(r);
+	r->op.node = MoveLocalNode(r);
 	MoveLockStart();
 	foreach(lc, MoveGroup(o))
 	{
 		Move	   *ot = lfirst(lc);
-		Move	   *t = ot->lead == NULL ? r : MoveNewMember(r, ot->parent);
-		MemoryContext old = MemoryContextSwitchTo(r->cxt);
+		Move	   *t = ot->group.lead == NULL ? r : MoveNewMember(r, ot->parent);
+		MemoryContext old = MemoryContextSwitchTo(r->op.cxt);
 
-		t->revert_of = ot;
-		t->reverts = ot->id;
+		t->revert.of = ot;
+		t->revert.reverts = ot->op.id;
 		t->parent = ot->parent;
 		t->parent_q = pstrdup(ot->parent_q);
 		t->parent_rel = pstrdup(ot->parent_rel);
 		t->first = ot->first;
 		t->last = ot->last;
 		t->kind = ot->kind;
-		t->part_q = pstrdup(ot->part_q);
-		t->part_has_lo = ot->part_has_lo;
-		t->part_lo = ot->part_lo;
-		t->part_has_hi = ot->part_has_hi;
-		t->part_hi = ot->part_hi;
-		t->new_part_q = pstrdup(ot->new_part_q);
+		t->part.q = pstrdup(ot->part.q);
+		t->part.has_lo = ot->part.has_lo;
+		t->part.lo = ot->part.lo;
+		t->part.has_hi = ot->part.has_hi;
+		t->part.hi = ot->part.hi;
+		t->newpart.q = pstrdup(ot->newpart.q);
 		t->src_name = pstrdup(ot->dst_name);
 		t->dst_name = pstrdup(ot->src_name);
 		t->src_table = pstrdup(ot->dst_table);
@@ -478,18 +478,18 @@ MoveRevertNew(Move *o)
 		t->dst_nsp = pstrdup(ot->dst_nsp);
 		t->id_col = pstrdup(ot->id_col);
 		t->dest_created = 0;
-		t->token = MoveBackName(ot);
-		t->node = r->node;
-		t->id = MoveNextId(r);
+		t->op.token = MoveBackName(ot);
+		t->op.node = r->op.node;
+		t->op.id = MoveNextId(r);
 		MemoryContextSwitchTo(old);
-		MoveInsertRecord(t, r->ext, "false", psprintf(INT64_FORMAT, t->reverts), Int8Arg(t->lead != NULL, r->id));
-		t->state = MOVE_STATE_PREPARE;
-		(void) MoveLock(t->id, true);
-		MoveRecordObject(t, t->src_name, MOVE_OBJECT_FENCE, t->token);
+		MoveInsertRecord(t, r->op.ext, "false", psprintf(INT64_FORMAT, t->revert.reverts), Int8Arg(t->group.lead != NULL, r->op.id));
+		t->op.state = MOVE_STATE_PREPARE;
+		(void) MoveLock(t->op.id, true);
+		MoveRecordObject(t, t->src_name, MOVE_OBJECT_FENCE, t->op.token);
 	}
 	/* its transactions of the switch, one on each server, under one name */
-	MoveRecordObject(r, r->src_name, MOVE_OBJECT_PREPARED, r->token);
-	MoveRecordObject(r, r->dst_name, MOVE_OBJECT_PREPARED, r->token);
+	MoveRecordObject(r, r->src_name, MOVE_OBJECT_PREPARED, r->op.token);
+	MoveRecordObject(r, r->dst_name, MOVE_OBJECT_PREPARED, r->op.token);
 	return r;
 }
 
@@ -575,7 +575,7 @@ MoveDstHas(RemoteConn *rc, const char *table)
 char *
 MoveTableReadBy(Move *m, const char *server, const char *nsp, const char *rel)
 {
-	return SpiValueParams(m->cxt,
+	return SpiValueParams(m->op.cxt,
 						  "SELECT ft.ftrelid::pg_catalog.regclass::text FROM pg_catalog.pg_foreign_table ft "
 						  "JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) ft.ftserver "
 						  "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) ft.ftrelid "
@@ -594,7 +594,7 @@ MoveTableReadBy(Move *m, const char *server, const char *nsp, const char *rel)
 char *
 MoveCopyMark(Move *m)
 {
-	return psprintf("snowseq %s: copy in progress", m->token);
+	return psprintf("snowseq %s: copy in progress", m->op.token);
 }
 
 /*
@@ -668,7 +668,7 @@ MovePrepareChecks(Move *m)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("server \"%s\" has no snowseq.node_id", m->dst_name),
 				 errhint("Set snowseq.node_id there to a value no other server uses, and restart it.")));
-	if (strcmp(dst_node, m->node) == 0)
+	if (strcmp(dst_node, m->op.node) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("server \"%s\" has node id %s, the same as this server", m->dst_name, dst_node),
@@ -696,7 +696,7 @@ MovePrepareChecks(Move *m)
 				 errmsg("max_prepared_transactions is 0 on server \"%s\"", m->src_name),
 				 errhint("Set max_prepared_transactions to 1 or more on the source server and restart it: the switch commits there in two phases.")));
 	/* kept revertable: the destination publishes back, and a revert switches there in two phases */
-	if (m->revert_window > 0)
+	if (m->revert.window > 0)
 	{
 		v = RemoteValue(dst, "SELECT " MOVE_WAL_LEVEL_SQL " OPERATOR(pg_catalog.||) ' ' "
 						"OPERATOR(pg_catalog.||) pg_catalog.current_setting('max_prepared_transactions')",

@@ -41,7 +41,7 @@ MoveCreatePublication(Move *m)
 						 t->src_table, MoveIdCondition(t));
 	}
 	RemoteCommand(src, psprintf("CREATE PUBLICATION %s FOR %s WITH (publish = 'insert, update, delete')",
-								quote_identifier(m->token), tables.data),
+								quote_identifier(m->op.token), tables.data),
 				  "create the publication");
 }
 
@@ -107,9 +107,9 @@ MoveCreateSubscription(Move *m)
 	err = RemoteTryMessage(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s "
 													 "WITH (slot_name = %s, create_slot = true, copy_data = true, enabled = false, "
 													 "streaming = off, binary = false)",
-													 quote_identifier(m->token),
+													 quote_identifier(m->op.token),
 													 quote_literal_cstr(RemoteConninfo(GetForeignServerByName(m->src_name, false)->serverid)),
-													 quote_identifier(m->token), quote_literal_cstr(m->token)),
+													 quote_identifier(m->op.token), quote_literal_cstr(m->op.token)),
 									   "create the subscription", state);
 
 	if (err != NULL && ReplConnectFailed(state))
@@ -124,8 +124,8 @@ MoveCreateSubscription(Move *m)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
 				 errmsg("could not create the subscription on server \"%s\": %s", m->dst_name, err)));
-	v = MoveSubscriptionOid(dst, m->token);
-	m->sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
+	v = MoveSubscriptionOid(dst, m->op.token);
+	m->copy.sub_oid = v ? (Oid) strtoul(v, NULL, 10) : InvalidOid;
 }
 
 /*
@@ -148,7 +148,7 @@ MoveRecordSyncSlots(Move *m)
 										  "ELSE s.system_identifier::pg_catalog.numeric END) "
 										  "FROM pg_catalog.pg_subscription_rel r, pg_catalog.pg_control_system() s "
 										  "WHERE r.srsubid OPERATOR(pg_catalog.=) %u AND r.srsubstate OPERATOR(pg_catalog.<>) 'r' "
-										  "ORDER BY r.srrelid", m->sub_oid),
+										  "ORDER BY r.srrelid", m->copy.sub_oid),
 								 "list the tables of the subscription");
 
 	for (int i = 0; i < PQntuples(res); i++)
@@ -160,7 +160,7 @@ MoveRecordSyncSlots(Move *m)
 void
 MoveEnableSubscription(Move *m)
 {
-	RemoteCommand(MoveDst(m), psprintf("ALTER SUBSCRIPTION %s ENABLE", quote_identifier(m->token)),
+	RemoteCommand(MoveDst(m), psprintf("ALTER SUBSCRIPTION %s ENABLE", quote_identifier(m->op.token)),
 				  "enable the subscription");
 }
 
@@ -186,7 +186,7 @@ MoveSubscriptionDone(Move *m)
 								"coalesce((SELECT o.remote_lsn::pg_catalog.text FROM pg_catalog.pg_replication_origin_status o "
 								"WHERE o.external_id OPERATOR(pg_catalog.=) 'pg_%u'), '') "
 								"FROM pg_catalog.pg_subscription_rel r WHERE r.srsubid OPERATOR(pg_catalog.=) %u",
-								m->sub_oid, m->sub_oid),
+								m->copy.sub_oid, m->copy.sub_oid),
 					   "read what the subscription has done");
 }
 
@@ -226,11 +226,11 @@ MoveCheckSubscription(Move *m, const char *errors)
 	char	   *error;
 	char	   *done;
 
-	if (n <= lead->sub_errors)
+	if (n <= lead->copy.sub_errors)
 		return;
 	dst = MoveDst(m);
 	res = RemoteExec(dst, psprintf("SELECT sqlstate, message FROM %s(%u)",
-								   MoveRemoteExt(dst, "snowseq_subscription_error"), lead->sub_oid),
+								   MoveRemoteExt(dst, "snowseq_subscription_error"), lead->copy.sub_oid),
 					 "read the error of the subscription");
 	if (PQntuples(res) == 1)
 	{
@@ -240,16 +240,16 @@ MoveCheckSubscription(Move *m, const char *errors)
 	PQclear(res);
 	error = psprintf("%s %s", sqlstate ? sqlstate : "?", text ? text : "?");
 	done = MoveSubscriptionDone(m);
-	if (lead->sub_error != NULL && strcmp(lead->sub_error, error) == 0 &&
-		lead->sub_done != NULL && strcmp(lead->sub_done, done) == 0)
-		lead->sub_failures += n - lead->sub_errors;
+	if (lead->copy.sub_error != NULL && strcmp(lead->copy.sub_error, error) == 0 &&
+		lead->copy.sub_done != NULL && strcmp(lead->copy.sub_done, done) == 0)
+		lead->copy.sub_failures += n - lead->copy.sub_errors;
 	else
-		lead->sub_failures = n - lead->sub_errors;
-	lead->sub_errors = n;
-	lead->sub_error = MemoryContextStrdup(lead->cxt, error);
-	lead->sub_done = MemoryContextStrdup(lead->cxt, done);
+		lead->copy.sub_failures = n - lead->copy.sub_errors;
+	lead->copy.sub_errors = n;
+	lead->copy.sub_error = MemoryContextStrdup(lead->op.cxt, error);
+	lead->copy.sub_done = MemoryContextStrdup(lead->op.cxt, done);
 
-	if ((sqlstate != NULL && MoveErrorCannotHeal(sqlstate)) || lead->sub_failures >= MOVE_SUB_FAILURES)
+	if ((sqlstate != NULL && MoveErrorCannotHeal(sqlstate)) || lead->copy.sub_failures >= MOVE_SUB_FAILURES)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
 				 errmsg("copying genes %d to %d of table \"%s\" to server \"%s\" failed: %s",
@@ -257,12 +257,12 @@ MoveCheckSubscription(Move *m, const char *errors)
 						text ? text : "the subscription reported errors"),
 				 text == NULL ?
 				 errdetail("The subscription's workers failed %d times in a row, making no progress in between.",
-						   lead->sub_failures) :
+						   lead->copy.sub_failures) :
 				 sqlstate != NULL && MoveErrorCannotHeal(sqlstate) ?
 				 errdetail("The subscription's worker failed with SQLSTATE %s, an error that retrying does not heal.",
 						   sqlstate) :
 				 errdetail("The subscription's workers failed %d times in a row with this error (SQLSTATE %s), "
-						   "making no progress in between.", lead->sub_failures, sqlstate),
+						   "making no progress in between.", lead->copy.sub_failures, sqlstate),
 				 errhint("Remove its cause on server \"%s\" (its log has the context), then move the genes again: "
 						 "the move was undone.", m->dst_name)));
 	ereport(NOTICE,
@@ -316,7 +316,7 @@ MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 
 	for (;;)
 	{
-		PGresult   *res = RemoteExecParams(MoveDst(m), sql, SQL_ARGS(lsn, m->token),
+		PGresult   *res = RemoteExecParams(MoveDst(m), sql, SQL_ARGS(lsn, m->op.token),
 										   "read the subscription's progress");
 		bool		done = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 
@@ -349,13 +349,13 @@ MoveWaitApplied(Move *m, const char *lsn, int timeout_ms)
 void
 MoveDropSubscription(Move *m)
 {
-	char	   *oid = MoveSubscriptionOid(MoveDst(m), m->token);
+	char	   *oid = MoveSubscriptionOid(MoveDst(m), m->op.token);
 
 	if (oid == NULL)
 		return;
-	m->sub_oid = (Oid) strtoul(oid, NULL, 10);
+	m->copy.sub_oid = (Oid) strtoul(oid, NULL, 10);
 	MoveRecordSyncSlots(m);
-	(void) MoveDropSubscriptionNamed(MoveDst(m), m->token, false);
+	(void) MoveDropSubscriptionNamed(MoveDst(m), m->op.token, false);
 }
 
 /*
@@ -425,11 +425,11 @@ MoveDropSlots(Move *m)
 
 	foreach(lc, names)
 	{
-		if (strcmp(lfirst(lc), m->token) != 0)
+		if (strcmp(lfirst(lc), m->op.token) != 0)
 			synced_recorded = true;
 	}
 	/* the subscription's own slot, whatever was recorded */
-	names = lcons(m->token, names);
+	names = lcons(m->op.token, names);
 
 	/*
 	 * A move that made its subscription records its table-sync slots before
@@ -438,8 +438,8 @@ MoveDropSlots(Move *m)
 	 * subscription's oid (the one comparison of a name left; it goes with
 	 * the update from 1.2).
 	 */
-	if (OidIsValid(m->sub_oid) && !synced_recorded)
-		legacy = psprintf("pg_%u_sync_", m->sub_oid);
+	if (OidIsValid(m->copy.sub_oid) && !synced_recorded)
+		legacy = psprintf("pg_%u_sync_", m->copy.sub_oid);
 	res = RemoteExecParams(src, "SELECT slot_name FROM pg_catalog.pg_replication_slots "
 						   "WHERE slot_name OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.name[]) "
 						   "OR pg_catalog.starts_with(slot_name::pg_catalog.text, $2::pg_catalog.text)",
@@ -456,7 +456,7 @@ MoveDropSlots(Move *m)
 void
 MoveDropPublication(Move *m)
 {
-	RemoteCommand(MoveSrc(m), psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(m->token)),
+	RemoteCommand(MoveSrc(m), psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(m->op.token)),
 				  "drop the publication");
 }
 
@@ -478,13 +478,13 @@ MoveCopyState(Move *m, char **rows)
 							   "LEFT JOIN pg_catalog.pg_stat_subscription_stats st ON st.subid OPERATOR(pg_catalog.=) s.oid "
 							   "WHERE s.oid OPERATOR(pg_catalog.=) " REPL_SUBSCRIPTION(1) " GROUP BY s.oid",
 							   MoveSubErrorsSql(MoveDst(m), "st"));
-	PGresult   *res = RemoteExecParams(MoveDst(m), sql, SQL_ARGS(m->token), "read the state of the copy");
+	PGresult   *res = RemoteExecParams(MoveDst(m), sql, SQL_ARGS(m->op.token), "read the state of the copy");
 	bool		ready;
 
 	if (PQntuples(res) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("subscription %s on server \"%s\" is gone", m->token, m->dst_name)));
+				 errmsg("subscription %s on server \"%s\" is gone", m->op.token, m->dst_name)));
 	MoveCheckSubscription(m, PQgetvalue(res, 0, 1));
 	ready = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	if (!PQgetisnull(res, 0, 2))
@@ -514,7 +514,7 @@ MoveLagBytes(Move *m)
 	return RemoteValueParams(MoveSrc(m), "SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), "
 							 "confirmed_flush_lsn)::pg_catalog.int8 FROM pg_catalog.pg_replication_slots "
 							 "WHERE slot_name OPERATOR(pg_catalog.=) $1::pg_catalog.name",
-							 SQL_ARGS(m->token), "read the lag of the subscription");
+							 SQL_ARGS(m->op.token), "read the lag of the subscription");
 }
 
 /*
@@ -582,7 +582,7 @@ MoveBackAttach(Move *m)
 	StringInfoData roots;
 	ListCell   *lc;
 
-	m->back_lsn = MemoryContextStrdup(m->cxt, RemoteValue(dst, "SELECT pg_catalog.pg_current_wal_insert_lsn()::pg_catalog.text",
+	m->revert.back_lsn = MemoryContextStrdup(m->op.cxt, RemoteValue(dst, "SELECT pg_catalog.pg_current_wal_insert_lsn()::pg_catalog.text",
 														  "read the WAL position of the destination"));
 	initStringInfo(&sql);
 	initStringInfo(&roots);
@@ -633,7 +633,7 @@ MoveBackSubscribe(Move *m, bool advance)
 
 	if (advance)
 		RemoteCommandParams(dst, "SELECT pg_catalog.pg_replication_slot_advance($1::pg_catalog.name, $2::pg_catalog.pg_lsn)",
-							SQL_ARGS(name, lead->back_lsn), "start the replication back to the source at the block");
+							SQL_ARGS(name, lead->revert.back_lsn), "start the replication back to the source at the block");
 	if (MoveSubscriptionOid(src, name) != NULL)
 		return;
 	v = RemoteValue(src, "SELECT pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 160000",
@@ -668,7 +668,7 @@ MoveBackSubscribe(Move *m, bool advance)
 void
 MoveBackDetach(Move *m)
 {
-	(void) MoveDropSubscriptionNamed(MoveDst(m), m->token, true);
+	(void) MoveDropSubscriptionNamed(MoveDst(m), m->op.token, true);
 }
 
 /*

@@ -49,7 +49,7 @@
 static const char *
 MoveGid(Move *m)
 {
-	return m->token;
+	return m->op.token;
 }
 
 /*
@@ -90,14 +90,14 @@ MoveResolvePreparedOn(Move *m, RemoteConn *rc, const char *server, bool commit)
 	char	   *v = RemoteValueParams(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
 									  "WHERE gid OPERATOR(pg_catalog.=) $1::pg_catalog.text "
 									  "AND database OPERATOR(pg_catalog.=) pg_catalog.current_database()",
-									  SQL_ARGS(m->token), "look up the prepared source transaction");
+									  SQL_ARGS(m->op.token), "look up the prepared source transaction");
 
 	if (strcmp(v, "0") == 0)
 		return;
 	RemoteCommand(rc, commit ? psprintf("COMMIT PREPARED %s", quote_literal_cstr(MoveGid(m))) :
 				  psprintf("ROLLBACK PREPARED %s", quote_literal_cstr(MoveGid(m))),
 				  commit ? "commit the prepared source transaction" : "roll back the prepared source transaction");
-	MoveNote(m, server, psprintf("prepared transaction %s", m->token),
+	MoveNote(m, server, psprintf("prepared transaction %s", m->op.token),
 			 commit ? "committed" : "rolled back");
 }
 
@@ -112,7 +112,7 @@ void
 MoveResolvePrepared(Move *m, bool commit)
 {
 	MoveResolvePreparedOn(m, MoveSrc(m), m->src_name, commit);
-	if (m->reverts != 0)
+	if (m->revert.reverts != 0)
 		MoveResolvePreparedOn(m, MoveDst(m), m->dst_name, commit);
 }
 
@@ -167,7 +167,7 @@ MoveFence(Move *m, FenceState state)
 	ListCell   *lc;
 
 	foreach(lc, MoveGroup(m))
-		SwitchFenceState(MoveSrc(m), ((Move *) lfirst(lc))->fence_id, state, "set the fence");
+		SwitchFenceState(MoveSrc(m), ((Move *) lfirst(lc))->hold.fence_id, state, "set the fence");
 }
 
 /*
@@ -182,7 +182,7 @@ MoveFenceLocks(Move *m, bool hold)
 	foreach(lc, MoveGroup(m))
 		RemoteCommand(MoveHolder(m), psprintf("SELECT %s(%d)",
 											  MoveRemoteExt(MoveHolder(m), hold ? "snowseq_fence_hold" : "snowseq_fence_let_go"),
-											  ((Move *) lfirst(lc))->fence_id),
+											  ((Move *) lfirst(lc))->hold.fence_id),
 					  hold ? "hold the fence" : "let go of the fence");
 }
 
@@ -195,7 +195,7 @@ MoveFenceWait(Move *m)
 	foreach(lc, MoveGroup(m))
 	{
 		char	   *done = RemoteValue(MoveSrc(m), psprintf("SELECT %s(%d, %d)", MoveRemoteExt(MoveSrc(m), "snowseq_fence_wait"),
-															((Move *) lfirst(lc))->fence_id, MOVE_LOCKERS_WAIT_MS),
+															((Move *) lfirst(lc))->hold.fence_id, MOVE_LOCKERS_WAIT_MS),
 									   "wait for running writes");
 
 		if (strcmp(done, "t") != 0)
@@ -391,17 +391,17 @@ MoveBlock(Move *m)
 		char	   *done;
 
 		/* the locks first: a writer that sees the fence finds them held */
-		if (!RemoteUsable(m->lock))
+		if (!RemoteUsable(m->sess.lock))
 		{
 			char	   *pid;
 
-			(void) MoveSession(m, &m->lock, m->src_name);
+			(void) MoveSession(m, &m->sess.lock, m->src_name);
 			pid = RemoteValue(MoveHolder(m), "SELECT pg_catalog.pg_backend_pid()", "read the session's process");
-			m->lock_pid = pg_strtoint32(pid);
+			m->sess.lock_pid = pg_strtoint32(pid);
 		}
 		MoveFenceLocks(m, true);
 		MoveFence(m, FENCE_BLOCK);
-		m->blocked_at = GetCurrentTimestamp();
+		m->hold.blocked_at = GetCurrentTimestamp();
 		done = MoveFenceWait(m);
 		if (strcmp(done, "t") == 0)
 		{
@@ -432,7 +432,7 @@ MoveBlock(Move *m)
 	 * Everything up to the block is on the destination: stop replicating
 	 * (a revert keeps the slot of the way back, in case it does not switch).
 	 */
-	if (m->reverts != 0)
+	if (m->revert.reverts != 0)
 		MoveBackDetach(m);
 	else
 		MoveDropSubscription(m);
@@ -442,18 +442,18 @@ MoveBlock(Move *m)
 
 		if (t->dest_created == 1)
 			MoveSchemaTriggersOn(MoveTables(t));
-		if (m->reverts == 0 && strcmp(t->src_table, t->dst_table) != 0)
+		if (m->revert.reverts == 0 && strcmp(t->src_table, t->dst_table) != 0)
 			RemoteCommand(MoveDst(m), psprintf("ALTER TABLE %s RENAME TO %s", t->src_table, quote_identifier(t->dst_rel)),
 						  "rename the destination table");
 	}
-	if (m->revert_window > 0)
+	if (m->revert.window > 0)
 		MoveBackAttach(m);
 	MoveFence(m, FENCE_REJECT);
 	MoveFenceLocks(m, false);
 	MoveRecordState(m, MOVE_STATE_SWITCH, NULL);
 	/* back_lsn: only a revertable move has one (NULL keeps the record's) */
 	MoveRecordSetParams(m, "blocked_at = $1::pg_catalog.timestamptz, back_lsn = coalesce($2::pg_catalog.pg_lsn, back_lsn)",
-						SQL_ARGS(timestamptz_to_str(m->blocked_at), m->back_lsn));
+						SQL_ARGS(timestamptz_to_str(m->hold.blocked_at), m->revert.back_lsn));
 }
 
 /* Rewrite the router's partitions of one table of the group. */
@@ -466,28 +466,28 @@ MoveSwitchPartitions(Move *m)
 				hi_id;
 	char	   *lo;
 	char	   *hi;
-	char	   *plo = BoundSql(m->part_has_lo, m->part_lo, "MINVALUE");
-	char	   *phi = BoundSql(m->part_has_hi, m->part_hi, "MAXVALUE");
+	char	   *plo = BoundSql(m->part.has_lo, m->part.lo, "MINVALUE");
+	char	   *phi = BoundSql(m->part.has_hi, m->part.hi, "MAXVALUE");
 
 	/* the moving IDs: the partition's bounds, cut at the genes that move */
 	MoveIds(m, &has_lo, &lo_id, &has_hi, &hi_id);
 	lo = BoundSql(has_lo, lo_id, "MINVALUE");
 	hi = BoundSql(has_hi, hi_id, "MAXVALUE");
 
-	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", m->parent_q, m->part_q), SPI_OK_UTILITY);
+	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", m->parent_q, m->part.q), SPI_OK_UTILITY);
 	if (m->kind == MOVE_KIND_PREFIX)
 		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
-						m->parent_q, m->part_q, hi, phi), SPI_OK_UTILITY);
+						m->parent_q, m->part.q, hi, phi), SPI_OK_UTILITY);
 	else if (m->kind == MOVE_KIND_SUFFIX)
 		SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
-						m->parent_q, m->part_q, plo, lo), SPI_OK_UTILITY);
+						m->parent_q, m->part.q, plo, lo), SPI_OK_UTILITY);
 	/* the rest of the genes: the rows that stay, until the moved ones are deleted */
 	if (m->kind != MOVE_KIND_WHOLE)
 		MovePointPartition(m, true);
 	SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
-					m->parent_q, m->new_part_q, lo, hi), SPI_OK_UTILITY);
+					m->parent_q, m->newpart.q, lo, hi), SPI_OK_UTILITY);
 	if (m->kind == MOVE_KIND_WHOLE)
-		SpiRun(psprintf("DROP FOREIGN TABLE %s", m->part_q), SPI_OK_UTILITY);
+		SpiRun(psprintf("DROP FOREIGN TABLE %s", m->part.q), SPI_OK_UTILITY);
 }
 
 /*
@@ -500,31 +500,31 @@ MoveSwitchPartitions(Move *m)
 static void
 MoveUnswitchPartitions(Move *r)
 {
-	Move	   *o = r->revert_of;
-	char	   *plo = BoundSql(o->part_has_lo, o->part_lo, "MINVALUE");
-	char	   *phi = BoundSql(o->part_has_hi, o->part_hi, "MAXVALUE");
+	Move	   *o = r->revert.of;
+	char	   *plo = BoundSql(o->part.has_lo, o->part.lo, "MINVALUE");
+	char	   *phi = BoundSql(o->part.has_hi, o->part.hi, "MAXVALUE");
 	char	   *opts;
 	char	   *colopts;
 
-	MoveForeignOptions(o, pg_strtoint64(SpiValueParams(o->cxt, "SELECT $1::pg_catalog.regclass::pg_catalog.oid",
-													   SQL_ARGS(o->new_part_q))),
+	MoveForeignOptions(o, pg_strtoint64(SpiValueParams(o->op.cxt, "SELECT $1::pg_catalog.regclass::pg_catalog.oid",
+													   SQL_ARGS(o->newpart.q))),
 					   &opts, &colopts);
-	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", o->parent_q, o->new_part_q), SPI_OK_UTILITY);
-	SpiRun(psprintf("DROP FOREIGN TABLE %s", o->new_part_q), SPI_OK_UTILITY);
+	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", o->parent_q, o->newpart.q), SPI_OK_UTILITY);
+	SpiRun(psprintf("DROP FOREIGN TABLE %s", o->newpart.q), SPI_OK_UTILITY);
 	if (o->kind == MOVE_KIND_WHOLE)
 	{
 		SpiRun(psprintf("CREATE FOREIGN TABLE %s PARTITION OF %s FOR VALUES FROM (%s) TO (%s) "
 						"SERVER %s OPTIONS (schema_name %s, table_name %s%s)",
-						o->part_q, o->parent_q, plo, phi, quote_identifier(o->src_name),
+						o->part.q, o->parent_q, plo, phi, quote_identifier(o->src_name),
 						quote_literal_cstr(o->dst_nsp), quote_literal_cstr(o->src_rel), opts ? opts : ""),
 			   SPI_OK_UTILITY);
 		if (colopts != NULL)
-			SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", o->part_q, colopts + 1), SPI_OK_UTILITY);
+			SpiRun(psprintf("ALTER FOREIGN TABLE %s %s", o->part.q, colopts + 1), SPI_OK_UTILITY);
 		return;
 	}
-	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", o->parent_q, o->part_q), SPI_OK_UTILITY);
+	SpiRun(psprintf("ALTER TABLE %s DETACH PARTITION %s", o->parent_q, o->part.q), SPI_OK_UTILITY);
 	SpiRun(psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)",
-					o->parent_q, o->part_q, plo, phi), SPI_OK_UTILITY);
+					o->parent_q, o->part.q, plo, phi), SPI_OK_UTILITY);
 	MovePointPartition(o, false);
 }
 
@@ -566,19 +566,19 @@ void
 MoveSwitchRouter(Move *m)
 {
 	Move	   *lead = MoveLead(m);
-	const char *new_part = m->reverts != 0 ? m->revert_of->new_part_q : m->new_part_q;
+	const char *new_part = m->revert.reverts != 0 ? m->revert.of->newpart.q : m->newpart.q;
 	bool		attached;
 	ListCell   *lc;
 
-	attached = strcmp(SpiValueParams(m->cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
+	attached = strcmp(SpiValueParams(m->op.cxt, psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_inherits WHERE inhparent "
 													  "OPERATOR(pg_catalog.=) %u AND inhrelid OPERATOR(pg_catalog.=) "
 													  "pg_catalog.to_regclass($1::pg_catalog.text)", m->parent),
 									 SQL_ARGS(new_part)), "0") != 0;
-	if (attached == (m->reverts == 0))
+	if (attached == (m->revert.reverts == 0))
 		return;
 	foreach(lc, MoveGroup(m))
 	{
-		if (m->reverts != 0)
+		if (m->revert.reverts != 0)
 			MoveUnswitchPartitions(lfirst(lc));
 		else
 			MoveSwitchPartitions(lfirst(lc));
@@ -602,11 +602,11 @@ MoveLockParentOnce(Move *m)
 	initStringInfo(&parents);
 	foreach(lc, MoveGroup(m))
 		appendStringInfo(&parents, "%s%s", parents.len ? ", " : "", ((Move *) lfirst(lc))->parent_q);
-	if (m->switch_wait_ms == 0)
+	if (m->hold.wait_ms == 0)
 		SpiRun(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE NOWAIT", parents.data), SPI_OK_UTILITY);
 	else
 	{
-		SpiRun(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", m->switch_wait_ms), SPI_OK_SELECT);
+		SpiRun(psprintf("SELECT pg_catalog.set_config('lock_timeout', '%d', true)", m->hold.wait_ms), SPI_OK_SELECT);
 		SpiRun(psprintf("LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE", parents.data), SPI_OK_UTILITY);
 	}
 	/* with the parent locked, nothing else should wait long */
@@ -619,7 +619,7 @@ MoveSourceStuck(Move *m)
 {
 	char	   *n = RemoteValue(MoveSrc(m), psprintf("SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity "
 												 "WHERE %d OPERATOR(pg_catalog.=) ANY (pg_catalog.pg_blocking_pids(pid))",
-												 m->lock_pid),
+												 m->sess.lock_pid),
 							  "look for writers waiting on the move");
 
 	return strcmp(n, "0") != 0;
@@ -637,7 +637,7 @@ MoveLockParent(Move *m, bool check_stuck)
 	TimestampTz start = GetCurrentTimestamp();
 	int			tries = 0;
 
-	m->switch_wait_ms = 0;
+	m->hold.wait_ms = 0;
 	for (;;)
 	{
 		ErrorData  *err = MoveTry(m, MoveLockParentOnce);
@@ -651,8 +651,8 @@ MoveLockParent(Move *m, bool check_stuck)
 			return false;
 		/* long queries on the table: queue behind them, briefly, more and more */
 		if (MsSince(start) > MOVE_SWITCH_NOWAIT_MS)
-			m->switch_wait_ms = Min(Max(m->switch_wait_ms * 2, 100), MOVE_SWITCH_MAX_WAIT_MS);
-		MoveSleep(m->switch_wait_ms == 0 ? 2 : 20);
+			m->hold.wait_ms = Min(Max(m->hold.wait_ms * 2, 100), MOVE_SWITCH_MAX_WAIT_MS);
+		MoveSleep(m->hold.wait_ms == 0 ? 2 : 20);
 	}
 	if (MsSince(start) > MOVE_SWITCH_NOWAIT_MS)
 		ereport(NOTICE,
@@ -676,7 +676,7 @@ MoveSourceTransaction(Move *m)
 	{
 		Move	   *t = lfirst(lc);
 
-		SwitchFenceState(MoveHolder(m), t->fence_id, FENCE_MOVED, "mark the fence moved");
+		SwitchFenceState(MoveHolder(m), t->hold.fence_id, FENCE_MOVED, "mark the fence moved");
 	}
 }
 
@@ -699,7 +699,7 @@ MoveHoldParent(Move *m)
 
 		LockRelationIdForSession(&rel, AccessExclusiveLock);
 	}
-	m->parent_held = true;
+	m->hold.parent_held = true;
 }
 
 /* Let go of the parent's session lock, if held. */
@@ -708,7 +708,7 @@ MoveReleaseParent(Move *m)
 {
 	ListCell   *lc;
 
-	if (!m->parent_held)
+	if (!m->hold.parent_held)
 		return;
 	foreach(lc, MoveGroup(m))
 	{
@@ -716,7 +716,7 @@ MoveReleaseParent(Move *m)
 
 		UnlockRelationIdForSession(&rel, AccessExclusiveLock);
 	}
-	m->parent_held = false;
+	m->hold.parent_held = false;
 }
 
 /*
@@ -735,19 +735,19 @@ MoveRevertDestTransaction(Move *m)
 	StringInfoData tables;
 	ListCell   *lc;
 
-	RemoteClose(m->dst_lock);
-	m->dst_lock = NULL;
-	rc = MoveSession(m, &m->dst_lock, m->dst_name);
+	RemoteClose(m->sess.dst_lock);
+	m->sess.dst_lock = NULL;
+	rc = MoveSession(m, &m->sess.dst_lock, m->dst_name);
 	RemoteCommand(rc, "BEGIN", "begin the transaction of the revert on its destination");
 	initStringInfo(&tables);
 	foreach(lc, MoveGroup(m))
 	{
 		Move	   *t = lfirst(lc);
-		Move	   *ot = t->revert_of;
+		Move	   *ot = t->revert.of;
 
-		SwitchFenceState(rc, ot->fence_id, FENCE_OPEN, "remove the fence of the moved genes");
+		SwitchFenceState(rc, ot->hold.fence_id, FENCE_OPEN, "remove the fence of the moved genes");
 		RemoteCommandParams(rc, psprintf("SELECT %s($1::pg_catalog.text)", MoveRemoteExt(rc, "snowseq_fence_drop")),
-							SQL_ARGS(ot->token), "remove the fence of the moved genes");
+							SQL_ARGS(ot->op.token), "remove the fence of the moved genes");
 		appendStringInfo(&tables, "%s%s", tables.len ? ", " : "", t->dst_table);
 	}
 	SwitchCancelsAutovacuum(rc, MoveGroupTables(m, true, false));
@@ -781,12 +781,12 @@ MoveSwitch(Move *m)
 
 	/* a revert's partitions read the source tables again: no view */
 	foreach(lc, MoveGroup(m))
-		if (((Move *) lfirst(lc))->kind != MOVE_KIND_WHOLE && m->reverts == 0)
+		if (((Move *) lfirst(lc))->kind != MOVE_KIND_WHOLE && m->revert.reverts == 0)
 			MoveCreateKeepView(lfirst(lc), MoveSrc(m));
-	m->keys_locked = false;
+	m->hold.keys_locked = false;
 	MoveSourceTransaction(m);
 	/* writers of tables whose foreign key the source transaction locked may wait on it */
-	if (!MoveLockParent(m, m->keys_locked))
+	if (!MoveLockParent(m, m->hold.keys_locked))
 	{
 		ereport(NOTICE,
 				(errmsg("writes waited on the source transaction of the switch: opening it again under the router's lock")));
@@ -820,7 +820,7 @@ MoveSwitch(Move *m)
 		foreach(lc, MoveGroup(m))
 			MoveRefuseReferenced(lfirst(lc), MoveHolder(m));
 	}
-	if (m->reverts != 0)
+	if (m->revert.reverts != 0)
 		MoveRevertDestTransaction(m);
 	RemoteCommand(MoveHolder(m), psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(MoveGid(m))),
 				  "prepare the source transaction");

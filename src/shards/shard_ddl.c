@@ -1029,7 +1029,7 @@ ShardDdlResolveAtStart(int elevel)
  * one row of its result for each.
  */
 void
-ShardDdlReportResolved(Move *collect)
+ShardDdlReportResolved(MoveOp *collect)
 {
 	List	   *decided = NIL;
 	ListCell   *lc;

@@ -8,12 +8,12 @@
 
 #include "nodes/pg_list.h"
 
-struct Move;
+struct MoveOp;
 
 extern void ShardDdlInit(void);
 extern int	ShardDdlResolveAll(const char *ext, int elevel, int unreachable_elevel, List **decided,
 							   MemoryContext cxt);
 extern int	ShardDdlResolveAtStart(int elevel);
-extern void ShardDdlReportResolved(struct Move *collect);
+extern void ShardDdlReportResolved(struct MoveOp *collect);
 
 #endif							/* SNOWSEQ_SHARD_DDL_H */

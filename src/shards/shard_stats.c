@@ -399,7 +399,7 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 		}
 		SPI_finish();
-		MemoryContextDelete(m->cxt);
+		MemoryContextDelete(m->op.cxt);
 		return;
 	}
 
@@ -432,7 +432,7 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
 	SPI_finish();
-	MemoryContextDelete(m->cxt);
+	MemoryContextDelete(m->op.cxt);
 }
 
 PG_FUNCTION_INFO_V1(snowseq_shard_stats);
