@@ -70,6 +70,7 @@ SHARDS_OBJS = \
 	src/shards/rebalance_plan.o \
 	src/shards/check_shards.o \
 	src/shards/shard_ddl.o \
+	src/shards/shard_ddl_xact.o \
 	src/shards/resolver.o \
 	src/shards/server/fence.o \
 	src/shards/server/apply_error.o \

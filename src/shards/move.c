@@ -79,7 +79,7 @@
 #include "move_plan.h"
 #include "move_repl.h"
 #include "move_switch.h"
-#include "shard_ddl.h"
+#include "shard_ddl_xact.h"
 #include "snowseq.h"
 #include "gene.h"
 #include "sqlrun.h"

@@ -6,7 +6,7 @@
  *		(MoveResolveSwitches, move_cleanup.c; MergeResolveSwitches,
  *		merge_cleanup.c), and the schema changes of sharded tables whose
  *		servers went down before they committed (ShardDdlResolveAtStart,
- *		shard_ddl.c), so the prepared transactions they left on shard
+ *		shard_ddl_xact.c), so the prepared transactions they left on shard
  *		servers commit or roll back as the router's record (or its own
  *		transaction's outcome) says, without anyone running
  *		snowseq_move_cleanup().
@@ -35,7 +35,7 @@
 #include "merge_cleanup.h"
 #include "move_cleanup.h"
 #include "resolver.h"
-#include "shard_ddl.h"
+#include "shard_ddl_xact.h"
 
 #define RESOLVE_TRIES			30	/* per database, RESOLVE_RETRY_MS apart */
 #define RESOLVE_RETRY_MS		2000
