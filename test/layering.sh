@@ -20,6 +20,14 @@
 # sources, in those folders; default src)
 # The one cycle allowed is WAL logging and its redo: reserve.c writes the
 # records that rmgr.c replays into the reservations.
+# Sizes, from the sources: no .c or .h file over 1,000 lines (LONG), and
+# no struct or union with over 30 members (STRUCT): a struct that grows
+# past that holds several roles, to be split into typed parts (issue 39).
+# Members are the declarators between "struct X {" (or "typedef struct X
+# {", "typedef struct {") and its closing brace: each ";" and each ","
+# outside parentheses and brackets at the struct's own level; comments,
+# strings and preprocessor lines do not count, and a nested struct or
+# union is one member of the struct it is in (and is counted on its own).
 set -euo pipefail
 dir=${1:-src}
 allowed=${LAYERING_ALLOWED:-"reserve rmgr"}
@@ -29,6 +37,90 @@ if [ ${#objs[@]} -eq 0 ]; then
 	echo "layering: no object files in $dir (run make first)" >&2
 	exit 2
 fi
+max_lines=${LAYERING_MAX_LINES:-1000}
+max_members=${LAYERING_MAX_MEMBERS:-30}
+sizes_ok=1
+perl -e '
+	use strict; use warnings;
+	my ($max_lines, $max_members, @files) = @ARGV;
+	my $bad = 0;
+	my ($nfiles, $nstructs) = (0, 0);
+	for my $f (@files)
+	{
+		open(my $fh, "<", $f) or die "$f: $!";
+		my $text = do { local $/; <$fh> };
+		close($fh);
+		$nfiles++;
+		my $lines = () = $text =~ /\n/g;
+		$lines++ if length($text) && substr($text, -1) ne "\n";
+		if ($lines > $max_lines)
+		{
+			print "LONG: $f has $lines lines (at most $max_lines): split it by role\n";
+			$bad = 1;
+		}
+		# comments, strings and characters, preprocessor lines: blanks
+		# (newlines kept, for the line numbers)
+		$text =~ s{(/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\x27(?:\\.|[^\x27\\\n])*\x27)}
+			{ my $c = $1; $c =~ s/[^\n]/ /g; $c }gse;
+		$text =~ s{^[ \t]*#(?:[^\n]*\\\n)*[^\n]*}{ my $c = $&; $c =~ s/[^\n]/ /g; $c }gme;
+		# each struct or union body, its members at its own level
+		my @open;				# [name, line, members, paren depth] of each open struct
+		my @braces;				# for each open brace: a struct (its index in @open) or not (-1)
+		my $pending;			# "struct X" seen, its brace not yet
+		my $line = 1;
+		while ($text =~ /\G(?:(\n)|\b(struct|union)\b\s*(\w*)\s*(?=\{)|(\{)|(\})|([;,])|([(\[])|([)\]])|([^\n{};,()\[\]]))/gc)
+		{
+			if (defined $1) { $line++; next }
+			if (defined $2)
+			{
+				$pending = [$3 ne "" ? "$2 $3" : "$2 (anonymous)", $line];
+				next;
+			}
+			if (defined $4)
+			{
+				if ($pending)
+				{
+					push @open, [@$pending, 0, 0];
+					push @braces, $#open;
+					undef $pending;
+				}
+				else { push @braces, -1 }
+				next;
+			}
+			if (defined $5)
+			{
+				my $b = pop @braces;
+				next unless defined $b && $b >= 0;
+				my $s = pop @open;
+				# after the brace: its typedef name, if it has none
+				if ($s->[0] =~ /\(anonymous\)$/ && $text =~ /\G\s*(\w+)\s*;/)
+				{
+					my $typedef = $1;
+					$s->[0] =~ s/\(anonymous\)/$typedef/;
+				}
+				$nstructs++;
+				if ($s->[2] > $max_members)
+				{
+					print "STRUCT: $f:$s->[1]: $s->[0] has $s->[2] members (at most $max_members): group them in typed parts\n";
+					$bad = 1;
+				}
+				next;
+			}
+			if (defined $6)
+			{
+				# a member of the innermost open brace, if that brace is a struct
+				next unless @braces && $braces[-1] >= 0;
+				my $s = $open[$braces[-1]];
+				$s->[2]++ if $s->[3] == 0;
+				next;
+			}
+			if (defined $7) { $open[$braces[-1]][3]++ if @braces && $braces[-1] >= 0; next }
+			if (defined $8) { $open[$braces[-1]][3]-- if @braces && $braces[-1] >= 0; next }
+		}
+	}
+	print $bad ? "sizes: FAILED\n" : "sizes: $nfiles files of at most $max_lines lines, $nstructs structs of at most $max_members members\n";
+	exit $bad;
+' "$max_lines" "$max_members" "$dir"/*.[ch] "$dir"/shards/*.[ch] "$dir"/shards/server/*.[ch] || sizes_ok=0
 # the layer of each file (core, shards, server), from its folder
 layer_of() {
 	case "$1" in
@@ -199,4 +291,5 @@ done
 	}
 	print $bad ? "layering: FAILED\n" : "layering: no cycle but the allowed one, each folder uses only the layers below it, every core function in the file its prefix names and declared in its header\n";
 	exit $bad;
-' "$allowed"
+' "$allowed" || exit 1
+[ "$sizes_ok" = 1 ] || exit 1

@@ -27,6 +27,52 @@ like($out, qr/^shmem\s+->\s+guc$/m, 'shared state calls nothing above it but the
 unlike($out, qr/^worker\s+->.*\b(clock|segment|backfill|counter)\b/m,
 	'the worker does not know the counter kinds: they register with the reservations');
 
+like($out, qr/^sizes: \d+ files of at most 1000 lines, \d+ structs of at most 30 members$/m,
+	'no C file or header over 1,000 lines, no struct over 30 members (issue 39)');
+unlike($out, qr/^(LONG|STRUCT):/m, 'so none is reported');
+
+# the sizes check finds a long file and wide structs, counts declarators
+# (not lines), and is not fooled by comments, strings, function pointer
+# parameters, preprocessor lines or a nested struct
+{
+	my $sdir = tempdir(CLEANUP => 1);
+	my $cc = $ENV{CC} // 'cc';
+	my $members = sub { join('', map { "\tint m$_;\n" } 1 .. $_[0]) };
+	my %files = (
+		'long.c' => "int long1(void);\n" . ("/* line */\n" x 999) . "int long1(void) { return 0; }\n",
+		'short.c' => "int short1(void);\n" . ("/* line */\n" x 998) . "int short1(void) { return 0; }\n",
+		'wide.h' => "typedef struct Wide\n{\n" . $members->(28)
+		  . "\t/* not; a, member { } */\n\tvoid (*cb) (int a, int b);\n\tint x, y;\n} Wide;\n"
+		  . "typedef struct\n{\n" . $members->(31) . "} Anon;\n",
+		'fine.h' => "struct Fine {\n" . $members->(29)
+		  . "#define FINE_ONE 1; /* ; */\n"
+		  . "\tstruct { int p; int q; int r; } inner; /* ; ; ; */\n};\n"
+		  . "static const char *const fine_text = \"a; b; c, { d }\";\n",
+		'use.c' => "#include \"wide.h\"\n#include \"fine.h\"\nint use1(Wide *w, struct Fine *f) { return w->x + f->inner.p; }\n");
+	for my $f (sort keys %files)
+	{
+		open(my $fh, '>', "$sdir/$f") or die;
+		print $fh $files{$f};
+		close($fh);
+	}
+	for my $f (grep { /\.c$/ } sort keys %files)
+	{
+		(my $o = $f) =~ s/\.c$/.o/;
+		system($cc, '-c', "-I$sdir", '-o', "$sdir/$o", "$sdir/$f") == 0 or BAIL_OUT("cannot compile with $cc");
+	}
+	$ok = run_log([ 'bash', 'test/layering.sh', $sdir ], '>', \$out, '2>', \$err);
+	ok(!$ok, 'a long file and a wide struct fail the check');
+	like($out, qr/^LONG: \Q$sdir\E\/long\.c has 1001 lines \(at most 1000\)/m, 'a file of 1,001 lines is named');
+	unlike($out, qr/^LONG: .*short\.c/m, 'one of 1,000 lines is not');
+	like($out, qr/^STRUCT: \Q$sdir\E\/wide\.h:1: struct Wide has 31 members \(at most 30\)/m,
+		'a struct of 31 declarators (two on one line, a function pointer) is named, a comment in it not counted');
+	like($out, qr/^STRUCT: \Q$sdir\E\/wide\.h:\d+: struct Anon has 31 members/m,
+		'an anonymous typedef struct is named after its typedef');
+	unlike($out, qr/^STRUCT: .*(Fine|anonymous)/m,
+		'30 members with a nested struct (one member), a preprocessor line, a comment and a string pass, and so does the nested struct');
+	like($out, qr/^layering: no cycle/m, 'the other checks still run and pass');
+}
+
 # without the allowance, the pair itself is reported: the checker sees it
 $ok = run_log([ 'bash', 'test/layering.sh', 'src' ], '>', \$out, '2>', \$err,
 	init => sub { $ENV{LAYERING_ALLOWED} = 'none' });
