@@ -1,7 +1,9 @@
 /*
  * move_common.h
- *		What the files of a move share on the router: the Move, its steps,
- *		its record and sessions (move_common.c).  Each phase declares its
+ *		What the files of a move share on the router: the types of the
+ *		operations (MoveOp, common to all; Move, the move of one table, in
+ *		typed parts; MoveCleanupItem), a move's steps, its record and
+ *		sessions (move_common.c).  Each phase declares its
  *		helpers in the header named after its file: move_plan.h,
  *		move_repl.h, move_switch.h, move_cleanup.h.  Private to them and
  *		move.c, which runs the phases.
