@@ -486,7 +486,7 @@ MergePrepare(Move *m)
 		MergeOf(m)->triggers = MergeTriggers(m, rc);
 		MemoryContextSwitchTo(old);
 	}
-	MergeRecordState(m, MERGE_COPY, NULL);
+	MergeRecordStep(m, MERGE_STEP_COPY, NULL, NULL);
 }
 
 /*
@@ -622,7 +622,7 @@ MergeCompare(Move *m)
 					 errdetail("The merge is undone; nothing was switched."),
 					 errhint("Look for a trigger on those tables that was disabled, or writes with triggers off, during the merge.")));
 	}
-	MergeRecordState(m, MERGE_SWITCH, NULL);
+	MergeRecordStep(m, MERGE_STEP_BLOCK, NULL, NULL);
 }
 
 /*
@@ -637,11 +637,8 @@ MergeCompare(Move *m)
 static bool
 MergeFailed(Move *m, ErrorData *err)
 {
-	char	   *state;
-
 	SPI_commit();
-	state = MergeStateRead(m);
-	if (state != NULL && strcmp(state, MERGE_SWITCHED) == 0)
+	if (MergeStateRead(m) == MOVE_STATE_SWITCHED)
 	{
 		ErrorData  *fin = MoveTry(m, MergeFinish);
 

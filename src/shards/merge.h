@@ -22,15 +22,22 @@ typedef struct MergeTable
 
 /*
  * The states of a merge are those of moves it goes through (MoveStateName):
- * prepare, copy, switch, switched, then done, failed or rollback.
+ * prepare, copy, switch, switched, then done, failed or rollback.  Each
+ * step of a merge moves its stored state as MergeTransitions
+ * (merge_records.c) declares, through MergeRecordStep, the one writer of
+ * that state.
  */
-#define MERGE_PREPARE	MoveStateName(MOVE_STATE_PREPARE)
-#define MERGE_COPY		MoveStateName(MOVE_STATE_COPY)
-#define MERGE_SWITCH	MoveStateName(MOVE_STATE_SWITCH)
-#define MERGE_SWITCHED	MoveStateName(MOVE_STATE_SWITCHED)
-#define MERGE_DONE		MoveStateName(MOVE_STATE_DONE)
-#define MERGE_FAILED	MoveStateName(MOVE_STATE_FAILED)
-#define MERGE_ROLLBACK	MoveStateName(MOVE_STATE_ROLLBACK)
+typedef enum MergeStep
+{
+	MERGE_STEP_COPY = 0,		/* prepare -> copy: the server's tables made */
+	MERGE_STEP_BLOCK,			/* copy -> switch: copied, writes held back */
+	MERGE_STEP_SWITCH,			/* switch -> switched: the router switched */
+	MERGE_STEP_FINISH,			/* switched -> done: the server's part
+								 * committed */
+	MERGE_STEP_UNDO,			/* (not switched) -> failed: undone */
+	MERGE_STEP_UNDO_LEFT		/* (not switched) -> rollback: undone, with
+								 * something left to remove */
+} MergeStep;
 /* a merge not over */
 #define MERGE_NOT_OVER	MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_NONE)
 

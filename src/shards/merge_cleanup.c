@@ -101,15 +101,13 @@ MergeUndo(Move *m, const char *error)
 	if (err != NULL)
 	{
 		MoveNote(m, m->src_name, "merge", psprintf("not undone: %s", err->message));
-		MergeRecordSet(m, "state = $1::pg_catalog.text, error = $2::pg_catalog.text, finished_at = pg_catalog.clock_timestamp()",
-					   SQL_ARGS(MERGE_ROLLBACK, error));
+		MergeRecordStep(m, MERGE_STEP_UNDO_LEFT, "error = $2::pg_catalog.text, finished_at = pg_catalog.clock_timestamp()", error);
 		ereport(WARNING,
 				(errmsg("merge " INT64_FORMAT " could not be undone on server \"%s\": %s", m->op.id, m->src_name, err->message),
 				 errhint("SELECT * FROM snowseq_move_cleanup(); undoes it once the server is reachable.")));
 		return;
 	}
-	MergeRecordSet(m, "state = $1::pg_catalog.text, error = $2::pg_catalog.text, finished_at = pg_catalog.clock_timestamp()",
-				   SQL_ARGS(MERGE_FAILED, error));
+	MergeRecordStep(m, MERGE_STEP_UNDO, "error = $2::pg_catalog.text, finished_at = pg_catalog.clock_timestamp()", error);
 }
 
 /*
@@ -119,9 +117,7 @@ MergeUndo(Move *m, const char *error)
 static void
 MergeResolve(Move *m, MoveOp *collect, int elevel)
 {
-	char	   *state = MergeStateRead(m);
-
-	if (strcmp(state, MERGE_SWITCHED) == 0)
+	if (MergeStateRead(m) == MOVE_STATE_SWITCHED)
 	{
 		ErrorData  *err = MoveTry(m, MergeFinish);
 
@@ -136,7 +132,7 @@ MergeResolve(Move *m, MoveOp *collect, int elevel)
 	else
 	{
 		MergeUndo(m, "interrupted");
-		if (strcmp(MergeStateRead(m), MERGE_FAILED) == 0)
+		if (MergeStateRead(m) == MOVE_STATE_FAILED)
 			MoveNote(m, m->src_name, "merge", "undone");
 	}
 	if (collect != NULL)
@@ -226,8 +222,6 @@ MergeCleanupResolve(const char *ext, int64 id, MoveOp *collect, bool at_start, i
 {
 	Oid			save_user;
 	int			save_sec;
-	char	   *state;
-
 	*m = MergeLoad(ext, id);
 	/* at the router's start: as the role that ran the merge (its user mappings), if it is still there */
 	GetUserIdAndSecContext(&save_user, &save_sec);
@@ -236,8 +230,7 @@ MergeCleanupResolve(const char *ext, int64 id, MoveOp *collect, bool at_start, i
 		SetUserIdAndSecContext((*m)->op.mover, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	MergeResolve(*m, collect, elevel);
 	SetUserIdAndSecContext(save_user, save_sec);
-	state = MergeStateRead(*m);
-	*over = strcmp(state, MERGE_DONE) == 0 || strcmp(state, MERGE_FAILED) == 0;
+	*over = MergeStateOver(MergeStateRead(*m));
 }
 
 /* Close the sessions of a merge cleanup resolved (if loaded), and let go of its lock. */

@@ -54,20 +54,81 @@ MergeRecordSet(Move *m, const char *sets, int nargs, const char *const *values)
 						 nargs, values, SPI_OK_UPDATE);
 }
 
-/* Record the state of a merge. */
-void
-MergeRecordState(Move *m, const char *state, const char *sets)
+/*
+ * The state machine of a merge: for each step, the state it starts from and
+ * the state it records.  Before "switched" a merge only goes back (failed,
+ * or rollback while something is left; a rollback retried goes on); from
+ * "switched" only forward, to done.
+ */
+static const struct
 {
-	MergeRecordSet(m, psprintf("state = $1::pg_catalog.text%s%s", sets ? ", " : "", sets ? sets : ""),
-				   SQL_ARGS(state));
+	MoveStateId from;
+	MergeStep	step;
+	MoveStateId to;
+}			MergeTransitions[] = {
+	{MOVE_STATE_PREPARE, MERGE_STEP_COPY, MOVE_STATE_COPY},
+	{MOVE_STATE_COPY, MERGE_STEP_BLOCK, MOVE_STATE_SWITCH},
+	{MOVE_STATE_SWITCH, MERGE_STEP_SWITCH, MOVE_STATE_SWITCHED},
+	{MOVE_STATE_SWITCHED, MERGE_STEP_FINISH, MOVE_STATE_DONE},
+	{MOVE_STATE_PREPARE, MERGE_STEP_UNDO, MOVE_STATE_FAILED},
+	{MOVE_STATE_COPY, MERGE_STEP_UNDO, MOVE_STATE_FAILED},
+	{MOVE_STATE_SWITCH, MERGE_STEP_UNDO, MOVE_STATE_FAILED},
+	{MOVE_STATE_ROLLBACK, MERGE_STEP_UNDO, MOVE_STATE_FAILED},
+	{MOVE_STATE_PREPARE, MERGE_STEP_UNDO_LEFT, MOVE_STATE_ROLLBACK},
+	{MOVE_STATE_COPY, MERGE_STEP_UNDO_LEFT, MOVE_STATE_ROLLBACK},
+	{MOVE_STATE_SWITCH, MERGE_STEP_UNDO_LEFT, MOVE_STATE_ROLLBACK},
+	{MOVE_STATE_ROLLBACK, MERGE_STEP_UNDO_LEFT, MOVE_STATE_ROLLBACK},
+};
+
+/* Names of the steps, for the error of a step its state does not allow (MergeStep order). */
+static const char *const MergeStepNames[] = {"start its copy", "hold writes back", "switch the router", "finish", "be undone", "be undone"};
+
+/*
+ * Record a step of a merge: its state as MergeTransitions gives it from the
+ * committed one (locked, so no other session changes it meanwhile), and
+ * more columns (sets, or NULL; arg is its $2, or NULL).  The one writer of
+ * a merge's state; a step the committed state does not allow is refused.
+ */
+void
+MergeRecordStep(Move *m, MergeStep step, const char *sets, const char *arg)
+{
+	MoveStateId from;
+	const char *to = NULL;
+
+	from = MoveStateFromName(MoveRecordsValue(m->op.ext, m->op.cxt,
+											  psprintf("SELECT state FROM %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT " FOR UPDATE",
+													   MoveExt(m, "snowseq_merges"), m->op.id)));
+	for (int i = 0; i < lengthof(MergeTransitions); i++)
+		if (MergeTransitions[i].from == from && MergeTransitions[i].step == step)
+			to = MoveStateName(MergeTransitions[i].to);
+	if (to == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("merge " INT64_FORMAT " cannot %s in state \"%s\"",
+						m->op.id, MergeStepNames[step], from == MOVE_STATE_NONE ? "(no record)" : MoveStateName(from)),
+				 errdetail("Another session changed the merge's record meanwhile, or the record was edited."),
+				 errhint("SELECT * FROM snowseq_move_progress; shows the merge; SELECT * FROM snowseq_move_cleanup(); resolves an interrupted one.")));
+	if (arg != NULL)
+		MergeRecordSet(m, psprintf("state = $1::pg_catalog.text%s%s", sets ? ", " : "", sets ? sets : ""),
+					   SQL_ARGS(to, arg));
+	else
+		MergeRecordSet(m, psprintf("state = $1::pg_catalog.text%s%s", sets ? ", " : "", sets ? sets : ""),
+					   SQL_ARGS(to));
 }
 
-/* The committed state of a merge. */
-char *
+/* The committed state of a merge (MOVE_STATE_NONE: no record). */
+MoveStateId
 MergeStateRead(Move *m)
 {
-	return MoveRecordsValue(m->op.ext, m->op.cxt, psprintf("SELECT state FROM %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
-													 MoveExt(m, "snowseq_merges"), m->op.id));
+	return MoveStateFromName(MoveRecordsValue(m->op.ext, m->op.cxt, psprintf("SELECT state FROM %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
+																			 MoveExt(m, "snowseq_merges"), m->op.id)));
+}
+
+/* Whether a merge in a state is over (done or failed: nothing left to do). */
+bool
+MergeStateOver(MoveStateId state)
+{
+	return state == MOVE_STATE_DONE || state == MOVE_STATE_FAILED;
 }
 
 /* The comment that marks the merged table as the merge's until its switch. */
@@ -162,7 +223,7 @@ MergeRecordNew(Move *m)
 									  psprintf("%u", t->parent), psprintf("%d", m->first), psprintf("%d", m->last),
 									  m->src_name, SqlTextArray(MergeOf(t)->parts), SqlTextArray(MergeOf(t)->tables),
 									  t->newpart.q, t->dst_table, Int8Arg(t->part.has_lo, t->part.lo),
-									  Int8Arg(t->part.has_hi, t->part.hi), t->id_col, t->op.token, MERGE_PREPARE,
+									  Int8Arg(t->part.has_hi, t->part.hi), t->id_col, t->op.token, MoveStateName(MOVE_STATE_PREPARE),
 									  psprintf("%u", GetUserId())),
 							 SPI_OK_INSERT);
 	}

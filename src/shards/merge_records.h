@@ -6,13 +6,14 @@
 #ifndef SNOWSEQ_MERGE_RECORDS_H
 #define SNOWSEQ_MERGE_RECORDS_H
 
-#include "move_common.h"
+#include "merge.h"
 
 extern bool MergeLock(int64 id, bool wait);
 extern void MergeUnlock(int64 id);
 extern void MergeRecordSet(Move *m, const char *sets, int nargs, const char *const *values);
-extern void MergeRecordState(Move *m, const char *state, const char *sets);
-extern char *MergeStateRead(Move *m);
+extern void MergeRecordStep(Move *m, MergeStep step, const char *sets, const char *arg);
+extern MoveStateId MergeStateRead(Move *m);
+extern bool MergeStateOver(MoveStateId state);
 extern char *MergeMark(Move *m);
 extern void MergeRecordNew(Move *m);
 

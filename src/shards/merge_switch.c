@@ -233,8 +233,8 @@ MergeSwitch(Move *m)
 	}
 	MoveHoldParent(m);
 	SNOWSEQ_TESTPOINT("merge_before_router_commit");
-	MergeRecordState(m, MERGE_SWITCHED, psprintf("switched_at = pg_catalog.clock_timestamp(), pause_ms = %.1f",
-												 MsSince(m->hold.blocked_at)));
+	MergeRecordStep(m, MERGE_STEP_SWITCH, psprintf("switched_at = pg_catalog.clock_timestamp(), pause_ms = %.1f",
+												MsSince(m->hold.blocked_at)), NULL);
 }
 
 /*
@@ -280,5 +280,5 @@ MergeFinish(Move *m)
 	MoveResolvePrepared(m, true);
 	MoveReleaseParent(m);
 	MergeValidateKeys(m);
-	MergeRecordState(m, MERGE_DONE, "finished_at = pg_catalog.clock_timestamp(), error = NULL");
+	MergeRecordStep(m, MERGE_STEP_FINISH, "finished_at = pg_catalog.clock_timestamp(), error = NULL", NULL);
 }

@@ -196,6 +196,28 @@ for my $array (sort keys %sets)
 	like($writer // '', qr/MoveTransitionAllowed\(from, state\)/, 'and its writer refuses a change the table does not declare');
 }
 
+# A merge's state likewise (issue 39: merges wrote their state column from
+# three files, as strings): MergeTransitions declares (state, step, next
+# state), MergeRecordStep alone sets the column and takes the next state from
+# the table.
+{
+	my ($records) = grep { m{src/shards/merge_records\.c$} } sort keys %code;
+	my $text = defined $records ? $code{$records} : '';
+	my ($list) = $text =~ /\bMergeTransitions\[\]\s*=\s*\{(.*?)\n\};/s;
+	my @rows = defined $list ? $list =~ /\{(MOVE_STATE_\w+),\s*(MERGE_STEP_\w+),\s*(MOVE_STATE_\w+)\}/g : ();
+	ok(@rows >= 3 * 8, 'the steps of a merge are one declared table of (state, step, next state) (MergeTransitions): ' . (@rows / 3) . ' rows');
+	my %to = map { $rows[3 * $_ + 2] => 1 } 0 .. $#rows / 3;
+	is(join(',', sort keys %to), join(',', sort map { "MOVE_STATE_\U$_" } qw(copy switch switched done failed rollback)),
+		'every state a merge enters after prepare is the next state of a declared step');
+	my @writers = grep { $code{$_} =~ /\bstate = \$\d|SET state\b/ } grep { m{src/shards/merge[^/]*\.c$} } sort keys %code;
+	is(join(',', @writers), 'src/shards/merge_records.c', 'one file of the merges writes their state column');
+	my ($writer) = $text =~ /\nMergeRecordStep\(Move \*m,[^{]*\{(.*?)\n\}/s;
+	like($writer // '', qr/MergeTransitions\[i\]\.from == from && MergeTransitions\[i\]\.step == step/,
+		'and its writer takes the next state from the table, for the committed state and the step');
+	my @strings = grep { $code{$_} =~ /\bMERGE_(?:PREPARE|COPY|SWITCH|SWITCHED|DONE|FAILED|ROLLBACK)\b/ } sort keys %code;
+	is(scalar(@strings), 0, 'no merge code names a state by its stored string' . (@strings ? ' (' . join(', ', @strings) . ')' : ''));
+}
+
 # Cleanup finds what moves made by their records (snowseq_move_objects),
 # never by their names (issue 30): no regular expression, LIKE or SIMILAR
 # TO pattern in the SQL text of any C file, and the kinds of recorded
