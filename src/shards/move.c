@@ -224,7 +224,7 @@ MovePrepareObjects(Move *m)
 		MovePrepareForeignTable(lfirst(lc));
 		MoveRecordKeepView(lfirst(lc));
 	}
-	MoveRecordState(m, MOVE_STATE_COPY, psprintf("fence_id = %d, sub_oid = %u", m->hold.fence_id, m->copy.sub_oid));
+	MoveRecordStep(m, MOVE_STEP_COPY, psprintf("fence_id = %d, sub_oid = %u", m->hold.fence_id, m->copy.sub_oid));
 }
 
 /* The rows of the moving genes of every table of the group, on a server (NULL: the source). */
@@ -366,7 +366,7 @@ MoveRelease(Move *m)
  * if the move turned out complete after all.
  */
 static bool
-MoveRun(Move *m, MoveStep step, MoveStateId next_state)
+MoveRun(Move *m, MoveStep step)
 {
 	ErrorData  *err = MoveTry(m, step);
 
@@ -390,9 +390,9 @@ MoveRun(Move *m, MoveStep step, MoveStateId next_state)
 					 errhint("SELECT * FROM snowseq_move_cleanup(); removes them once their servers are reachable.")));
 		ReThrowError(err);
 	}
-	if (next_state != MOVE_STATE_NONE)
-		m->op.state = next_state;
 	SPI_commit();
+	/* the state the step recorded (MoveTransitions) */
+	m->op.state = MoveStateRead(m);
 	return true;
 }
 
@@ -401,7 +401,7 @@ static bool
 MoveCopyAll(Move *m)
 {
 	while (!m->copy.caught_up)
-		if (!MoveRun(m, MoveCopyWatch, MOVE_STATE_NONE))
+		if (!MoveRun(m, MoveCopyWatch))
 			return false;
 	return true;
 }
@@ -536,12 +536,12 @@ MoveGenes(FunctionCallInfo fcinfo, Oid parent, int first, int last, const char *
 			(errmsg("move " INT64_FORMAT ": genes %d to %d of %s %s from server \"%s\" to server \"%s\"",
 					m->op.id, first, last, m->group.members ? "tables" : "table", MoveGroupNames(m), m->src_name, m->dst_name)));
 
-	if (!MoveRun(m, MoveGroupChecks, MOVE_STATE_NONE) ||
-		!MoveRun(m, MovePrepareObjects, MOVE_STATE_COPY) ||
-		!MoveRun(m, MoveCopyStart, MOVE_STATE_NONE) ||
+	if (!MoveRun(m, MoveGroupChecks) ||
+		!MoveRun(m, MovePrepareObjects) ||
+		!MoveRun(m, MoveCopyStart) ||
 		!MoveCopyAll(m) ||
-		!MoveRun(m, MoveBlock, MOVE_STATE_SWITCH) ||
-		!MoveRun(m, MoveSwitch, MOVE_STATE_SWITCHED))
+		!MoveRun(m, MoveBlock) ||
+		!MoveRun(m, MoveSwitch))
 	{
 		SPI_finish();
 		return;
@@ -729,9 +729,9 @@ snowseq_move_revert(PG_FUNCTION_ARGS)
 		ereport(NOTICE,
 				(errmsg("move " INT64_FORMAT ": genes %d to %d of %s %s go back from server \"%s\" to server \"%s\" (revert of move " INT64_FORMAT ")",
 						r->op.id, r->first, r->last, o->group.members ? "tables" : "table", MoveGroupNames(o), r->src_name, r->dst_name, id)));
-		if (MoveRun(r, MoveRevertPrepare, MOVE_STATE_NONE) &&
-			MoveRun(r, MoveBlock, MOVE_STATE_SWITCH) &&
-			MoveRun(r, MoveSwitch, MOVE_STATE_SWITCHED))
+		if (MoveRun(r, MoveRevertPrepare) &&
+			MoveRun(r, MoveBlock) &&
+			MoveRun(r, MoveSwitch))
 		{
 			char	   *pause = MoveRecordsValue(r->op.ext, r->op.cxt, psprintf("SELECT pause_ms FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT,
 																		  MoveExt(r, "snowseq_moves"), r->op.id));
@@ -769,7 +769,7 @@ MoveFinalizeBack(Move *m)
 	MoveBackDrop(m);
 	foreach(lc, MoveGroup(m))
 		((Move *) lfirst(lc))->revert.window = 0;
-	MoveRecordState(m, MOVE_STATE_SWITCHED, "revertable_until = NULL, revert_window = NULL");
+	MoveRecordStep(m, MOVE_STEP_FINALIZE, "revertable_until = NULL, revert_window = NULL");
 	MoveRecordsRun(m->op.ext, psprintf("UPDATE %s SET revert_window = NULL WHERE group_move OPERATOR(pg_catalog.=) " INT64_FORMAT,
 									MoveExt(m, "snowseq_moves"), m->op.id), SPI_OK_UPDATE);
 }

@@ -46,9 +46,9 @@ typedef enum MoveUndone
  * with its error (NULL: none) as a parameter: a message is never SQL text.
  */
 static void
-MoveRecordStateError(Move *m, MoveStateId state, const char *sets, const char *error)
+MoveRecordStepError(Move *m, MoveTransitionStep step, const char *sets, const char *error)
 {
-	MoveRecordState(m, state, sets);
+	MoveRecordStep(m, step, sets);
 	MoveRecordSetParams(m, "error = $1::pg_catalog.text", SQL_ARGS(error));
 }
 
@@ -106,7 +106,7 @@ static void
 MoveKeepSource(Move *m)
 {
 	MoveBackSubscribe(m, true);
-	MoveRecordState(m, MOVE_STATE_REVERTABLE, "revertable_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) revert_window");
+	MoveRecordStep(m, MOVE_STEP_KEEP, "revertable_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) revert_window");
 	MoveNote(m, NULL, "move", MoveStateName(MOVE_STATE_REVERTABLE));
 }
 
@@ -214,7 +214,7 @@ MoveFinishSource(Move *m)
 	MovePointBack(m);
 	if (m->kind == MOVE_KIND_WHOLE)
 		MoveDropEmptySources(m);
-	MoveRecordState(m, MOVE_STATE_DONE,
+	MoveRecordStep(m, MOVE_STEP_FINISH,
 					m->group.members == NIL ? NULL :
 					psprintf("(rows_copied, bytes_copied) = (SELECT pg_catalog.sum(rows_copied), "
 							 "pg_catalog.sum(bytes_copied) FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT
@@ -279,8 +279,8 @@ MoveRevertFinish(Move *m)
 	if (emptied.len > 0)
 		RemoteCommand(MoveSrc(m), psprintf("TRUNCATE %s", emptied.data), "empty the destination tables");
 	MoveForgetObjects(m, MOVE_FORGET_ALL);
-	MoveRecordState(m, MOVE_STATE_DONE, "finished_at = pg_catalog.clock_timestamp()");
-	MoveRecordState(o, MOVE_STATE_REVERTED, "revertable_until = NULL");
+	MoveRecordStep(m, MOVE_STEP_FINISH, "finished_at = pg_catalog.clock_timestamp()");
+	MoveRecordStep(o, MOVE_STEP_REVERT, "revertable_until = NULL");
 	MoveNote(m, NULL, "move", MoveStateName(MOVE_STATE_REVERTED));
 }
 
@@ -493,7 +493,7 @@ MoveRollForward(Move *m)
 {
 	(void) MoveLockParent(m, false);
 	MoveSwitchRouter(m);
-	MoveRecordState(m, MOVE_STATE_SWITCHED, "switched_at = pg_catalog.clock_timestamp()");
+	MoveRecordStep(m, MOVE_STEP_SWITCH, "switched_at = pg_catalog.clock_timestamp()");
 	MoveNote(m, NULL, "router", MoveStateName(MOVE_STATE_SWITCHED));
 }
 
@@ -552,7 +552,7 @@ MoveRevertResolve(Move *m, const char *error)
 		if (err != NULL)
 		{
 			MoveNote(m, NULL, "revert", psprintf("switched back, left: %s", err->message));
-			MoveRecordStateError(m, MOVE_STATE_SWITCHED, NULL, err->message);
+			MoveRecordStepError(m, MOVE_STEP_LEFT, NULL, err->message);
 		}
 		return;
 	}
@@ -569,7 +569,7 @@ MoveRevertResolve(Move *m, const char *error)
 	}
 	if (!m->op.leftovers)
 		MoveForgetObjects(m, MOVE_FORGET_ALL);
-	MoveRecordStateError(m, m->op.leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
+	MoveRecordStepError(m, m->op.leftovers ? MOVE_STEP_UNDO_LEFT : MOVE_STEP_UNDO,
 						 "finished_at = pg_catalog.clock_timestamp()", error);
 	MoveNote(m, NULL, "revert", m->op.leftovers ? "undone, with leftovers: the move is revertable" :
 			 "undone: the move is revertable again");
@@ -614,7 +614,7 @@ MoveResolve(Move *m, const char *error)
 		{
 			m->op.leftovers = true;
 			MoveNote(m, NULL, "move", psprintf("switched, left: %s", err->message));
-			MoveRecordStateError(m, MOVE_STATE_SWITCHED, NULL, err->message);
+			MoveRecordStepError(m, MOVE_STEP_LEFT, NULL, err->message);
 		}
 	}
 	else if (err == NULL)
@@ -622,7 +622,7 @@ MoveResolve(Move *m, const char *error)
 		/* undone: nothing of it is left (with leftovers, cleanup drops them by their records) */
 		if (!m->op.leftovers)
 			MoveForgetObjects(m, MOVE_FORGET_ALL);
-		MoveRecordStateError(m, m->op.leftovers ? MOVE_STATE_ROLLBACK : MOVE_STATE_FAILED,
+		MoveRecordStepError(m, m->op.leftovers ? MOVE_STEP_UNDO_LEFT : MOVE_STEP_UNDO,
 							 "finished_at = pg_catalog.clock_timestamp()", error);
 	}
 	MoveCloseSessions(m);

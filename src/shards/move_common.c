@@ -267,51 +267,60 @@ static const char *const MoveStateNames[] = {
 };
 
 /*
- * The state machine of a move: each change of its stored state a move may
- * make.  MoveRecordState, the one writer of that state, refuses any other
- * (src/shards/README.md draws it).  Before "switched" a move only goes back
- * (failed, or rollback while objects are left); from "switched" only
- * forward.  "block" is a state of 1.0's moves, read and resolved, never
+ * The state machine of a move: for each step, the states it starts from and
+ * the state it records.  MoveRecordStep, the one writer of that state, takes
+ * the next state from this table and refuses a step the committed state does
+ * not allow (src/shards/README.md draws it).  Before "switched" a move only
+ * goes back (failed, or rollback while objects are left); from "switched"
+ * only forward.  "block" is a state of 1.0's moves, read and resolved, never
  * entered.
  */
 static const struct
 {
 	MoveStateId from;
+	MoveTransitionStep step;
 	MoveStateId to;
 }			MoveTransitions[] = {
 	/* forward, step by step */
-	{MOVE_STATE_PREPARE, MOVE_STATE_COPY},
-	{MOVE_STATE_COPY, MOVE_STATE_SWITCH},
-	{MOVE_STATE_PREPARE, MOVE_STATE_SWITCH},	/* a revert copies nothing */
-	{MOVE_STATE_SWITCH, MOVE_STATE_SWITCHED},
-	{MOVE_STATE_BLOCK, MOVE_STATE_SWITCHED},
-	{MOVE_STATE_SWITCHED, MOVE_STATE_SWITCHED}, /* an error after the switch, recorded */
-	{MOVE_STATE_SWITCHED, MOVE_STATE_REVERTABLE},
-	{MOVE_STATE_SWITCHED, MOVE_STATE_DONE},
-	{MOVE_STATE_REVERTABLE, MOVE_STATE_SWITCHED},	/* finalized, or an error after it */
-	{MOVE_STATE_REVERTABLE, MOVE_STATE_DONE},
-	{MOVE_STATE_REVERTABLE, MOVE_STATE_REVERTED},
+	{MOVE_STATE_PREPARE, MOVE_STEP_COPY, MOVE_STATE_COPY},
+	{MOVE_STATE_COPY, MOVE_STEP_BLOCK, MOVE_STATE_SWITCH},
+	{MOVE_STATE_PREPARE, MOVE_STEP_BLOCK, MOVE_STATE_SWITCH},	/* a revert copies nothing */
+	{MOVE_STATE_SWITCH, MOVE_STEP_SWITCH, MOVE_STATE_SWITCHED},
+	{MOVE_STATE_BLOCK, MOVE_STEP_SWITCH, MOVE_STATE_SWITCHED},
+	{MOVE_STATE_SWITCHED, MOVE_STEP_LEFT, MOVE_STATE_SWITCHED},
+	{MOVE_STATE_REVERTABLE, MOVE_STEP_LEFT, MOVE_STATE_SWITCHED},
+	{MOVE_STATE_SWITCHED, MOVE_STEP_KEEP, MOVE_STATE_REVERTABLE},
+	{MOVE_STATE_SWITCHED, MOVE_STEP_FINISH, MOVE_STATE_DONE},
+	{MOVE_STATE_REVERTABLE, MOVE_STEP_FINALIZE, MOVE_STATE_SWITCHED},
+	{MOVE_STATE_REVERTABLE, MOVE_STEP_FINISH, MOVE_STATE_DONE},
+	{MOVE_STATE_REVERTABLE, MOVE_STEP_REVERT, MOVE_STATE_REVERTED},
 	/* back: undone before the switch */
-	{MOVE_STATE_PREPARE, MOVE_STATE_FAILED},
-	{MOVE_STATE_COPY, MOVE_STATE_FAILED},
-	{MOVE_STATE_BLOCK, MOVE_STATE_FAILED},
-	{MOVE_STATE_SWITCH, MOVE_STATE_FAILED},
-	{MOVE_STATE_ROLLBACK, MOVE_STATE_FAILED},	/* its leftovers dropped */
-	{MOVE_STATE_PREPARE, MOVE_STATE_ROLLBACK},
-	{MOVE_STATE_COPY, MOVE_STATE_ROLLBACK},
-	{MOVE_STATE_BLOCK, MOVE_STATE_ROLLBACK},
-	{MOVE_STATE_SWITCH, MOVE_STATE_ROLLBACK},
-	{MOVE_STATE_ROLLBACK, MOVE_STATE_ROLLBACK}, /* some still left */
+	{MOVE_STATE_PREPARE, MOVE_STEP_UNDO, MOVE_STATE_FAILED},
+	{MOVE_STATE_COPY, MOVE_STEP_UNDO, MOVE_STATE_FAILED},
+	{MOVE_STATE_BLOCK, MOVE_STEP_UNDO, MOVE_STATE_FAILED},
+	{MOVE_STATE_SWITCH, MOVE_STEP_UNDO, MOVE_STATE_FAILED},
+	{MOVE_STATE_ROLLBACK, MOVE_STEP_UNDO, MOVE_STATE_FAILED},	/* its leftovers dropped */
+	{MOVE_STATE_PREPARE, MOVE_STEP_UNDO_LEFT, MOVE_STATE_ROLLBACK},
+	{MOVE_STATE_COPY, MOVE_STEP_UNDO_LEFT, MOVE_STATE_ROLLBACK},
+	{MOVE_STATE_BLOCK, MOVE_STEP_UNDO_LEFT, MOVE_STATE_ROLLBACK},
+	{MOVE_STATE_SWITCH, MOVE_STEP_UNDO_LEFT, MOVE_STATE_ROLLBACK},
+	{MOVE_STATE_ROLLBACK, MOVE_STEP_UNDO_LEFT, MOVE_STATE_ROLLBACK}, /* some still left */
 };
 
-/* Whether the state machine has the change from one state to another. */
-bool
-MoveTransitionAllowed(MoveStateId from, MoveStateId to)
+/* Names of the steps, for the error of a step its state does not allow (MoveTransitionStep order). */
+static const char *const MoveStepNames[] = {
+	"start its copy", "hold writes back", "switch the router", "record what the switch left",
+	"stay revertable", "be finalized", "finish", "be reverted", "be undone", "be undone"
+};
+
+/* The state a step takes a move to from a state (MOVE_STATE_NONE: the step is not allowed there). */
+MoveStateId
+MoveTransitionNext(MoveStateId from, MoveTransitionStep step)
 {
 	for (int i = 0; i < lengthof(MoveTransitions); i++)
-		if (MoveTransitions[i].from == from && MoveTransitions[i].to == to)
-			return true;
-	return false;
+		if (MoveTransitions[i].from == from && MoveTransitions[i].step == step)
+			return MoveTransitions[i].to;
+	return MOVE_STATE_NONE;
 }
 
 /* Names of the kinds of recorded objects, as snowseq_move_object_kind labels them (MoveObjectKind order). */
@@ -525,28 +534,32 @@ MoveKindFromName(const char *name)
 }
 
 /*
- * Update the move's record to a state, and more columns (sets, or NULL);
- * the records of the other tables of its group take the state too.  The one
- * writer of a move's state: it refuses a change MoveTransitions lacks.
+ * Record a step of a move: its state as MoveTransitions gives it from the
+ * committed one, and more columns (sets, or NULL); the records of the other
+ * tables of its group take the state too.  The one writer of a move's
+ * state: it refuses a step the committed state does not allow.
  */
 void
-MoveRecordState(Move *m, MoveStateId state, const char *sets)
+MoveRecordStep(Move *m, MoveTransitionStep step, const char *sets)
 {
 	Move	   *lead = MoveLead(m);
-	const char *name = MoveStateName(state);
 	MoveStateId from;
+	MoveStateId to;
+	const char *name;
 
 	/* the stored state, locked: no other session changes it meanwhile */
 	from = MoveStateFromName(MoveRecordsValue(m->op.ext, m->op.cxt,
 											  psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT " FOR UPDATE",
 													   MoveExt(m, "snowseq_moves"), m->op.id)));
-	if (!MoveTransitionAllowed(from, state))
+	to = MoveTransitionNext(from, step);
+	if (to == MOVE_STATE_NONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("move " INT64_FORMAT " cannot go from state \"%s\" to \"%s\"",
-						m->op.id, from == MOVE_STATE_NONE ? "(no record)" : MoveStateName(from), name),
+				 errmsg("move " INT64_FORMAT " cannot %s in state \"%s\"",
+						m->op.id, MoveStepNames[step], from == MOVE_STATE_NONE ? "(no record)" : MoveStateName(from)),
 				 errdetail("Another session changed the move's record meanwhile, or the record was edited."),
 				 errhint("SELECT * FROM snowseq_move_progress; shows the move; SELECT * FROM snowseq_move_cleanup(); resolves an interrupted one.")));
+	name = MoveStateName(to);
 	MoveRecordSetParams(m, psprintf("state = $1::pg_catalog.text%s%s", sets ? ", " : "", sets ? sets : ""),
 						SQL_ARGS(name));
 	if (lead->group.members != NIL)

@@ -37,6 +37,25 @@ typedef enum MoveStateId
 } MoveStateId;
 
 /*
+ * The steps that change a move's stored state (MoveTransitions in
+ * move_common.c gives each one's next state from the committed one).
+ */
+typedef enum MoveTransitionStep
+{
+	MOVE_STEP_COPY = 0,			/* prepare -> copy */
+	MOVE_STEP_BLOCK,			/* copy (or a revert's prepare) -> switch */
+	MOVE_STEP_SWITCH,			/* switch (or 1.0's block) -> switched */
+	MOVE_STEP_LEFT,				/* switched or revertable -> switched, with
+								 * what finishing it left (an error) */
+	MOVE_STEP_KEEP,				/* switched -> revertable */
+	MOVE_STEP_FINALIZE,			/* revertable -> switched */
+	MOVE_STEP_FINISH,			/* switched or revertable -> done */
+	MOVE_STEP_REVERT,			/* revertable -> reverted */
+	MOVE_STEP_UNDO,				/* not switched -> failed */
+	MOVE_STEP_UNDO_LEFT			/* not switched -> rollback (leftovers) */
+} MoveTransitionStep;
+
+/*
  * What a move makes on a server, recorded in snowseq_move_objects in a
  * router transaction that commits before it is made (MoveRecordObject),
  * under the names of MoveObjectNames (move_common.c), the labels of the
@@ -244,7 +263,7 @@ typedef void (*MoveStep) (Move *m);
 
 /* move_common.c: the Move, its sessions and record, running a step */
 extern const char *MoveStateName(MoveStateId state);
-extern bool MoveTransitionAllowed(MoveStateId from, MoveStateId to);
+extern MoveStateId MoveTransitionNext(MoveStateId from, MoveTransitionStep step);
 extern MoveStateId MoveStateFromName(const char *name);
 extern const char *MoveKindName(MoveKind kind);
 extern char *MoveStateArray(int first,...);
@@ -256,7 +275,7 @@ extern void MoveForgetObject(Move *m, const char *server, MoveObjectKind kind, c
 extern List *MoveRecordedNames(Move *m, const char *server, MoveObjectKind kind);
 extern char *MoveBackName(Move *m);
 extern MoveKind MoveKindFromName(const char *name);
-extern void MoveRecordState(Move *m, MoveStateId state, const char *sets);
+extern void MoveRecordStep(Move *m, MoveTransitionStep step, const char *sets);
 extern bool MoveLock(int64 id, bool wait);
 extern void MoveUnlock(int64 id);
 extern void MoveLockStart(void);

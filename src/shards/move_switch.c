@@ -450,7 +450,7 @@ MoveBlock(Move *m)
 		MoveBackAttach(m);
 	MoveFence(m, FENCE_REJECT);
 	MoveFenceLocks(m, false);
-	MoveRecordState(m, MOVE_STATE_SWITCH, NULL);
+	MoveRecordStep(m, MOVE_STEP_BLOCK, NULL);
 	/* back_lsn: only a revertable move has one (NULL keeps the record's) */
 	MoveRecordSetParams(m, "blocked_at = $1::pg_catalog.timestamptz, back_lsn = coalesce($2::pg_catalog.pg_lsn, back_lsn)",
 						SQL_ARGS(timestamptz_to_str(m->hold.blocked_at), m->revert.back_lsn));
@@ -826,7 +826,7 @@ MoveSwitch(Move *m)
 				  "prepare the source transaction");
 	MoveHoldParent(m);
 	SNOWSEQ_TESTPOINT("move_after_source_commit");
-	MoveRecordState(m, MOVE_STATE_SWITCHED, "switched_at = pg_catalog.clock_timestamp(), "
+	MoveRecordStep(m, MOVE_STEP_SWITCH, "switched_at = pg_catalog.clock_timestamp(), "
 				  "pause_ms = pg_catalog.round((extract(epoch FROM pg_catalog.clock_timestamp() "
 				  "OPERATOR(pg_catalog.-) blocked_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1)");
 }

@@ -179,21 +179,24 @@ for my $array (sort keys %sets)
 }
 
 # A move's state has one writer and a declared machine (issue: a move's
-# state was written at 14 places in 4 files): MoveTransitions lists every
-# change, MoveRecordState alone sets the column, and it checks the change.
+# state was written at 14 places in 4 files; issue 39: a declared table of
+# (state, step, next state)): MoveTransitions lists every step's change,
+# MoveRecordStep alone sets the column and takes the next state from it.
 {
 	my ($common) = grep { m{src/shards/move_common\.c$} } sort keys %code;
 	my $text = defined $common ? $code{$common} : '';
 	my ($list) = $text =~ /\bMoveTransitions\[\]\s*=\s*\{(.*?)\n\};/s;
-	my @pairs = defined $list ? $list =~ /\{(MOVE_STATE_\w+),\s*(MOVE_STATE_\w+)\}/g : ();
-	ok(@pairs >= 2 * 10, 'the changes of a move\'s state are one declared table (MoveTransitions): ' . (@pairs / 2) . ' changes');
-	my %to = map { $pairs[2 * $_ + 1] => 1 } 0 .. $#pairs / 2;
+	my @rows = defined $list ? $list =~ /\{(MOVE_STATE_\w+),\s*(MOVE_STEP_\w+),\s*(MOVE_STATE_\w+)\}/g : ();
+	ok(@rows >= 3 * 10, 'the steps of a move are one declared table of (state, step, next state) (MoveTransitions): ' . (@rows / 3) . ' rows');
+	my %to = map { $rows[3 * $_ + 2] => 1 } 0 .. $#rows / 3;
 	is(join(',', sort keys %to), join(',', sort map { "MOVE_STATE_\U$_" } qw(copy switch switched revertable done reverted failed rollback)),
-		'every state a move enters after prepare is the target of a declared change');
+		'every state a move enters after prepare is the next state of a declared step');
 	my @writers = grep { $code{$_} =~ /\bstate = \$\d|SET state\b/ } grep { m{src/shards/[^/]+\.c$} && !m{merge} } sort keys %code;
 	is(join(',', @writers), 'src/shards/move_common.c', 'one file of the moves writes their state column');
-	my ($writer) = $text =~ /\nMoveRecordState\(Move \*m,[^{]*\{(.*?)\n\}/s;
-	like($writer // '', qr/MoveTransitionAllowed\(from, state\)/, 'and its writer refuses a change the table does not declare');
+	my ($writer) = $text =~ /\nMoveRecordStep\(Move \*m,[^{]*\{(.*?)\n\}/s;
+	like($writer // '', qr/to = MoveTransitionNext\(from, step\)/, 'and its writer takes the next state from the table, refusing a step it does not declare');
+	my @named = grep { $code{$_} =~ /\bMoveRecordStep(?:Error)?\(\w+, MOVE_STATE_/ } sort keys %code;
+	is(scalar(@named), 0, 'no caller names the state a move goes to, only its step');
 }
 
 # A merge's state likewise (issue 39: merges wrote their state column from
