@@ -846,6 +846,25 @@ REVOKE ALL ON FUNCTION snowseq_check_nodes() FROM PUBLIC;
 -- Elastic shards
 ------------------------------------------------------------------------
 
+-- The states of a move, as MoveStateNames (src/shards/move_common.c) names
+-- them, in its order: the one list of them in SQL.  snowseq writes a state
+-- as its name (text, assigned: the cast below), and reads it as text, from
+-- a catalog of this version or (cleanup before ALTER EXTENSION UPDATE) of
+-- an older one, where the column is text.
+CREATE TYPE @extschema@.snowseq_move_state AS ENUM
+	('prepare', 'copy', 'block', 'switch', 'switched', 'done', 'failed', 'rollback',
+	 'revertable', 'reverted');
+COMMENT ON TYPE @extschema@.snowseq_move_state IS
+	'the states of a move (snowseq_moves.state)';
+CREATE CAST (pg_catalog.text AS @extschema@.snowseq_move_state) WITH INOUT AS ASSIGNMENT;
+-- Over: nothing of the move runs or is left (rollback has leftovers).
+CREATE FUNCTION @extschema@.snowseq_move_is_over(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'reverted']::@extschema@.snowseq_move_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_over(@extschema@.snowseq_move_state) IS
+	'whether a move in this state is over: done, failed or reverted';
+
 -- On a router: one row per move of a gene range, kept as history.  Not
 -- marked for pg_dump: the rows name replication objects of this cluster's
 -- own moves, which a restored copy must neither resume nor clean up.
@@ -871,9 +890,7 @@ CREATE TABLE snowseq_moves (
 	token text NOT NULL,
 	fence_id integer,
 	sub_oid oid,
-	state text NOT NULL
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'block', 'switch',
-				'switched', 'done', 'failed', 'rollback', 'revertable', 'reverted']::pg_catalog.text[])),
+	state @extschema@.snowseq_move_state NOT NULL,
 	error text,
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 	copied_at timestamptz,
@@ -1072,7 +1089,7 @@ SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_s
 		ORDER BY g.move_id) AS tables,
 	m.revertable_until, m.reverts
 FROM @extschema@.snowseq_moves m
-WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback', 'reverted']::pg_catalog.text[])
+WHERE NOT @extschema@.snowseq_move_is_over(m.state) AND m.state OPERATOR(pg_catalog.<>) 'rollback'
 	AND m.group_move IS NULL;
 COMMENT ON VIEW @extschema@.snowseq_move_progress IS
 	'moves under way (or interrupted): phase, rows copied of the total, bytes, lag and estimated time left';
@@ -1190,6 +1207,22 @@ ALTER TABLE @extschema@.snowseq_move_objects ENABLE ALWAYS TRIGGER snowseq_guard
 -- writes the plan, and runs it move by move with snowseq_move_genes,
 -- committing between moves: resumable after a crash, stoppable between
 -- moves.  Its runs and steps are written by the procedure alone (the guard).
+-- The states of a run and of a step: the one list of each in SQL.
+CREATE TYPE @extschema@.snowseq_rebalance_state AS ENUM
+	('running', 'stopped', 'done', 'abandoned');
+COMMENT ON TYPE @extschema@.snowseq_rebalance_state IS
+	'the states of a rebalance (snowseq_rebalance_runs.state): running, stopped (resumable), done, abandoned (over)';
+CREATE TYPE @extschema@.snowseq_rebalance_step_state AS ENUM
+	('planned', 'running', 'failed', 'done');
+COMMENT ON TYPE @extschema@.snowseq_rebalance_step_state IS
+	'the states of a step of a rebalance (snowseq_rebalance_steps.state)';
+-- Over: the run is neither running nor resumable.
+CREATE FUNCTION @extschema@.snowseq_rebalance_is_over(state @extschema@.snowseq_rebalance_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'abandoned']::@extschema@.snowseq_rebalance_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_is_over(@extschema@.snowseq_rebalance_state) IS
+	'whether a rebalance in this state is over: done or abandoned';
 CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	run_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	parent regclass NOT NULL,
@@ -1199,8 +1232,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	fill name[] NOT NULL DEFAULT '{}',
 	sample interval NOT NULL DEFAULT '10 s',
 	merge_below double precision NOT NULL DEFAULT 0,
-	state text NOT NULL
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped', 'done', 'abandoned']::pg_catalog.text[])),
+	state @extschema@.snowseq_rebalance_state NOT NULL,
 	stop text
 		CHECK (stop OPERATOR(pg_catalog.=) ANY (ARRAY['stop', 'abandon']::pg_catalog.text[])),
 	rounds integer NOT NULL DEFAULT 1,
@@ -1210,7 +1242,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	finished_at timestamptz
 );
 CREATE UNIQUE INDEX snowseq_rebalance_runs_open ON @extschema@.snowseq_rebalance_runs (parent)
-	WHERE state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped']::pg_catalog.text[]);
+	WHERE NOT @extschema@.snowseq_rebalance_is_over(state);
 COMMENT ON TABLE @extschema@.snowseq_rebalance_runs IS
 	'rebalances run on this router: table, strategy, threshold, drained servers, servers to fill, the sample of strategy writes, the load below which neighbouring partitions merge, state (running, stopped: resumable; done, abandoned: over), stop requested, rounds of planning';
 CREATE TABLE @extschema@.snowseq_rebalance_steps (
@@ -1222,8 +1254,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_steps (
 	to_server name NOT NULL,
 	rows bigint,
 	bytes bigint,
-	state text NOT NULL DEFAULT 'planned'
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['planned', 'running', 'failed', 'done']::pg_catalog.text[])),
+	state @extschema@.snowseq_rebalance_step_state NOT NULL DEFAULT 'planned',
 	move_id bigint,
 	rows_copied bigint,
 	error text,
@@ -1539,7 +1570,7 @@ BEGIN
 	END IF;
 	RETURN QUERY SELECT r.* FROM @extschema@.snowseq_rebalance_runs r
 		WHERE r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_open_run.parent
-			AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
+			AND NOT @extschema@.snowseq_rebalance_is_over(r.state)
 		FOR UPDATE;
 END
 $open$;
@@ -1847,7 +1878,7 @@ BEGIN
 			RAISE NOTICE 'rebalance %: step % of %: the partitions of genes % to % of table % on server "%" merge (about % rows)',
 				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.rows;
 			CALL @extschema@.snowseq_merge_partitions(run.parent, s.first_gene, s.last_gene);
-			SELECT m.merge_id AS move_id, m.state, m.error, m.rows_copied INTO mv
+			SELECT m.merge_id AS move_id, m.state::pg_catalog.text AS state, m.error, m.rows_copied INTO mv
 				FROM @extschema@.snowseq_merges m
 				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
 					AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
@@ -1857,14 +1888,14 @@ BEGIN
 			RAISE NOTICE 'rebalance %: step % of %: genes % to % of table % from server "%" to server "%" (about % rows)',
 				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.to_server, s.rows;
 			CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
-			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state, m.error, m.rows_copied INTO mv
+			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state::pg_catalog.text AS state, m.error, m.rows_copied INTO mv
 				FROM @extschema@.snowseq_moves m
 				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
 					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
 					AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
 				ORDER BY m.move_id DESC LIMIT 1;
 		END IF;
-		IF mv.state IS NOT NULL AND mv.state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'revertable']) THEN
+		IF mv.state IS NOT NULL AND (mv.state OPERATOR(pg_catalog.=) 'done' OR mv.state OPERATOR(pg_catalog.=) 'revertable') THEN
 			s.state := 'done';
 			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
 			s.rows_copied := mv.rows_copied;
@@ -1919,7 +1950,7 @@ BEGIN
 			finished_at = CASE WHEN abandon AND NOT (r.state OPERATOR(pg_catalog.=) 'running'
 					AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start))
 				THEN pg_catalog.clock_timestamp() END
-		WHERE r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
+		WHERE NOT @extschema@.snowseq_rebalance_is_over(r.state)
 			AND (snowseq_rebalance_stop.parent IS NULL OR r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_stop.parent)
 			-- the runs of the session role's own tables alone
 			AND @extschema@.snowseq_session_owns(r.parent);
@@ -1938,6 +1969,21 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FRO
 -- as the owner of the records, like those of moves: the resolver and
 -- cleanup act on them (a prepared transaction to commit or roll back, a
 -- table to drop), so the guard refuses changes by any other role.
+-- The states of a merge, those of MoveStateNames (src/shards/merge.h) a
+-- merge goes through: the one list of them in SQL, written and read as
+-- text by snowseq, as a move's.
+CREATE TYPE @extschema@.snowseq_merge_state AS ENUM
+	('prepare', 'copy', 'switch', 'switched', 'done', 'failed', 'rollback');
+COMMENT ON TYPE @extschema@.snowseq_merge_state IS
+	'the states of a merge (snowseq_merges.state)';
+CREATE CAST (pg_catalog.text AS @extschema@.snowseq_merge_state) WITH INOUT AS ASSIGNMENT;
+-- Over: nothing of the merge runs or is left (rollback has leftovers).
+CREATE FUNCTION @extschema@.snowseq_merge_is_over(state @extschema@.snowseq_merge_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed']::@extschema@.snowseq_merge_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_merge_is_over(@extschema@.snowseq_merge_state) IS
+	'whether a merge in this state is over: done or failed';
 CREATE TABLE @extschema@.snowseq_merges (
 	merge_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	group_merge bigint,
@@ -1955,9 +2001,7 @@ CREATE TABLE @extschema@.snowseq_merges (
 	part_upper bigint,
 	id_column text NOT NULL,
 	token text NOT NULL,
-	state text NOT NULL
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'switch', 'switched',
-				'done', 'failed', 'rollback']::text[])),
+	state @extschema@.snowseq_merge_state NOT NULL,
 	error text,
 	mover oid NOT NULL,
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),

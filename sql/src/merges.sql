@@ -5,6 +5,21 @@
 -- as the owner of the records, like those of moves: the resolver and
 -- cleanup act on them (a prepared transaction to commit or roll back, a
 -- table to drop), so the guard refuses changes by any other role.
+-- The states of a merge, those of MoveStateNames (src/shards/merge.h) a
+-- merge goes through: the one list of them in SQL, written and read as
+-- text by snowseq, as a move's.
+CREATE TYPE @extschema@.snowseq_merge_state AS ENUM
+	('prepare', 'copy', 'switch', 'switched', 'done', 'failed', 'rollback');
+COMMENT ON TYPE @extschema@.snowseq_merge_state IS
+	'the states of a merge (snowseq_merges.state)';
+CREATE CAST (pg_catalog.text AS @extschema@.snowseq_merge_state) WITH INOUT AS ASSIGNMENT;
+-- Over: nothing of the merge runs or is left (rollback has leftovers).
+CREATE FUNCTION @extschema@.snowseq_merge_is_over(state @extschema@.snowseq_merge_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed']::@extschema@.snowseq_merge_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_merge_is_over(@extschema@.snowseq_merge_state) IS
+	'whether a merge in this state is over: done or failed';
 CREATE TABLE @extschema@.snowseq_merges (
 	merge_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	group_merge bigint,
@@ -22,9 +37,7 @@ CREATE TABLE @extschema@.snowseq_merges (
 	part_upper bigint,
 	id_column text NOT NULL,
 	token text NOT NULL,
-	state text NOT NULL
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'switch', 'switched',
-				'done', 'failed', 'rollback']::text[])),
+	state @extschema@.snowseq_merge_state NOT NULL,
 	error text,
 	mover oid NOT NULL,
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),

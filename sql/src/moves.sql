@@ -1,6 +1,27 @@
 -- Elastic shards
 ------------------------------------------------------------------------
 
+--@block move_state
+-- The states of a move, as MoveStateNames (src/shards/move_common.c) names
+-- them, in its order: the one list of them in SQL.  snowseq writes a state
+-- as its name (text, assigned: the cast below), and reads it as text, from
+-- a catalog of this version or (cleanup before ALTER EXTENSION UPDATE) of
+-- an older one, where the column is text.
+CREATE TYPE @extschema@.snowseq_move_state AS ENUM
+	('prepare', 'copy', 'block', 'switch', 'switched', 'done', 'failed', 'rollback',
+	 'revertable', 'reverted');
+COMMENT ON TYPE @extschema@.snowseq_move_state IS
+	'the states of a move (snowseq_moves.state)';
+CREATE CAST (pg_catalog.text AS @extschema@.snowseq_move_state) WITH INOUT AS ASSIGNMENT;
+-- Over: nothing of the move runs or is left (rollback has leftovers).
+CREATE FUNCTION @extschema@.snowseq_move_is_over(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'reverted']::@extschema@.snowseq_move_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_over(@extschema@.snowseq_move_state) IS
+	'whether a move in this state is over: done, failed or reverted';
+--@end
+
 -- On a router: one row per move of a gene range, kept as history.  Not
 -- marked for pg_dump: the rows name replication objects of this cluster's
 -- own moves, which a restored copy must neither resume nor clean up.
@@ -26,9 +47,7 @@ CREATE TABLE snowseq_moves (
 	token text NOT NULL,
 	fence_id integer,
 	sub_oid oid,
-	state text NOT NULL
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'block', 'switch',
-				'switched', 'done', 'failed', 'rollback', 'revertable', 'reverted']::pg_catalog.text[])),
+	state @extschema@.snowseq_move_state NOT NULL,
 	error text,
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 	copied_at timestamptz,
@@ -228,11 +247,11 @@ SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_s
 		ORDER BY g.move_id) AS tables,
 	m.revertable_until, m.reverts
 FROM @extschema@.snowseq_moves m
-WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback', 'reverted']::pg_catalog.text[])
+WHERE NOT @extschema@.snowseq_move_is_over(m.state) AND m.state OPERATOR(pg_catalog.<>) 'rollback'
 	AND m.group_move IS NULL;
---@end
 COMMENT ON VIEW @extschema@.snowseq_move_progress IS
 	'moves under way (or interrupted): phase, rows copied of the total, bytes, lag and estimated time left';
+--@end
 -- ---- end of moves: progress (1.2) ----
 
 -- ---- moves: placement groups (1.2) ----

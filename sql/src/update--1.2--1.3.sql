@@ -3,9 +3,11 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION snowseq UPDATE TO '1.3'" to load this file. \quit
 
--- Each change of 1.3 is a section of its own, marked
--- "-- ---- <part>: <what> (1.3) ----", in the same order as in
--- snowseq--1.3.sql.
+-- Made by sql/build.pl (make) from sql/src/update--1.2--1.3.sql and the
+-- areas of sql/src/: edit those.  Each change of 1.3 is a
+-- section of its own, marked "-- ---- <part>: <what> (1.3) ----"; what is
+-- new or replaced comes from the areas' blocks (--@include), as the
+-- install script has it.
 
 -- ---- counters: one authority (1.3) ----
 -- What a counter issued is recorded where only snowseq writes: its floor,
@@ -136,17 +138,19 @@ COMMENT ON COLUMN @extschema@.snowseq_moves.reverts IS
 	'a revert: the move it reverts';
 COMMENT ON COLUMN @extschema@.snowseq_moves.back_lsn IS
 	'the destination''s WAL position when the move stopped replicating to it: replication back to the source starts there';
+-- A move's state becomes its enum type; the view that reads the column
+-- and the index on it are made again.
+--@include move_state
+DROP VIEW @extschema@.snowseq_move_progress;
+ALTER TABLE @extschema@.snowseq_moves DROP CONSTRAINT snowseq_moves_state_check;
+ALTER TABLE @extschema@.snowseq_moves DROP CONSTRAINT snowseq_moves_token_key;
 ALTER TABLE @extschema@.snowseq_moves
-	DROP CONSTRAINT snowseq_moves_state_check,
-	ADD CONSTRAINT snowseq_moves_state_check
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'block', 'switch',
-				'switched', 'done', 'failed', 'rollback', 'revertable', 'reverted']::pg_catalog.text[]));
+	ALTER COLUMN state TYPE @extschema@.snowseq_move_state USING state::@extschema@.snowseq_move_state;
 COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
 	'prepare, copy, block, switch, switched: in progress (or interrupted); revertable: switched, the source kept current; done, failed, reverted: over; rollback: leftovers remain';
 -- A revert is named after the move it reverts (the way back's name), and
 -- a revert that failed (over: its undo left nothing) leaves that name to
 -- the next revert of the move: unique among the moves not failed.
-ALTER TABLE @extschema@.snowseq_moves DROP CONSTRAINT snowseq_moves_token_key;
 CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
 	WHERE state OPERATOR(pg_catalog.<>) 'failed';
 --@include move_objects
@@ -175,11 +179,11 @@ CROSS JOIN LATERAL (VALUES
 	 OPERATOR(pg_catalog.||) m.fence_id::pg_catalog.text))
 ) x(wanted, server, kind, name)
 WHERE x.wanted
-	AND (lead.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'reverted']::pg_catalog.text[])
+	AND (NOT @extschema@.snowseq_move_is_over(lead.state)
 		OR (lead.state OPERATOR(pg_catalog.=) 'done' AND x.kind OPERATOR(pg_catalog.=) 'view'))
 ON CONFLICT DO NOTHING;
 
---@include move_progress replace
+--@include move_progress
 --@include move_revert
 --@include move_guard
 --@include monitoring_grants
