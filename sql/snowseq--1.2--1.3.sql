@@ -124,6 +124,8 @@ CREATE FUNCTION @extschema@.snowseq_reservations(
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'snowseq_reservations_1_3'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_reservations() IS
+	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use), with their database';
 CREATE VIEW @extschema@.snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
 COMMENT ON VIEW @extschema@.snowseq_reservations IS 'snowseq durable reservations';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_status() FROM PUBLIC;
@@ -132,8 +134,6 @@ GRANT EXECUTE ON FUNCTION @extschema@.snowseq_status() TO pg_monitor;
 GRANT EXECUTE ON FUNCTION @extschema@.snowseq_reservations() TO pg_monitor;
 GRANT SELECT ON @extschema@.snowseq_status TO pg_monitor;
 GRANT SELECT ON @extschema@.snowseq_reservations TO pg_monitor;
-COMMENT ON FUNCTION @extschema@.snowseq_reservations() IS
-	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use), with their database';
 COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
 	'add the wrap keys and the key version mark of a copy of another cluster''s keyring file (all or none); a regular file only; needs pg_read_server_files too; returns how many wrap keys were new';
 -- ---- end of status: who may read it (1.3) ----

@@ -44,7 +44,8 @@ ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_counters_
 ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_counters_row_changed;
 
 -- Not STRICT: a NULL argument is an ERROR naming it (maximum: none).
-CREATE FUNCTION snowseq_create_counter(name text, start bigint DEFAULT 1,
+--@block create_counter
+CREATE FUNCTION @extschema@.snowseq_create_counter(name text, start bigint DEFAULT 1,
 	nodes integer DEFAULT 1, restart boolean DEFAULT false, maximum bigint DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_create_counter_1_3'
@@ -52,6 +53,7 @@ CREATE FUNCTION snowseq_create_counter(name text, start bigint DEFAULT 1,
 COMMENT ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) IS
 	'a named counter owned by the calling role: values start, start + nodes, ... up to maximum on node 0, offset by node_id % nodes elsewhere; its owner may continue a dropped one (restart => true starts it over)';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) FROM PUBLIC;
+--@end
 
 CREATE FUNCTION snowseq_create_serial(name text, format text, time_zone text DEFAULT 'UTC',
 	start bigint DEFAULT 1, nodes integer DEFAULT 1) RETURNS void

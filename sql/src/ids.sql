@@ -72,18 +72,19 @@ COMMENT ON FUNCTION snowseq_status() IS
 CREATE VIEW snowseq_status AS SELECT * FROM @extschema@.snowseq_status();
 COMMENT ON VIEW snowseq_status IS 'the snowseq generator at a glance';
 
-CREATE FUNCTION snowseq_reservations(
+--@block reservations
+CREATE FUNCTION @extschema@.snowseq_reservations(
 	OUT kind text, OUT counter bigint, OUT bound bigint, OUT low_water bigint,
 	OUT block bigint, OUT advances bigint, OUT waits bigint,
 	OUT last_advance timestamptz, OUT database name)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'snowseq_reservations_1_3'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_reservations() IS
+COMMENT ON FUNCTION @extschema@.snowseq_reservations() IS
 	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use), with their database';
-
-CREATE VIEW snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
-COMMENT ON VIEW snowseq_reservations IS 'snowseq durable reservations';
+CREATE VIEW @extschema@.snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
+COMMENT ON VIEW @extschema@.snowseq_reservations IS 'snowseq durable reservations';
+--@end
 
 -- PARALLEL UNSAFE: rewrites the state file.
 CREATE FUNCTION snowseq_reset_state(segment_floor bigint DEFAULT NULL) RETURNS text

@@ -5,6 +5,7 @@
 -- pg_read_all_stats in every database (as pg_stat_statements shows them
 -- every query), to others only in its database and if they may use it;
 -- with its database (one name in two databases is two counters).
+--@block status_grants
 REVOKE ALL ON FUNCTION @extschema@.snowseq_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.snowseq_reservations() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.snowseq_status() TO pg_monitor;
@@ -13,6 +14,7 @@ GRANT SELECT ON @extschema@.snowseq_status TO pg_monitor;
 GRANT SELECT ON @extschema@.snowseq_reservations TO pg_monitor;
 COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
 	'add the wrap keys and the key version mark of a copy of another cluster''s keyring file (all or none); a regular file only; needs pg_read_server_files too; returns how many wrap keys were new';
+--@end
 -- ---- end of status: who may read it (1.3) ----
 
 --@block capacity

@@ -68,11 +68,13 @@ CREATE TABLE snowseq_moves (
 	reverts bigint,
 	back_lsn pg_lsn
 );
+--@block move_token_key
 -- A revert is named after the move it reverts (the way back's name), and
 -- a revert that failed (over: its undo left nothing) leaves that name to
 -- the next revert of the move: unique among the moves not failed.
 CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
 	WHERE state OPERATOR(pg_catalog.<>) 'failed';
+--@end
 CREATE INDEX snowseq_moves_group_move ON @extschema@.snowseq_moves (group_move);
 COMMENT ON TABLE snowseq_moves IS
 	'gene-range moves run on this router: state, objects and timings';

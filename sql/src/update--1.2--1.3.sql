@@ -43,14 +43,7 @@ COMMENT ON TABLE @extschema@.snowseq_counters IS
 
 -- Not STRICT: a NULL argument is an ERROR naming it (maximum: none).
 DROP FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean);
-CREATE FUNCTION @extschema@.snowseq_create_counter(name text, start bigint DEFAULT 1,
-	nodes integer DEFAULT 1, restart boolean DEFAULT false, maximum bigint DEFAULT NULL)
-	RETURNS void
-	AS 'MODULE_PATHNAME', 'snowseq_create_counter_1_3'
-	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) IS
-	'a named counter owned by the calling role: values start, start + nodes, ... up to maximum on node 0, offset by node_id % nodes elsewhere; its owner may continue a dropped one (restart => true starts it over)';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) FROM PUBLIC;
+--@include create_counter
 REVOKE ALL ON FUNCTION @extschema@.snowseq_create_serial(text, text, text, bigint, integer) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.snowseq_create_serial(text, text, text, bigint, integer) IS
 	'a formatted serial such as ''INV-YYYYMMDD-######'' owned by the calling role: its number starts again at start in each day, month or year of the format, in time_zone';
@@ -100,25 +93,8 @@ $$;
 -- with its database (one name in two databases is two counters).
 DROP VIEW @extschema@.snowseq_reservations;
 DROP FUNCTION @extschema@.snowseq_reservations();
-CREATE FUNCTION @extschema@.snowseq_reservations(
-	OUT kind text, OUT counter bigint, OUT bound bigint, OUT low_water bigint,
-	OUT block bigint, OUT advances bigint, OUT waits bigint,
-	OUT last_advance timestamptz, OUT database name)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'snowseq_reservations_1_3'
-	LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE VIEW @extschema@.snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
-COMMENT ON VIEW @extschema@.snowseq_reservations IS 'snowseq durable reservations';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_status() FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.snowseq_reservations() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.snowseq_status() TO pg_monitor;
-GRANT EXECUTE ON FUNCTION @extschema@.snowseq_reservations() TO pg_monitor;
-GRANT SELECT ON @extschema@.snowseq_status TO pg_monitor;
-GRANT SELECT ON @extschema@.snowseq_reservations TO pg_monitor;
-COMMENT ON FUNCTION @extschema@.snowseq_reservations() IS
-	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use), with their database';
-COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
-	'add the wrap keys and the key version mark of a copy of another cluster''s keyring file (all or none); a regular file only; needs pg_read_server_files too; returns how many wrap keys were new';
+--@include reservations
+--@include status_grants
 -- ---- end of status: who may read it (1.3) ----
 
 --@include wrap_keys_drop
@@ -148,11 +124,7 @@ ALTER TABLE @extschema@.snowseq_moves
 	ALTER COLUMN state TYPE @extschema@.snowseq_move_state USING state::@extschema@.snowseq_move_state;
 COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
 	'prepare, copy, block, switch, switched: in progress (or interrupted); revertable: switched, the source kept current; done, failed, reverted: over; rollback: leftovers remain';
--- A revert is named after the move it reverts (the way back's name), and
--- a revert that failed (over: its undo left nothing) leaves that name to
--- the next revert of the move: unique among the moves not failed.
-CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
-	WHERE state OPERATOR(pg_catalog.<>) 'failed';
+--@include move_token_key
 --@include move_objects
 -- A move that began under 1.2 recorded nothing: the records it needs are
 -- written now from its record, so that cleanup, which reads records alone,
