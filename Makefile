@@ -80,6 +80,19 @@ SHARDS_OBJS = \
 # install with an upgraded one) and the upgrade scripts between them
 DATA = $(wildcard sql/snowseq--*.sql)
 
+# The install script of this version and its update from the previous one
+# are made from the SQL sources (CONTRIBUTING.md, "The SQL scripts"): the
+# areas of sql/src/, in the order sql/src/areas declares, and the update's
+# own part (sql/src/update--*.sql), which includes their blocks.  Both are
+# committed (a release, make dist and a build without Perl have them);
+# make sqlcheck, and test 064, fail when they differ from what the sources
+# make.
+SQL_PREV = 1.2
+SQL_AREAS = $(patsubst %,$(srcdir)/sql/src/%.sql,$(shell cat $(srcdir)/sql/src/areas))
+SQL_INSTALL = sql/snowseq--$(EXTVERSION).sql
+SQL_UPDATE = sql/snowseq--$(SQL_PREV)--$(EXTVERSION).sql
+SQL_BUILD = $(PERL) $(srcdir)/sql/build.pl
+
 # -Bsymbolic and -fno-semantic-interposition: calls and globals inside the
 # module bind directly, not through the PLT/GOT (measurable on the hot path)
 SHLIB_LINK += -lxxhash -lmurmurhash -Wl,-Bsymbolic
@@ -120,6 +133,18 @@ EXTRA_CLEAN = tmp_check_regress tmp_check_isolation results output_iso regressio
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+all: $(SQL_INSTALL) $(SQL_UPDATE)
+$(SQL_INSTALL): $(srcdir)/sql/build.pl $(srcdir)/sql/src/areas $(SQL_AREAS)
+	$(SQL_BUILD) install $(EXTVERSION) $(SQL_AREAS) > $@.new && mv $@.new $@
+$(SQL_UPDATE): $(srcdir)/sql/build.pl $(srcdir)/sql/src/update--$(SQL_PREV)--$(EXTVERSION).sql $(SQL_AREAS)
+	$(SQL_BUILD) update $(srcdir)/sql/src/update--$(SQL_PREV)--$(EXTVERSION).sql $(SQL_AREAS) > $@.new && mv $@.new $@
+
+# the committed scripts are what the sources make
+.PHONY: sqlcheck
+sqlcheck:
+	$(SQL_BUILD) install $(EXTVERSION) $(SQL_AREAS) | diff -u $(SQL_INSTALL) -
+	$(SQL_BUILD) update $(srcdir)/sql/src/update--$(SQL_PREV)--$(EXTVERSION).sql $(SQL_AREAS) | diff -u $(SQL_UPDATE) -
 
 # the TAP suites alone (T=test/t/NNN_x.pl for one file)
 .PHONY: tapcheck

@@ -3,9 +3,11 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION snowseq UPDATE TO '1.3'" to load this file. \quit
 
--- Each change of 1.3 is a section of its own, marked
--- "-- ---- <part>: <what> (1.3) ----", in the same order as in
--- snowseq--1.3.sql.
+-- Made by sql/build.pl (make) from sql/src/update--1.2--1.3.sql and the
+-- areas of sql/src/: edit those.  Each change of 1.3 is a
+-- section of its own, marked "-- ---- <part>: <what> (1.3) ----"; what is
+-- new or replaced comes from the areas' blocks (--@include), as the
+-- install script has it.
 
 -- ---- counters: one authority (1.3) ----
 -- What a counter issued is recorded where only snowseq writes: its floor,
@@ -122,6 +124,8 @@ CREATE FUNCTION @extschema@.snowseq_reservations(
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'snowseq_reservations_1_3'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_reservations() IS
+	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use), with their database';
 CREATE VIEW @extschema@.snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
 COMMENT ON VIEW @extschema@.snowseq_reservations IS 'snowseq durable reservations';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_status() FROM PUBLIC;
@@ -130,8 +134,6 @@ GRANT EXECUTE ON FUNCTION @extschema@.snowseq_status() TO pg_monitor;
 GRANT EXECUTE ON FUNCTION @extschema@.snowseq_reservations() TO pg_monitor;
 GRANT SELECT ON @extschema@.snowseq_status TO pg_monitor;
 GRANT SELECT ON @extschema@.snowseq_reservations TO pg_monitor;
-COMMENT ON FUNCTION @extschema@.snowseq_reservations() IS
-	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use), with their database';
 COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
 	'add the wrap keys and the key version mark of a copy of another cluster''s keyring file (all or none); a regular file only; needs pg_read_server_files too; returns how many wrap keys were new';
 -- ---- end of status: who may read it (1.3) ----
@@ -250,17 +252,36 @@ COMMENT ON COLUMN @extschema@.snowseq_moves.reverts IS
 	'a revert: the move it reverts';
 COMMENT ON COLUMN @extschema@.snowseq_moves.back_lsn IS
 	'the destination''s WAL position when the move stopped replicating to it: replication back to the source starts there';
+-- A move's state becomes its enum type; the view that reads the column
+-- and the index on it are made again.
+-- The states of a move, as MoveStateNames (src/shards/move_common.c) names
+-- them, in its order: the one list of them in SQL.  snowseq writes a state
+-- as its name (text, assigned: the cast below), and reads it as text, from
+-- a catalog of this version or (cleanup before ALTER EXTENSION UPDATE) of
+-- an older one, where the column is text.
+CREATE TYPE @extschema@.snowseq_move_state AS ENUM
+	('prepare', 'copy', 'block', 'switch', 'switched', 'done', 'failed', 'rollback',
+	 'revertable', 'reverted');
+COMMENT ON TYPE @extschema@.snowseq_move_state IS
+	'the states of a move (snowseq_moves.state)';
+CREATE CAST (pg_catalog.text AS @extschema@.snowseq_move_state) WITH INOUT AS ASSIGNMENT;
+-- Over: nothing of the move runs or is left (rollback has leftovers).
+CREATE FUNCTION @extschema@.snowseq_move_is_over(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'reverted']::@extschema@.snowseq_move_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_over(@extschema@.snowseq_move_state) IS
+	'whether a move in this state is over: done, failed or reverted';
+DROP VIEW @extschema@.snowseq_move_progress;
+ALTER TABLE @extschema@.snowseq_moves DROP CONSTRAINT snowseq_moves_state_check;
+ALTER TABLE @extschema@.snowseq_moves DROP CONSTRAINT snowseq_moves_token_key;
 ALTER TABLE @extschema@.snowseq_moves
-	DROP CONSTRAINT snowseq_moves_state_check,
-	ADD CONSTRAINT snowseq_moves_state_check
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'block', 'switch',
-				'switched', 'done', 'failed', 'rollback', 'revertable', 'reverted']::pg_catalog.text[]));
+	ALTER COLUMN state TYPE @extschema@.snowseq_move_state USING state::@extschema@.snowseq_move_state;
 COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
 	'prepare, copy, block, switch, switched: in progress (or interrupted); revertable: switched, the source kept current; done, failed, reverted: over; rollback: leftovers remain';
 -- A revert is named after the move it reverts (the way back's name), and
 -- a revert that failed (over: its undo left nothing) leaves that name to
 -- the next revert of the move: unique among the moves not failed.
-ALTER TABLE @extschema@.snowseq_moves DROP CONSTRAINT snowseq_moves_token_key;
 CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
 	WHERE state OPERATOR(pg_catalog.<>) 'failed';
 
@@ -308,11 +329,11 @@ CROSS JOIN LATERAL (VALUES
 	 OPERATOR(pg_catalog.||) m.fence_id::pg_catalog.text))
 ) x(wanted, server, kind, name)
 WHERE x.wanted
-	AND (lead.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'reverted']::pg_catalog.text[])
+	AND (NOT @extschema@.snowseq_move_is_over(lead.state)
 		OR (lead.state OPERATOR(pg_catalog.=) 'done' AND x.kind OPERATOR(pg_catalog.=) 'view'))
 ON CONFLICT DO NOTHING;
 
-CREATE OR REPLACE VIEW @extschema@.snowseq_move_progress AS
+CREATE VIEW @extschema@.snowseq_move_progress AS
 SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_server,
 	m.state AS phase, m.rows_copied, m.rows_total,
 	CASE WHEN m.rows_total OPERATOR(pg_catalog.>) 0
@@ -331,8 +352,10 @@ SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_s
 		ORDER BY g.move_id) AS tables,
 	m.revertable_until, m.reverts
 FROM @extschema@.snowseq_moves m
-WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback', 'reverted']::pg_catalog.text[])
+WHERE NOT @extschema@.snowseq_move_is_over(m.state) AND m.state OPERATOR(pg_catalog.<>) 'rollback'
 	AND m.group_move IS NULL;
+COMMENT ON VIEW @extschema@.snowseq_move_progress IS
+	'moves under way (or interrupted): phase, rows copied of the total, bytes, lag and estimated time left';
 
 CREATE PROCEDURE @extschema@.snowseq_move_revert(move bigint)
 	AS 'MODULE_PATHNAME', 'snowseq_move_revert'
@@ -435,6 +458,22 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_placement_group(regclass) FROM PUBLIC
 -- writes the plan, and runs it move by move with snowseq_move_genes,
 -- committing between moves: resumable after a crash, stoppable between
 -- moves.  Its runs and steps are written by the procedure alone (the guard).
+-- The states of a run and of a step: the one list of each in SQL.
+CREATE TYPE @extschema@.snowseq_rebalance_state AS ENUM
+	('running', 'stopped', 'done', 'abandoned');
+COMMENT ON TYPE @extschema@.snowseq_rebalance_state IS
+	'the states of a rebalance (snowseq_rebalance_runs.state): running, stopped (resumable), done, abandoned (over)';
+CREATE TYPE @extschema@.snowseq_rebalance_step_state AS ENUM
+	('planned', 'running', 'failed', 'done');
+COMMENT ON TYPE @extschema@.snowseq_rebalance_step_state IS
+	'the states of a step of a rebalance (snowseq_rebalance_steps.state)';
+-- Over: the run is neither running nor resumable.
+CREATE FUNCTION @extschema@.snowseq_rebalance_is_over(state @extschema@.snowseq_rebalance_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'abandoned']::@extschema@.snowseq_rebalance_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_is_over(@extschema@.snowseq_rebalance_state) IS
+	'whether a rebalance in this state is over: done or abandoned';
 CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	run_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	parent regclass NOT NULL,
@@ -444,8 +483,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	fill name[] NOT NULL DEFAULT '{}',
 	sample interval NOT NULL DEFAULT '10 s',
 	merge_below double precision NOT NULL DEFAULT 0,
-	state text NOT NULL
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped', 'done', 'abandoned']::pg_catalog.text[])),
+	state @extschema@.snowseq_rebalance_state NOT NULL,
 	stop text
 		CHECK (stop OPERATOR(pg_catalog.=) ANY (ARRAY['stop', 'abandon']::pg_catalog.text[])),
 	rounds integer NOT NULL DEFAULT 1,
@@ -455,7 +493,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	finished_at timestamptz
 );
 CREATE UNIQUE INDEX snowseq_rebalance_runs_open ON @extschema@.snowseq_rebalance_runs (parent)
-	WHERE state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped']::pg_catalog.text[]);
+	WHERE NOT @extschema@.snowseq_rebalance_is_over(state);
 COMMENT ON TABLE @extschema@.snowseq_rebalance_runs IS
 	'rebalances run on this router: table, strategy, threshold, drained servers, servers to fill, the sample of strategy writes, the load below which neighbouring partitions merge, state (running, stopped: resumable; done, abandoned: over), stop requested, rounds of planning';
 CREATE TABLE @extschema@.snowseq_rebalance_steps (
@@ -467,8 +505,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_steps (
 	to_server name NOT NULL,
 	rows bigint,
 	bytes bigint,
-	state text NOT NULL DEFAULT 'planned'
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['planned', 'running', 'failed', 'done']::pg_catalog.text[])),
+	state @extschema@.snowseq_rebalance_step_state NOT NULL DEFAULT 'planned',
 	move_id bigint,
 	rows_copied bigint,
 	error text,
@@ -784,7 +821,7 @@ BEGIN
 	END IF;
 	RETURN QUERY SELECT r.* FROM @extschema@.snowseq_rebalance_runs r
 		WHERE r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_open_run.parent
-			AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
+			AND NOT @extschema@.snowseq_rebalance_is_over(r.state)
 		FOR UPDATE;
 END
 $open$;
@@ -1092,7 +1129,7 @@ BEGIN
 			RAISE NOTICE 'rebalance %: step % of %: the partitions of genes % to % of table % on server "%" merge (about % rows)',
 				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.rows;
 			CALL @extschema@.snowseq_merge_partitions(run.parent, s.first_gene, s.last_gene);
-			SELECT m.merge_id AS move_id, m.state, m.error, m.rows_copied INTO mv
+			SELECT m.merge_id AS move_id, m.state::pg_catalog.text AS state, m.error, m.rows_copied INTO mv
 				FROM @extschema@.snowseq_merges m
 				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
 					AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
@@ -1102,14 +1139,14 @@ BEGIN
 			RAISE NOTICE 'rebalance %: step % of %: genes % to % of table % from server "%" to server "%" (about % rows)',
 				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.to_server, s.rows;
 			CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
-			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state, m.error, m.rows_copied INTO mv
+			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state::pg_catalog.text AS state, m.error, m.rows_copied INTO mv
 				FROM @extschema@.snowseq_moves m
 				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
 					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
 					AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
 				ORDER BY m.move_id DESC LIMIT 1;
 		END IF;
-		IF mv.state IS NOT NULL AND mv.state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'revertable']) THEN
+		IF mv.state IS NOT NULL AND (mv.state OPERATOR(pg_catalog.=) 'done' OR mv.state OPERATOR(pg_catalog.=) 'revertable') THEN
 			s.state := 'done';
 			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
 			s.rows_copied := mv.rows_copied;
@@ -1164,7 +1201,7 @@ BEGIN
 			finished_at = CASE WHEN abandon AND NOT (r.state OPERATOR(pg_catalog.=) 'running'
 					AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start))
 				THEN pg_catalog.clock_timestamp() END
-		WHERE r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
+		WHERE NOT @extschema@.snowseq_rebalance_is_over(r.state)
 			AND (snowseq_rebalance_stop.parent IS NULL OR r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_stop.parent)
 			-- the runs of the session role's own tables alone
 			AND @extschema@.snowseq_session_owns(r.parent);
@@ -1183,6 +1220,21 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FRO
 -- as the owner of the records, like those of moves: the resolver and
 -- cleanup act on them (a prepared transaction to commit or roll back, a
 -- table to drop), so the guard refuses changes by any other role.
+-- The states of a merge, those of MoveStateNames (src/shards/merge.h) a
+-- merge goes through: the one list of them in SQL, written and read as
+-- text by snowseq, as a move's.
+CREATE TYPE @extschema@.snowseq_merge_state AS ENUM
+	('prepare', 'copy', 'switch', 'switched', 'done', 'failed', 'rollback');
+COMMENT ON TYPE @extschema@.snowseq_merge_state IS
+	'the states of a merge (snowseq_merges.state)';
+CREATE CAST (pg_catalog.text AS @extschema@.snowseq_merge_state) WITH INOUT AS ASSIGNMENT;
+-- Over: nothing of the merge runs or is left (rollback has leftovers).
+CREATE FUNCTION @extschema@.snowseq_merge_is_over(state @extschema@.snowseq_merge_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed']::@extschema@.snowseq_merge_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_merge_is_over(@extschema@.snowseq_merge_state) IS
+	'whether a merge in this state is over: done or failed';
 CREATE TABLE @extschema@.snowseq_merges (
 	merge_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	group_merge bigint,
@@ -1200,9 +1252,7 @@ CREATE TABLE @extschema@.snowseq_merges (
 	part_upper bigint,
 	id_column text NOT NULL,
 	token text NOT NULL,
-	state text NOT NULL
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'switch', 'switched',
-				'done', 'failed', 'rollback']::text[])),
+	state @extschema@.snowseq_merge_state NOT NULL,
 	error text,
 	mover oid NOT NULL,
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),

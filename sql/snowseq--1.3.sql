@@ -1,4 +1,5 @@
 /* snowseq--1.3.sql: install script of the snowseq extension */
+/* made from sql/src/ by sql/build.pl (make): edit those, not this file */
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION snowseq" to load this file. \quit
@@ -77,18 +78,17 @@ COMMENT ON FUNCTION snowseq_status() IS
 CREATE VIEW snowseq_status AS SELECT * FROM @extschema@.snowseq_status();
 COMMENT ON VIEW snowseq_status IS 'the snowseq generator at a glance';
 
-CREATE FUNCTION snowseq_reservations(
+CREATE FUNCTION @extschema@.snowseq_reservations(
 	OUT kind text, OUT counter bigint, OUT bound bigint, OUT low_water bigint,
 	OUT block bigint, OUT advances bigint, OUT waits bigint,
 	OUT last_advance timestamptz, OUT database name)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'snowseq_reservations_1_3'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_reservations() IS
+COMMENT ON FUNCTION @extschema@.snowseq_reservations() IS
 	'durable reservations: the fixed ones, and the named counters the caller may see (pg_read_all_stats: every database''s; else its own database''s that it may use), with their database';
-
-CREATE VIEW snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
-COMMENT ON VIEW snowseq_reservations IS 'snowseq durable reservations';
+CREATE VIEW @extschema@.snowseq_reservations AS SELECT * FROM @extschema@.snowseq_reservations();
+COMMENT ON VIEW @extschema@.snowseq_reservations IS 'snowseq durable reservations';
 
 -- PARALLEL UNSAFE: rewrites the state file.
 CREATE FUNCTION snowseq_reset_state(segment_floor bigint DEFAULT NULL) RETURNS text
@@ -98,6 +98,81 @@ COMMENT ON FUNCTION snowseq_reset_state(bigint) IS
 	'adopt the configured layout, epoch and node id after a deliberate change, above every ID issued before (needs EXECUTE granted)';
 REVOKE ALL ON FUNCTION snowseq_reset_state(bigint) FROM PUBLIC;
 
+-- Converting tables, scattered writes, UUIDv7
+------------------------------------------------------------------------
+
+-- Changes a table's default, drops sequences: not for PUBLIC.  A caller
+-- granted EXECUTE must own the table (checked before any lock is taken).
+-- PARALLEL UNSAFE: DDL.
+CREATE FUNCTION snowseq_convert(tab regclass, col name, keep_sequence boolean DEFAULT false)
+	RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_convert'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_convert(regclass, name, boolean) IS
+	'switch a serial, identity or bigint key column (and its partitions) to DEFAULT snowseq_next(), above every value it holds (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_convert(regclass, name, boolean) FROM PUBLIC;
+
+-- IMMUTABLE: a fixed bijection of [0, 2^63), whatever the configuration,
+-- so it can be used in defaults, generated columns and partition keys.
+CREATE FUNCTION snowseq_scatter(id bigint, bits integer) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_scatter'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_scatter(bigint, integer) IS
+	'the low bits of an ID, XORed with a hash of the rest, moved to the top: spreads new rows over range partitions';
+
+CREATE FUNCTION snowseq_unscatter(value bigint, bits integer) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_unscatter'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_unscatter(bigint, integer) IS
+	'the ID a value of snowseq_scatter(id, bits) was made from';
+
+-- VOLATILE PARALLEL SAFE, as snowseq_next(): one value of the same
+-- cluster-wide clock per call.
+CREATE FUNCTION snowseq_uuid() RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid() IS
+	'RFC 9562 version 7 UUID from the snowseq clock: greater than every UUID and ID issued before, carries the node id';
+
+-- IMMUTABLE: reads the 48-bit Unix time in ms of any version 7 UUID.
+CREATE FUNCTION snowseq_uuid_time(id uuid) RETURNS timestamptz
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_time'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_time(uuid) IS
+	'instant (unix_ts_ms) of a version 7 UUID';
+
+-- ---- features: IDs for a past instant, 128-bit gene IDs (1.2) ----
+
+-- VOLATILE PARALLEL SAFE, as snowseq_next(): one value of the backfill
+-- clock per call.  Not STRICT: a NULL instant is an ERROR, not a NULL ID.
+-- EXECUTE is a GRANT: a caller backfilling a late instant holds every
+-- other backfill of the server to later instants.
+CREATE FUNCTION snowseq_id_at(ts timestamptz) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_id_at'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_id_at(timestamptz) IS
+	'new snowflake ID whose time field is that of the past instant ts, with snowseq.backfill_node_id: never equal to an ID of the clock or another (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_id_at(timestamptz) FROM PUBLIC;
+
+CREATE FUNCTION snowseq_uuid_at(ts timestamptz) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_at'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_at(timestamptz) IS
+	'new version 7 UUID whose time is that of the past instant ts, with snowseq.backfill_node_id: never equal to a UUID of snowseq_uuid() or another (needs EXECUTE granted)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_uuid_at(timestamptz) FROM PUBLIC;
+
+-- STABLE: depends on the layout settings, as snowseq_min_id().
+CREATE FUNCTION snowseq_uuid_min(ts timestamptz) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_min'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_min(timestamptz) IS
+	'smallest UUID of the time unit of ts: WHERE id >= snowseq_uuid_min(...) uses the primary key';
+
+CREATE FUNCTION snowseq_uuid_max(ts timestamptz) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_uuid_max'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_uuid_max(timestamptz) IS
+	'largest UUID of the time unit of ts or before';
 ------------------------------------------------------------------------
 -- Sharding-gene IDs: [0][gene: 15][segment: 48]
 ------------------------------------------------------------------------
@@ -136,6 +211,23 @@ CREATE FUNCTION snowseq_fill_gene_id() RETURNS trigger
 COMMENT ON FUNCTION snowseq_fill_gene_id() IS
 	'BEFORE INSERT trigger: snowseq_fill_gene_id(''id_column'', ''key_column'') fills a NULL ID from the key';
 
+-- VOLATILE PARALLEL SAFE, as snowseq_gene_next(): one value of this
+-- node's 128-bit segment counter per call; a NULL key is an ERROR.
+CREATE FUNCTION snowseq_gene_uuid(key text) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_text'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION snowseq_gene_uuid(key bigint) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_int8'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION snowseq_gene_uuid(key bytea) RETURNS uuid
+	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_bytea'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(text) IS
+	'next 128-bit gene ID of a text key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
+COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(bigint) IS
+	'next 128-bit gene ID of a bigint key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
+COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(bytea) IS
+	'next 128-bit gene ID of a bytea key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
 ------------------------------------------------------------------------
 -- Routing
 ------------------------------------------------------------------------
@@ -266,6 +358,45 @@ COMMENT ON FUNCTION snowseq_create_shards(regclass, integer) IS
 	'n range partitions of a table partitioned on its bigint ID, on gene boundaries, and the map to match';
 REVOKE ALL ON FUNCTION snowseq_create_shards(regclass, integer) FROM PUBLIC;
 
+
+-- IMMUTABLE: the top 23 bits whatever the configuration, so it can be used
+-- in generated columns, index expressions and partition keys.
+CREATE FUNCTION shard_of(id uuid) RETURNS integer
+	AS 'MODULE_PATHNAME', 'shard_of_uuid'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.shard_of(uuid) IS
+	'23-bit gene of a 128-bit gene ID; shard_of(id) >> 8 is the 15-bit gene of the same key';
+
+-- STABLE PARALLEL RESTRICTED, as snowseq_route(bigint): reads the cached map.
+CREATE FUNCTION snowseq_route(id uuid) RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_route_uuid'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.snowseq_route(uuid) IS
+	'shard that holds a 128-bit gene ID, from snowseq_shard_map (the same shard as the 64-bit IDs of its key)';
+
+-- ---- end of features (1.2) ----
+
+-- ---- untyped arguments of shard_of and snowseq_route (1.2) ----
+-- With uuid overloads beside the bigint ones, an untyped literal or an
+-- untyped driver parameter (shard_of($1) from node-postgres or pgx) would
+-- be ambiguous; a text overload is what PostgreSQL picks for it, and reads
+-- the value as 1.1 did: up to 20 characters a bigint, longer a uuid.
+CREATE FUNCTION shard_of(id text) RETURNS integer
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN CASE WHEN pg_catalog.length(id) OPERATOR(pg_catalog.<=) 20
+				THEN @extschema@.shard_of(CAST(id AS pg_catalog.int8))
+				ELSE @extschema@.shard_of(CAST(id AS pg_catalog.uuid)) END;
+COMMENT ON FUNCTION @extschema@.shard_of(text) IS
+	'shard_of of a bigint or uuid written as text (an untyped literal or parameter)';
+
+CREATE FUNCTION snowseq_route(id text) RETURNS text
+	LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
+	RETURN CASE WHEN pg_catalog.length(id) OPERATOR(pg_catalog.<=) 20
+				THEN @extschema@.snowseq_route(CAST(id AS pg_catalog.int8))
+				ELSE @extschema@.snowseq_route(CAST(id AS pg_catalog.uuid)) END;
+COMMENT ON FUNCTION @extschema@.snowseq_route(text) IS
+	'snowseq_route of a bigint or uuid written as text (an untyped literal or parameter)';
+-- ---- end of untyped arguments (1.2) ----
 ------------------------------------------------------------------------
 -- Named counters and formatted serials
 ------------------------------------------------------------------------
@@ -312,7 +443,7 @@ ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_counters_
 ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_counters_row_changed;
 
 -- Not STRICT: a NULL argument is an ERROR naming it (maximum: none).
-CREATE FUNCTION snowseq_create_counter(name text, start bigint DEFAULT 1,
+CREATE FUNCTION @extschema@.snowseq_create_counter(name text, start bigint DEFAULT 1,
 	nodes integer DEFAULT 1, restart boolean DEFAULT false, maximum bigint DEFAULT NULL)
 	RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_create_counter_1_3'
@@ -366,6 +497,65 @@ COMMENT ON FUNCTION snowseq_counter_state(text) IS
 	'raw reservation of a counter of this database: last value taken and durable bound (for the snowseq_counter_status view)';
 
 
+-- ---- counters: owners and grants (1.2) ----
+-- A counter or serial has an owner (the role that created it) and USAGE
+-- grants, as a sequence has: only roles with the owner's privileges, or
+-- with USAGE granted to them, to a role they are members of, or to PUBLIC,
+-- draw values, raise it or see its state.  EXECUTE on the functions is
+-- still needed as well.  Since 1.3 both are privileges on the counter's
+-- floor (see "one authority" below).
+
+-- Only a role with the counter owner's privileges may grant and revoke:
+-- the functions check it, EXECUTE is everyone's.  role is a role name as
+-- pg_roles has it, or 'public'.
+CREATE FUNCTION snowseq_grant_counter(name text, role text) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_grant_counter'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_grant_counter(text, text) IS
+	'lets a role (or public) draw from a counter or serial, raise it and see its state: GRANT USAGE on its floor, by its owner';
+CREATE FUNCTION snowseq_revoke_counter(name text, role text) RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_revoke_counter'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_revoke_counter(text, text) IS
+	'takes back a grant of snowseq_grant_counter (REVOKE USAGE on its floor); it holds from the next call of every session';
+
+-- ---- end counters: owners and grants ----
+
+-- ---- counters: one authority (1.3) ----
+-- What a counter issued is recorded where only snowseq writes: its floor,
+-- a sequence in the schema snowseq_state, which snowseq makes on first need
+-- in every database (owned by the bootstrap superuser, no CREATE for any
+-- other role), whatever schema the extension is in, and which DROP
+-- EXTENSION leaves.  A definition that arrives without its floor's value
+-- (pg_dump --table, --data-only, --exclude-schema) is refused until the
+-- value arrives or snowseq_counter_raise() says where the counter stands.
+-- The definitions are written by snowseq's functions alone, as the table's
+-- owner, and shown through snowseq_counter_status, counter by counter to
+-- the roles that may use them.  A counter's rights are USAGE grants on its
+-- floor, its owner the role holding USAGE WITH GRANT OPTION: PostgreSQL's
+-- own privileges, dumped by role name, kept by DROP ROLE, taken back by
+-- DROP OWNED.  Creating a counter is EXECUTE on the create functions.
+
+
+-- No row for a counter the caller may not use: the view shows each role
+-- its own counters.
+CREATE FUNCTION @extschema@.snowseq_counter_state_1_3(name text,
+	OUT issued bigint, OUT reserved bigint, OUT last_value bigint, OUT owner regrole,
+	OUT recorded boolean, OUT capacity bigint, OUT used bigint, OUT remaining bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_counter_state_1_3'
+	LANGUAGE C VOLATILE STRICT PARALLEL SAFE ROWS 1;
+COMMENT ON FUNCTION @extschema@.snowseq_counter_state_1_3(text) IS
+	'a counter of this database the caller may use: raw reservation, last value, owner, whether its floor holds its record, and what is left of its space (no row otherwise)';
+CREATE VIEW @extschema@.snowseq_counter_status AS
+	SELECT c.name, c.kind, c.start, c.nodes, c.maximum, c.format, c.time_zone, c.dropped,
+		s.last_value, s.issued, s.reserved, s.owner, s.recorded, s.capacity, s.used, s.remaining
+	FROM @extschema@.snowseq_counters c
+	CROSS JOIN LATERAL @extschema@.snowseq_counter_state_1_3(c.name) s;
+COMMENT ON VIEW @extschema@.snowseq_counter_status IS
+	'named counters and serials of this database that the caller may use: definition, last value this node issued (serials: in their period), raw reservation, owner, whether the record is there, and what is left (serials: of the current period)';
+GRANT SELECT ON @extschema@.snowseq_counter_status TO PUBLIC;
+-- ---- end of counters: one authority (1.3) ----
 -- Public IDs
 -- [0][gene: 15][key version: v][FF1-AES256 of segment << check bits]
 ------------------------------------------------------------------------
@@ -534,8 +724,145 @@ COMMENT ON FUNCTION @extschema@.snowseq_is_public_uuid(uuid) IS
 REVOKE ALL ON FUNCTION @extschema@.snowseq_is_public_uuid(uuid) FROM PUBLIC;
 -- ---- end of public 128-bit gene IDs (1.2) ----
 
+
+-- ---- type prefixes of public text IDs (1.3) ----
+-- ord_<code>, as TypeID and Stripe-style IDs write them; reading checks the
+-- prefix.  The same markings and rights as the functions without one.
+CREATE FUNCTION @extschema@.snowseq_public_text(id pg_catalog.int8, prefix pg_catalog.text) RETURNS pg_catalog.text
+	AS 'MODULE_PATHNAME', 'snowseq_public_text_prefixed'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_public_text(pg_catalog.int8, pg_catalog.text) IS
+	'public ID of a gene ID as text with a type prefix: prefix, an underscore and the 14 characters of snowseq_public_text(id)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_public_text(pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_from_public_text(code pg_catalog.text, prefix pg_catalog.text) RETURNS pg_catalog.int8
+	AS 'MODULE_PATHNAME', 'snowseq_from_public_text_prefixed'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_from_public_text(pg_catalog.text, pg_catalog.text) IS
+	'gene ID of a public text ID of that type prefix; an ERROR for another prefix, none, or a mistyped code';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_from_public_text(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+-- ---- keyring: dropping imported wrap keys (1.3) ----
+-- An import that filled the keyring, or brought the wrong cluster's keys,
+-- is undone by dropping the wrap keys no key row of this database uses;
+-- granted like the import.
+CREATE FUNCTION @extschema@.snowseq_drop_wrap_keys() RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_drop_wrap_keys'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_drop_wrap_keys() IS
+	'drop from the keyring every wrap key but the cluster''s own that no row of this database''s key table uses; returns how many were dropped';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_drop_wrap_keys() FROM PUBLIC;
+-- ---- end keyring: dropping imported wrap keys (1.3) ----
+
+-- ---- authority: tables snowseq alone writes (1.3) ----
+-- The counter definitions and the keys are written by snowseq's functions
+-- (as the tables' owner) and by roles with the owner's privileges (a
+-- restore): a grant on them, which no role has, would let no role around
+-- the functions' checks either.  ALWAYS: also under replication.
+CREATE FUNCTION @extschema@.snowseq_guard() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'snowseq_guard'
+	LANGUAGE C;
+COMMENT ON FUNCTION @extschema@.snowseq_guard() IS
+	'trigger: refuses changes of a table snowseq alone writes by roles without its owner''s privileges';
+CREATE TRIGGER snowseq_guard
+	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_counters
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
+ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_guard;
+CREATE TRIGGER snowseq_guard
+	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_key_store
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
+ALTER TABLE @extschema@.snowseq_key_store ENABLE ALWAYS TRIGGER snowseq_guard;
+-- ---- end of authority: tables snowseq alone writes (1.3) ----
+
+
+-- ---- drift between the router and its shard servers (1.3) ----
+CREATE FUNCTION @extschema@.snowseq_check_shards(OUT parent pg_catalog.regclass, OUT server pg_catalog.text,
+	OUT remote_table pg_catalog.text, OUT kind pg_catalog.text, OUT object pg_catalog.text,
+	OUT router pg_catalog.text, OUT shard pg_catalog.text, OUT problem pg_catalog.text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_check_shards'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_check_shards() IS
+	'one row per difference between the router''s gene-sharded tables and their tables on the shard servers (columns, indexes, CHECK and foreign key constraints, triggers), and per server of another snowseq version; no row: no drift';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_check_shards() FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_shard_stats(parent regclass,
+	OUT first_gene integer, OUT last_gene integer, OUT shard text,
+	OUT partition regclass, OUT rows bigint, OUT bytes bigint,
+	OUT writes bigint, OUT reads bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_shard_stats_1_3'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_shard_stats(regclass) IS
+	'one row per routing-map entry and partition of a sharded table: genes, server, rows and row bytes, counted where they live; rows written (inserted, updated, deleted) and read (by sequential scans, fetched by index scans) in the partition''s table there since it was created or its statistics reset, shared out over its pieces by rows';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_shard_stats(regclass) FROM PUBLIC;
+
+-- The rebalancer's first reading of strategy writes: no row counted, and
+-- no lock on the table kept through the sample that follows.
+CREATE FUNCTION @extschema@.snowseq_shard_counters(parent regclass,
+	OUT partition regclass, OUT writes bigint, OUT reads bigint, OUT next_xid bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_shard_counters'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_shard_counters(regclass) IS
+	'one row per partition of a sharded table: the rows written and read in its table on its server, as snowseq_shard_stats reads them, without counting rows, and that server''s pg_snapshot_xmax(pg_current_snapshot()) at the reading (xid8: one past the latest transaction completed then); keeps no lock on the table';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_shard_counters(regclass) FROM PUBLIC;
+
+-- The rebalancer's histogram of a partition over its genes, counted where
+-- it lives: its rows, and of them those written (inserted or updated)
+-- since a reading of snowseq_shard_counters (xmin at or after next_xid).
+CREATE FUNCTION @extschema@.snowseq_shard_histogram(part regclass, key name, first_gene integer,
+	last_gene integer, width integer, since bigint,
+	OUT bucket integer, OUT rows bigint, OUT written bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_shard_histogram'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_shard_histogram(regclass, name, integer, integer, integer, bigint) IS
+	'the rows of a partition of a gene-sharded table in genes first_gene to last_gene, counted where they live, in buckets of width genes from first_gene (bucket 0), and of them the rows whose version was written by transaction since (a next_xid of snowseq_shard_counters) of its server or a later one (since NULL: every row); needs SELECT on the partition';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_shard_histogram(regclass, name, integer, integer, integer, bigint) FROM PUBLIC;
+
+-- The tables that move with a table (a placement group): what the
+-- rebalancer counts as the load of its partitions.
+CREATE FUNCTION @extschema@.snowseq_placement_group(parent regclass)
+	RETURNS TABLE (member regclass)
+	AS 'MODULE_PATHNAME', 'snowseq_placement_group'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_placement_group(regclass) IS
+	'the tables that move with the table (a move of its genes takes those of them that hold the genes on another server than the destination), the table first: every gene-sharded table (partitioned by range on one bigint column into foreign tables on the servers snowseq_shard_map names) if it is one, else the table alone';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_placement_group(regclass) FROM PUBLIC;
+
+------------------------------------------------------------------------
+-- Node ids across a fleet
+------------------------------------------------------------------------
+
+-- Asks every postgres_fdw server, through the caller's user mappings.
+-- PARALLEL UNSAFE: opens connections and subtransactions.
+CREATE FUNCTION snowseq_check_nodes(OUT server text, OUT node_id integer, OUT layout text,
+	OUT epoch timestamptz, OUT version text, OUT cluster text, OUT problem text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_check_nodes'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION snowseq_check_nodes() IS
+	'this server (server NULL) and every postgres_fdw server: node id, layout, epoch, snowseq version, cluster (system identifier), and what is wrong (a node id of another cluster, other layouts, unreachable)';
+REVOKE ALL ON FUNCTION snowseq_check_nodes() FROM PUBLIC;
 -- Elastic shards
 ------------------------------------------------------------------------
+
+-- The states of a move, as MoveStateNames (src/shards/move_common.c) names
+-- them, in its order: the one list of them in SQL.  snowseq writes a state
+-- as its name (text, assigned: the cast below), and reads it as text, from
+-- a catalog of this version or (cleanup before ALTER EXTENSION UPDATE) of
+-- an older one, where the column is text.
+CREATE TYPE @extschema@.snowseq_move_state AS ENUM
+	('prepare', 'copy', 'block', 'switch', 'switched', 'done', 'failed', 'rollback',
+	 'revertable', 'reverted');
+COMMENT ON TYPE @extschema@.snowseq_move_state IS
+	'the states of a move (snowseq_moves.state)';
+CREATE CAST (pg_catalog.text AS @extschema@.snowseq_move_state) WITH INOUT AS ASSIGNMENT;
+-- Over: nothing of the move runs or is left (rollback has leftovers).
+CREATE FUNCTION @extschema@.snowseq_move_is_over(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'reverted']::@extschema@.snowseq_move_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_over(@extschema@.snowseq_move_state) IS
+	'whether a move in this state is over: done, failed or reverted';
 
 -- On a router: one row per move of a gene range, kept as history.  Not
 -- marked for pg_dump: the rows name replication objects of this cluster's
@@ -562,9 +889,7 @@ CREATE TABLE snowseq_moves (
 	token text NOT NULL,
 	fence_id integer,
 	sub_oid oid,
-	state text NOT NULL
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'block', 'switch',
-				'switched', 'done', 'failed', 'rollback', 'revertable', 'reverted']::pg_catalog.text[])),
+	state @extschema@.snowseq_move_state NOT NULL,
 	error text,
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 	copied_at timestamptz,
@@ -721,33 +1046,6 @@ COMMENT ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, 
 	'move the partition holding gene to the server of its left neighbour (its right one for the first); snowseq_merge_shards is its older name';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
 
--- ---- drift between the router and its shard servers (1.3) ----
-CREATE FUNCTION @extschema@.snowseq_check_shards(OUT parent pg_catalog.regclass, OUT server pg_catalog.text,
-	OUT remote_table pg_catalog.text, OUT kind pg_catalog.text, OUT object pg_catalog.text,
-	OUT router pg_catalog.text, OUT shard pg_catalog.text, OUT problem pg_catalog.text)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'snowseq_check_shards'
-	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_check_shards() IS
-	'one row per difference between the router''s gene-sharded tables and their tables on the shard servers (columns, indexes, CHECK and foreign key constraints, triggers), and per server of another snowseq version; no row: no drift';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_check_shards() FROM PUBLIC;
-
--- ---- type prefixes of public text IDs (1.3) ----
--- ord_<code>, as TypeID and Stripe-style IDs write them; reading checks the
--- prefix.  The same markings and rights as the functions without one.
-CREATE FUNCTION @extschema@.snowseq_public_text(id pg_catalog.int8, prefix pg_catalog.text) RETURNS pg_catalog.text
-	AS 'MODULE_PATHNAME', 'snowseq_public_text_prefixed'
-	LANGUAGE C STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_public_text(pg_catalog.int8, pg_catalog.text) IS
-	'public ID of a gene ID as text with a type prefix: prefix, an underscore and the 14 characters of snowseq_public_text(id)';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_public_text(pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
-CREATE FUNCTION @extschema@.snowseq_from_public_text(code pg_catalog.text, prefix pg_catalog.text) RETURNS pg_catalog.int8
-	AS 'MODULE_PATHNAME', 'snowseq_from_public_text_prefixed'
-	LANGUAGE C STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_from_public_text(pg_catalog.text, pg_catalog.text) IS
-	'gene ID of a public text ID of that type prefix; an ERROR for another prefix, none, or a mistyped code';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_from_public_text(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
-
 CREATE FUNCTION snowseq_move_cleanup(
 	OUT move_id bigint, OUT parent regclass, OUT first_gene integer, OUT last_gene integer,
 	OUT server name, OUT object text, OUT action text)
@@ -757,133 +1055,6 @@ CREATE FUNCTION snowseq_move_cleanup(
 COMMENT ON FUNCTION snowseq_move_cleanup() IS
 	'finish or undo interrupted moves and remove their replication slots, publications, subscriptions and copies; one row per object';
 REVOKE ALL ON FUNCTION snowseq_move_cleanup() FROM PUBLIC;
-
-CREATE FUNCTION snowseq_shard_stats(parent regclass,
-	OUT first_gene integer, OUT last_gene integer, OUT shard text,
-	OUT partition regclass, OUT rows bigint, OUT bytes bigint,
-	OUT writes bigint, OUT reads bigint)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'snowseq_shard_stats_1_3'
-	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_shard_stats(regclass) IS
-	'one row per routing-map entry and partition of a sharded table: genes, server, rows and row bytes, counted where they live; rows written (inserted, updated, deleted) and read (by sequential scans, fetched by index scans) in the partition''s table there since it was created or its statistics reset, shared out over its pieces by rows';
-REVOKE ALL ON FUNCTION snowseq_shard_stats(regclass) FROM PUBLIC;
-
--- The rebalancer's first reading of strategy writes: no row counted, and
--- no lock on the table kept through the sample that follows.
-CREATE FUNCTION snowseq_shard_counters(parent regclass,
-	OUT partition regclass, OUT writes bigint, OUT reads bigint, OUT next_xid bigint)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'snowseq_shard_counters'
-	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_shard_counters(regclass) IS
-	'one row per partition of a sharded table: the rows written and read in its table on its server, as snowseq_shard_stats reads them, without counting rows, and that server''s pg_snapshot_xmax(pg_current_snapshot()) at the reading (xid8: one past the latest transaction completed then); keeps no lock on the table';
-REVOKE ALL ON FUNCTION snowseq_shard_counters(regclass) FROM PUBLIC;
-
--- The rebalancer's histogram of a partition over its genes, counted where
--- it lives: its rows, and of them those written (inserted or updated)
--- since a reading of snowseq_shard_counters (xmin at or after next_xid).
-CREATE FUNCTION snowseq_shard_histogram(part regclass, key name, first_gene integer,
-	last_gene integer, width integer, since bigint,
-	OUT bucket integer, OUT rows bigint, OUT written bigint)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'snowseq_shard_histogram'
-	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_shard_histogram(regclass, name, integer, integer, integer, bigint) IS
-	'the rows of a partition of a gene-sharded table in genes first_gene to last_gene, counted where they live, in buckets of width genes from first_gene (bucket 0), and of them the rows whose version was written by transaction since (a next_xid of snowseq_shard_counters) of its server or a later one (since NULL: every row); needs SELECT on the partition';
-REVOKE ALL ON FUNCTION snowseq_shard_histogram(regclass, name, integer, integer, integer, bigint) FROM PUBLIC;
-
--- The tables that move with a table (a placement group): what the
--- rebalancer counts as the load of its partitions.
-CREATE FUNCTION snowseq_placement_group(parent regclass)
-	RETURNS TABLE (member regclass)
-	AS 'MODULE_PATHNAME', 'snowseq_placement_group'
-	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_placement_group(regclass) IS
-	'the tables that move with the table (a move of its genes takes those of them that hold the genes on another server than the destination), the table first: every gene-sharded table (partitioned by range on one bigint column into foreign tables on the servers snowseq_shard_map names) if it is one, else the table alone';
-REVOKE ALL ON FUNCTION snowseq_placement_group(regclass) FROM PUBLIC;
-
-------------------------------------------------------------------------
--- Node ids across a fleet
-------------------------------------------------------------------------
-
--- Asks every postgres_fdw server, through the caller's user mappings.
--- PARALLEL UNSAFE: opens connections and subtransactions.
-CREATE FUNCTION snowseq_check_nodes(OUT server text, OUT node_id integer, OUT layout text,
-	OUT epoch timestamptz, OUT version text, OUT cluster text, OUT problem text)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'snowseq_check_nodes'
-	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_check_nodes() IS
-	'this server (server NULL) and every postgres_fdw server: node id, layout, epoch, snowseq version, cluster (system identifier), and what is wrong (a node id of another cluster, other layouts, unreachable)';
-REVOKE ALL ON FUNCTION snowseq_check_nodes() FROM PUBLIC;
-
--- Converting tables, scattered writes, UUIDv7
-------------------------------------------------------------------------
-
--- Changes a table's default, drops sequences: not for PUBLIC.  A caller
--- granted EXECUTE must own the table (checked before any lock is taken).
--- PARALLEL UNSAFE: DDL.
-CREATE FUNCTION snowseq_convert(tab regclass, col name, keep_sequence boolean DEFAULT false)
-	RETURNS text
-	AS 'MODULE_PATHNAME', 'snowseq_convert'
-	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_convert(regclass, name, boolean) IS
-	'switch a serial, identity or bigint key column (and its partitions) to DEFAULT snowseq_next(), above every value it holds (needs EXECUTE granted)';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_convert(regclass, name, boolean) FROM PUBLIC;
-
--- IMMUTABLE: a fixed bijection of [0, 2^63), whatever the configuration,
--- so it can be used in defaults, generated columns and partition keys.
-CREATE FUNCTION snowseq_scatter(id bigint, bits integer) RETURNS bigint
-	AS 'MODULE_PATHNAME', 'snowseq_scatter'
-	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_scatter(bigint, integer) IS
-	'the low bits of an ID, XORed with a hash of the rest, moved to the top: spreads new rows over range partitions';
-
-CREATE FUNCTION snowseq_unscatter(value bigint, bits integer) RETURNS bigint
-	AS 'MODULE_PATHNAME', 'snowseq_unscatter'
-	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_unscatter(bigint, integer) IS
-	'the ID a value of snowseq_scatter(id, bits) was made from';
-
--- VOLATILE PARALLEL SAFE, as snowseq_next(): one value of the same
--- cluster-wide clock per call.
-CREATE FUNCTION snowseq_uuid() RETURNS uuid
-	AS 'MODULE_PATHNAME', 'snowseq_uuid'
-	LANGUAGE C VOLATILE PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_uuid() IS
-	'RFC 9562 version 7 UUID from the snowseq clock: greater than every UUID and ID issued before, carries the node id';
-
--- IMMUTABLE: reads the 48-bit Unix time in ms of any version 7 UUID.
-CREATE FUNCTION snowseq_uuid_time(id uuid) RETURNS timestamptz
-	AS 'MODULE_PATHNAME', 'snowseq_uuid_time'
-	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_uuid_time(uuid) IS
-	'instant (unix_ts_ms) of a version 7 UUID';
--- ---- counters: owners and grants (1.2) ----
--- A counter or serial has an owner (the role that created it) and USAGE
--- grants, as a sequence has: only roles with the owner's privileges, or
--- with USAGE granted to them, to a role they are members of, or to PUBLIC,
--- draw values, raise it or see its state.  EXECUTE on the functions is
--- still needed as well.  Since 1.3 both are privileges on the counter's
--- floor (see "one authority" below).
-
--- Only a role with the counter owner's privileges may grant and revoke:
--- the functions check it, EXECUTE is everyone's.  role is a role name as
--- pg_roles has it, or 'public'.
-CREATE FUNCTION snowseq_grant_counter(name text, role text) RETURNS void
-	AS 'MODULE_PATHNAME', 'snowseq_grant_counter'
-	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_grant_counter(text, text) IS
-	'lets a role (or public) draw from a counter or serial, raise it and see its state: GRANT USAGE on its floor, by its owner';
-CREATE FUNCTION snowseq_revoke_counter(name text, role text) RETURNS void
-	AS 'MODULE_PATHNAME', 'snowseq_revoke_counter'
-	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_revoke_counter(text, text) IS
-	'takes back a grant of snowseq_grant_counter (REVOKE USAGE on its floor); it holds from the next call of every session';
-
--- ---- end counters: owners and grants ----
-
 
 -- ---- moves: crash-safe switch (1.2) ----
 -- The source's part of a switch is a prepared transaction that the router's
@@ -917,7 +1088,7 @@ SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_s
 		ORDER BY g.move_id) AS tables,
 	m.revertable_until, m.reverts
 FROM @extschema@.snowseq_moves m
-WHERE m.state OPERATOR(pg_catalog.<>) ALL (ARRAY['done', 'failed', 'rollback', 'reverted']::pg_catalog.text[])
+WHERE NOT @extschema@.snowseq_move_is_over(m.state) AND m.state OPERATOR(pg_catalog.<>) 'rollback'
 	AND m.group_move IS NULL;
 COMMENT ON VIEW @extschema@.snowseq_move_progress IS
 	'moves under way (or interrupted): phase, rows copied of the total, bytes, lag and estimated time left';
@@ -937,214 +1108,6 @@ COMMENT ON PROCEDURE @extschema@.snowseq_move_genes(integer, integer, name) IS
 	'move the rows of genes first_gene..last_gene of every gene-sharded table to a postgres_fdw server, online, in one move';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_genes(integer, integer, name) FROM PUBLIC;
 -- ---- end of moves: placement groups (1.2) ----
-
--- ---- features: IDs for a past instant, 128-bit gene IDs (1.2) ----
-
--- VOLATILE PARALLEL SAFE, as snowseq_next(): one value of the backfill
--- clock per call.  Not STRICT: a NULL instant is an ERROR, not a NULL ID.
--- EXECUTE is a GRANT: a caller backfilling a late instant holds every
--- other backfill of the server to later instants.
-CREATE FUNCTION snowseq_id_at(ts timestamptz) RETURNS bigint
-	AS 'MODULE_PATHNAME', 'snowseq_id_at'
-	LANGUAGE C VOLATILE PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_id_at(timestamptz) IS
-	'new snowflake ID whose time field is that of the past instant ts, with snowseq.backfill_node_id: never equal to an ID of the clock or another (needs EXECUTE granted)';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_id_at(timestamptz) FROM PUBLIC;
-
-CREATE FUNCTION snowseq_uuid_at(ts timestamptz) RETURNS uuid
-	AS 'MODULE_PATHNAME', 'snowseq_uuid_at'
-	LANGUAGE C VOLATILE PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_uuid_at(timestamptz) IS
-	'new version 7 UUID whose time is that of the past instant ts, with snowseq.backfill_node_id: never equal to a UUID of snowseq_uuid() or another (needs EXECUTE granted)';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_uuid_at(timestamptz) FROM PUBLIC;
-
--- STABLE: depends on the layout settings, as snowseq_min_id().
-CREATE FUNCTION snowseq_uuid_min(ts timestamptz) RETURNS uuid
-	AS 'MODULE_PATHNAME', 'snowseq_uuid_min'
-	LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_uuid_min(timestamptz) IS
-	'smallest UUID of the time unit of ts: WHERE id >= snowseq_uuid_min(...) uses the primary key';
-
-CREATE FUNCTION snowseq_uuid_max(ts timestamptz) RETURNS uuid
-	AS 'MODULE_PATHNAME', 'snowseq_uuid_max'
-	LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_uuid_max(timestamptz) IS
-	'largest UUID of the time unit of ts or before';
-
--- VOLATILE PARALLEL SAFE, as snowseq_gene_next(): one value of this
--- node's 128-bit segment counter per call; a NULL key is an ERROR.
-CREATE FUNCTION snowseq_gene_uuid(key text) RETURNS uuid
-	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_text'
-	LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION snowseq_gene_uuid(key bigint) RETURNS uuid
-	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_int8'
-	LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION snowseq_gene_uuid(key bytea) RETURNS uuid
-	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_bytea'
-	LANGUAGE C VOLATILE PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(text) IS
-	'next 128-bit gene ID of a text key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
-COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(bigint) IS
-	'next 128-bit gene ID of a bigint key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
-COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(bytea) IS
-	'next 128-bit gene ID of a bytea key: version 8 UUID, 23-bit gene whose top 15 bits are snowseq_gene(key), 79-bit segment';
-
--- IMMUTABLE: the top 23 bits whatever the configuration, so it can be used
--- in generated columns, index expressions and partition keys.
-CREATE FUNCTION shard_of(id uuid) RETURNS integer
-	AS 'MODULE_PATHNAME', 'shard_of_uuid'
-	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.shard_of(uuid) IS
-	'23-bit gene of a 128-bit gene ID; shard_of(id) >> 8 is the 15-bit gene of the same key';
-
--- STABLE PARALLEL RESTRICTED, as snowseq_route(bigint): reads the cached map.
-CREATE FUNCTION snowseq_route(id uuid) RETURNS text
-	AS 'MODULE_PATHNAME', 'snowseq_route_uuid'
-	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
-COMMENT ON FUNCTION @extschema@.snowseq_route(uuid) IS
-	'shard that holds a 128-bit gene ID, from snowseq_shard_map (the same shard as the 64-bit IDs of its key)';
-
--- ---- end of features (1.2) ----
-
--- ---- untyped arguments of shard_of and snowseq_route (1.2) ----
--- With uuid overloads beside the bigint ones, an untyped literal or an
--- untyped driver parameter (shard_of($1) from node-postgres or pgx) would
--- be ambiguous; a text overload is what PostgreSQL picks for it, and reads
--- the value as 1.1 did: up to 20 characters a bigint, longer a uuid.
-CREATE FUNCTION shard_of(id text) RETURNS integer
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN CASE WHEN pg_catalog.length(id) OPERATOR(pg_catalog.<=) 20
-				THEN @extschema@.shard_of(CAST(id AS pg_catalog.int8))
-				ELSE @extschema@.shard_of(CAST(id AS pg_catalog.uuid)) END;
-COMMENT ON FUNCTION @extschema@.shard_of(text) IS
-	'shard_of of a bigint or uuid written as text (an untyped literal or parameter)';
-
-CREATE FUNCTION snowseq_route(id text) RETURNS text
-	LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
-	RETURN CASE WHEN pg_catalog.length(id) OPERATOR(pg_catalog.<=) 20
-				THEN @extschema@.snowseq_route(CAST(id AS pg_catalog.int8))
-				ELSE @extschema@.snowseq_route(CAST(id AS pg_catalog.uuid)) END;
-COMMENT ON FUNCTION @extschema@.snowseq_route(text) IS
-	'snowseq_route of a bigint or uuid written as text (an untyped literal or parameter)';
--- ---- end of untyped arguments (1.2) ----
-
--- ---- counters: one authority (1.3) ----
--- What a counter issued is recorded where only snowseq writes: its floor,
--- a sequence in the schema snowseq_state, which snowseq makes on first need
--- in every database (owned by the bootstrap superuser, no CREATE for any
--- other role), whatever schema the extension is in, and which DROP
--- EXTENSION leaves.  A definition that arrives without its floor's value
--- (pg_dump --table, --data-only, --exclude-schema) is refused until the
--- value arrives or snowseq_counter_raise() says where the counter stands.
--- The definitions are written by snowseq's functions alone, as the table's
--- owner, and shown through snowseq_counter_status, counter by counter to
--- the roles that may use them.  A counter's rights are USAGE grants on its
--- floor, its owner the role holding USAGE WITH GRANT OPTION: PostgreSQL's
--- own privileges, dumped by role name, kept by DROP ROLE, taken back by
--- DROP OWNED.  Creating a counter is EXECUTE on the create functions.
-
-
--- No row for a counter the caller may not use: the view shows each role
--- its own counters.
-CREATE FUNCTION @extschema@.snowseq_counter_state_1_3(name text,
-	OUT issued bigint, OUT reserved bigint, OUT last_value bigint, OUT owner regrole,
-	OUT recorded boolean, OUT capacity bigint, OUT used bigint, OUT remaining bigint)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'snowseq_counter_state_1_3'
-	LANGUAGE C VOLATILE STRICT PARALLEL SAFE ROWS 1;
-COMMENT ON FUNCTION @extschema@.snowseq_counter_state_1_3(text) IS
-	'a counter of this database the caller may use: raw reservation, last value, owner, whether its floor holds its record, and what is left of its space (no row otherwise)';
-CREATE VIEW @extschema@.snowseq_counter_status AS
-	SELECT c.name, c.kind, c.start, c.nodes, c.maximum, c.format, c.time_zone, c.dropped,
-		s.last_value, s.issued, s.reserved, s.owner, s.recorded, s.capacity, s.used, s.remaining
-	FROM @extschema@.snowseq_counters c
-	CROSS JOIN LATERAL @extschema@.snowseq_counter_state_1_3(c.name) s;
-COMMENT ON VIEW @extschema@.snowseq_counter_status IS
-	'named counters and serials of this database that the caller may use: definition, last value this node issued (serials: in their period), raw reservation, owner, whether the record is there, and what is left (serials: of the current period)';
-GRANT SELECT ON @extschema@.snowseq_counter_status TO PUBLIC;
--- ---- end of counters: one authority (1.3) ----
-
--- ---- status: who may read it (1.3) ----
--- The generator's state and the reservations are for monitoring: the
--- predefined role pg_monitor (and superusers) may read them, PUBLIC not.
--- A named counter's reservation shows to roles with the privileges of
--- pg_read_all_stats in every database (as pg_stat_statements shows them
--- every query), to others only in its database and if they may use it;
--- with its database (one name in two databases is two counters).
-REVOKE ALL ON FUNCTION @extschema@.snowseq_status() FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.snowseq_reservations() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.snowseq_status() TO pg_monitor;
-GRANT EXECUTE ON FUNCTION @extschema@.snowseq_reservations() TO pg_monitor;
-GRANT SELECT ON @extschema@.snowseq_status TO pg_monitor;
-GRANT SELECT ON @extschema@.snowseq_reservations TO pg_monitor;
-COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
-	'add the wrap keys and the key version mark of a copy of another cluster''s keyring file (all or none); a regular file only; needs pg_read_server_files too; returns how many wrap keys were new';
--- ---- end of status: who may read it (1.3) ----
-
--- ---- keyring: dropping imported wrap keys (1.3) ----
--- An import that filled the keyring, or brought the wrong cluster's keys,
--- is undone by dropping the wrap keys no key row of this database uses;
--- granted like the import.
-CREATE FUNCTION @extschema@.snowseq_drop_wrap_keys() RETURNS integer
-	AS 'MODULE_PATHNAME', 'snowseq_drop_wrap_keys'
-	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_drop_wrap_keys() IS
-	'drop from the keyring every wrap key but the cluster''s own that no row of this database''s key table uses; returns how many were dropped';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_drop_wrap_keys() FROM PUBLIC;
--- ---- end keyring: dropping imported wrap keys (1.3) ----
-
--- ---- authority: tables snowseq alone writes (1.3) ----
--- The counter definitions and the keys are written by snowseq's functions
--- (as the tables' owner) and by roles with the owner's privileges (a
--- restore): a grant on them, which no role has, would let no role around
--- the functions' checks either.  ALWAYS: also under replication.
-CREATE FUNCTION @extschema@.snowseq_guard() RETURNS trigger
-	AS 'MODULE_PATHNAME', 'snowseq_guard'
-	LANGUAGE C;
-COMMENT ON FUNCTION @extschema@.snowseq_guard() IS
-	'trigger: refuses changes of a table snowseq alone writes by roles without its owner''s privileges';
-CREATE TRIGGER snowseq_guard
-	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_counters
-	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
-ALTER TABLE @extschema@.snowseq_counters ENABLE ALWAYS TRIGGER snowseq_guard;
-CREATE TRIGGER snowseq_guard
-	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_key_store
-	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
-ALTER TABLE @extschema@.snowseq_key_store ENABLE ALWAYS TRIGGER snowseq_guard;
--- ---- end of authority: tables snowseq alone writes (1.3) ----
-
--- ---- capacity: what is left of each bounded space (1.3) ----
--- Every bounded space, and how much of it is used: the time field, the
--- gene segment counters, the backfill spaces (the fullest time unit), the
--- key versions, and each named counter (a serial: its current period) of
--- this database that the caller may see.  For monitoring: pg_monitor.
-CREATE FUNCTION @extschema@.snowseq_capacity_fixed(OUT kind text, OUT name text,
-	OUT capacity numeric, OUT used numeric)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'snowseq_capacity_fixed'
-	LANGUAGE C VOLATILE PARALLEL SAFE ROWS 6;
-COMMENT ON FUNCTION @extschema@.snowseq_capacity_fixed() IS
-	'the bounded spaces of the cluster: what each holds and how much of it is used';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_capacity_fixed() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.snowseq_capacity_fixed() TO pg_monitor;
-CREATE VIEW @extschema@.snowseq_capacity AS
-	SELECT f.kind, CAST(NULL AS pg_catalog.name) AS database, f.name, f.capacity, f.used,
-		f.capacity OPERATOR(pg_catalog.-) f.used AS remaining,
-		CAST((f.capacity OPERATOR(pg_catalog.-) f.used) OPERATOR(pg_catalog./) f.capacity
-			 AS double precision) AS remaining_ratio
-	FROM @extschema@.snowseq_capacity_fixed() f
-	UNION ALL
-	SELECT c.kind, pg_catalog.current_database(), c.name,
-		CAST(c.capacity AS pg_catalog.numeric), CAST(c.used AS pg_catalog.numeric),
-		CAST(c.remaining AS pg_catalog.numeric),
-		CAST(c.remaining AS double precision) OPERATOR(pg_catalog./) CAST(c.capacity AS double precision)
-	FROM @extschema@.snowseq_counter_status c
-	WHERE NOT c.dropped AND c.capacity OPERATOR(pg_catalog.>) 0;
-COMMENT ON VIEW @extschema@.snowseq_capacity IS
-	'what is left of each bounded space: the cluster''s (database NULL) and this database''s counters and serials (a serial''s: in its current period)';
-GRANT SELECT ON @extschema@.snowseq_capacity TO pg_monitor;
--- ---- end of capacity (1.3) ----
-
 -- ---- moves: transient replication errors, own locks, revert (1.3) ----
 -- On a destination: the last error of a subscription's workers, which
 -- PostgreSQL writes to the server log only.  A move rides out the errors
@@ -1237,24 +1200,28 @@ CREATE TRIGGER snowseq_guard
 ALTER TABLE @extschema@.snowseq_move_objects ENABLE ALWAYS TRIGGER snowseq_guard;
 -- ---- end of authority: move records and fences (1.3) ----
 
--- ---- monitoring: what the Prometheus exporter reads, for pg_monitor (1.3) ----
--- The exporter's queries (monitoring/queries.yaml) run as a role granted
--- pg_monitor and nothing else.  Besides the status functions, they read
--- the highest key version of public IDs (not the keys, nor their states or
--- dates) and the moves not over with the instants their phases began (not
--- their tokens, objects or errors).
-GRANT SELECT (version) ON @extschema@.snowseq_keys TO pg_monitor;
-GRANT SELECT ON @extschema@.snowseq_move_progress TO pg_monitor;
-GRANT SELECT (move_id, state, started_at, copy_started_at, blocked_at, switched_at)
-	ON @extschema@.snowseq_moves TO pg_monitor;
--- ---- end of monitoring (1.3) ----
-
 -- ---- rebalance: plans and runs of moves that even out the servers (1.3) ----
 -- A rebalance plans moves from the servers of the map above threshold x the
 -- mean load to the least loaded ones (and everything off drained servers),
 -- writes the plan, and runs it move by move with snowseq_move_genes,
 -- committing between moves: resumable after a crash, stoppable between
 -- moves.  Its runs and steps are written by the procedure alone (the guard).
+-- The states of a run and of a step: the one list of each in SQL.
+CREATE TYPE @extschema@.snowseq_rebalance_state AS ENUM
+	('running', 'stopped', 'done', 'abandoned');
+COMMENT ON TYPE @extschema@.snowseq_rebalance_state IS
+	'the states of a rebalance (snowseq_rebalance_runs.state): running, stopped (resumable), done, abandoned (over)';
+CREATE TYPE @extschema@.snowseq_rebalance_step_state AS ENUM
+	('planned', 'running', 'failed', 'done');
+COMMENT ON TYPE @extschema@.snowseq_rebalance_step_state IS
+	'the states of a step of a rebalance (snowseq_rebalance_steps.state)';
+-- Over: the run is neither running nor resumable.
+CREATE FUNCTION @extschema@.snowseq_rebalance_is_over(state @extschema@.snowseq_rebalance_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'abandoned']::@extschema@.snowseq_rebalance_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_is_over(@extschema@.snowseq_rebalance_state) IS
+	'whether a rebalance in this state is over: done or abandoned';
 CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	run_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	parent regclass NOT NULL,
@@ -1264,8 +1231,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	fill name[] NOT NULL DEFAULT '{}',
 	sample interval NOT NULL DEFAULT '10 s',
 	merge_below double precision NOT NULL DEFAULT 0,
-	state text NOT NULL
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped', 'done', 'abandoned']::pg_catalog.text[])),
+	state @extschema@.snowseq_rebalance_state NOT NULL,
 	stop text
 		CHECK (stop OPERATOR(pg_catalog.=) ANY (ARRAY['stop', 'abandon']::pg_catalog.text[])),
 	rounds integer NOT NULL DEFAULT 1,
@@ -1275,7 +1241,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	finished_at timestamptz
 );
 CREATE UNIQUE INDEX snowseq_rebalance_runs_open ON @extschema@.snowseq_rebalance_runs (parent)
-	WHERE state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped']::pg_catalog.text[]);
+	WHERE NOT @extschema@.snowseq_rebalance_is_over(state);
 COMMENT ON TABLE @extschema@.snowseq_rebalance_runs IS
 	'rebalances run on this router: table, strategy, threshold, drained servers, servers to fill, the sample of strategy writes, the load below which neighbouring partitions merge, state (running, stopped: resumable; done, abandoned: over), stop requested, rounds of planning';
 CREATE TABLE @extschema@.snowseq_rebalance_steps (
@@ -1287,8 +1253,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_steps (
 	to_server name NOT NULL,
 	rows bigint,
 	bytes bigint,
-	state text NOT NULL DEFAULT 'planned'
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['planned', 'running', 'failed', 'done']::pg_catalog.text[])),
+	state @extschema@.snowseq_rebalance_step_state NOT NULL DEFAULT 'planned',
 	move_id bigint,
 	rows_copied bigint,
 	error text,
@@ -1604,7 +1569,7 @@ BEGIN
 	END IF;
 	RETURN QUERY SELECT r.* FROM @extschema@.snowseq_rebalance_runs r
 		WHERE r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_open_run.parent
-			AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
+			AND NOT @extschema@.snowseq_rebalance_is_over(r.state)
 		FOR UPDATE;
 END
 $open$;
@@ -1912,7 +1877,7 @@ BEGIN
 			RAISE NOTICE 'rebalance %: step % of %: the partitions of genes % to % of table % on server "%" merge (about % rows)',
 				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.rows;
 			CALL @extschema@.snowseq_merge_partitions(run.parent, s.first_gene, s.last_gene);
-			SELECT m.merge_id AS move_id, m.state, m.error, m.rows_copied INTO mv
+			SELECT m.merge_id AS move_id, m.state::pg_catalog.text AS state, m.error, m.rows_copied INTO mv
 				FROM @extschema@.snowseq_merges m
 				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
 					AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
@@ -1922,14 +1887,14 @@ BEGIN
 			RAISE NOTICE 'rebalance %: step % of %: genes % to % of table % from server "%" to server "%" (about % rows)',
 				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.to_server, s.rows;
 			CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
-			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state, m.error, m.rows_copied INTO mv
+			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state::pg_catalog.text AS state, m.error, m.rows_copied INTO mv
 				FROM @extschema@.snowseq_moves m
 				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
 					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
 					AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
 				ORDER BY m.move_id DESC LIMIT 1;
 		END IF;
-		IF mv.state IS NOT NULL AND mv.state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'revertable']) THEN
+		IF mv.state IS NOT NULL AND (mv.state OPERATOR(pg_catalog.=) 'done' OR mv.state OPERATOR(pg_catalog.=) 'revertable') THEN
 			s.state := 'done';
 			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
 			s.rows_copied := mv.rows_copied;
@@ -1984,7 +1949,7 @@ BEGIN
 			finished_at = CASE WHEN abandon AND NOT (r.state OPERATOR(pg_catalog.=) 'running'
 					AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start))
 				THEN pg_catalog.clock_timestamp() END
-		WHERE r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped'])
+		WHERE NOT @extschema@.snowseq_rebalance_is_over(r.state)
 			AND (snowseq_rebalance_stop.parent IS NULL OR r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_stop.parent)
 			-- the runs of the session role's own tables alone
 			AND @extschema@.snowseq_session_owns(r.parent);
@@ -2003,6 +1968,21 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FRO
 -- as the owner of the records, like those of moves: the resolver and
 -- cleanup act on them (a prepared transaction to commit or roll back, a
 -- table to drop), so the guard refuses changes by any other role.
+-- The states of a merge, those of MoveStateNames (src/shards/merge.h) a
+-- merge goes through: the one list of them in SQL, written and read as
+-- text by snowseq, as a move's.
+CREATE TYPE @extschema@.snowseq_merge_state AS ENUM
+	('prepare', 'copy', 'switch', 'switched', 'done', 'failed', 'rollback');
+COMMENT ON TYPE @extschema@.snowseq_merge_state IS
+	'the states of a merge (snowseq_merges.state)';
+CREATE CAST (pg_catalog.text AS @extschema@.snowseq_merge_state) WITH INOUT AS ASSIGNMENT;
+-- Over: nothing of the merge runs or is left (rollback has leftovers).
+CREATE FUNCTION @extschema@.snowseq_merge_is_over(state @extschema@.snowseq_merge_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed']::@extschema@.snowseq_merge_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_merge_is_over(@extschema@.snowseq_merge_state) IS
+	'whether a merge in this state is over: done or failed';
 CREATE TABLE @extschema@.snowseq_merges (
 	merge_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	group_merge bigint,
@@ -2020,9 +2000,7 @@ CREATE TABLE @extschema@.snowseq_merges (
 	part_upper bigint,
 	id_column text NOT NULL,
 	token text NOT NULL,
-	state text NOT NULL
-		CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'switch', 'switched',
-				'done', 'failed', 'rollback']::text[])),
+	state @extschema@.snowseq_merge_state NOT NULL,
 	error text,
 	mover oid NOT NULL,
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
@@ -2070,6 +2048,67 @@ COMMENT ON PROCEDURE @extschema@.snowseq_merge_partitions(regclass, integer, int
 	'make the partitions holding genes first_gene..last_gene, on one server, one partition, for every table of the placement group, while they take writes';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_merge_partitions(regclass, integer, integer) FROM PUBLIC;
 -- ---- end of merges (1.3) ----
+
+-- ---- status: who may read it (1.3) ----
+-- The generator's state and the reservations are for monitoring: the
+-- predefined role pg_monitor (and superusers) may read them, PUBLIC not.
+-- A named counter's reservation shows to roles with the privileges of
+-- pg_read_all_stats in every database (as pg_stat_statements shows them
+-- every query), to others only in its database and if they may use it;
+-- with its database (one name in two databases is two counters).
+REVOKE ALL ON FUNCTION @extschema@.snowseq_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_reservations() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.snowseq_status() TO pg_monitor;
+GRANT EXECUTE ON FUNCTION @extschema@.snowseq_reservations() TO pg_monitor;
+GRANT SELECT ON @extschema@.snowseq_status TO pg_monitor;
+GRANT SELECT ON @extschema@.snowseq_reservations TO pg_monitor;
+COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
+	'add the wrap keys and the key version mark of a copy of another cluster''s keyring file (all or none); a regular file only; needs pg_read_server_files too; returns how many wrap keys were new';
+-- ---- end of status: who may read it (1.3) ----
+
+-- ---- capacity: what is left of each bounded space (1.3) ----
+-- Every bounded space, and how much of it is used: the time field, the
+-- gene segment counters, the backfill spaces (the fullest time unit), the
+-- key versions, and each named counter (a serial: its current period) of
+-- this database that the caller may see.  For monitoring: pg_monitor.
+CREATE FUNCTION @extschema@.snowseq_capacity_fixed(OUT kind text, OUT name text,
+	OUT capacity numeric, OUT used numeric)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_capacity_fixed'
+	LANGUAGE C VOLATILE PARALLEL SAFE ROWS 6;
+COMMENT ON FUNCTION @extschema@.snowseq_capacity_fixed() IS
+	'the bounded spaces of the cluster: what each holds and how much of it is used';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_capacity_fixed() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.snowseq_capacity_fixed() TO pg_monitor;
+CREATE VIEW @extschema@.snowseq_capacity AS
+	SELECT f.kind, CAST(NULL AS pg_catalog.name) AS database, f.name, f.capacity, f.used,
+		f.capacity OPERATOR(pg_catalog.-) f.used AS remaining,
+		CAST((f.capacity OPERATOR(pg_catalog.-) f.used) OPERATOR(pg_catalog./) f.capacity
+			 AS double precision) AS remaining_ratio
+	FROM @extschema@.snowseq_capacity_fixed() f
+	UNION ALL
+	SELECT c.kind, pg_catalog.current_database(), c.name,
+		CAST(c.capacity AS pg_catalog.numeric), CAST(c.used AS pg_catalog.numeric),
+		CAST(c.remaining AS pg_catalog.numeric),
+		CAST(c.remaining AS double precision) OPERATOR(pg_catalog./) CAST(c.capacity AS double precision)
+	FROM @extschema@.snowseq_counter_status c
+	WHERE NOT c.dropped AND c.capacity OPERATOR(pg_catalog.>) 0;
+COMMENT ON VIEW @extschema@.snowseq_capacity IS
+	'what is left of each bounded space: the cluster''s (database NULL) and this database''s counters and serials (a serial''s: in its current period)';
+GRANT SELECT ON @extschema@.snowseq_capacity TO pg_monitor;
+-- ---- end of capacity (1.3) ----
+
+-- ---- monitoring: what the Prometheus exporter reads, for pg_monitor (1.3) ----
+-- The exporter's queries (monitoring/queries.yaml) run as a role granted
+-- pg_monitor and nothing else.  Besides the status functions, they read
+-- the highest key version of public IDs (not the keys, nor their states or
+-- dates) and the moves not over with the instants their phases began (not
+-- their tokens, objects or errors).
+GRANT SELECT (version) ON @extschema@.snowseq_keys TO pg_monitor;
+GRANT SELECT ON @extschema@.snowseq_move_progress TO pg_monitor;
+GRANT SELECT (move_id, state, started_at, copy_started_at, blocked_at, switched_at)
+	ON @extschema@.snowseq_moves TO pg_monitor;
+-- ---- end of monitoring (1.3) ----
 
 -- ---- monitoring of merges and rebalance runs, for pg_monitor (1.3) ----
 -- The exporter's queries read what a merge and a run are (table, genes,

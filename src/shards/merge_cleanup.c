@@ -288,7 +288,7 @@ MergeCleanup(const char *ext, Oid parent, MoveOp *collect, bool at_start, int el
 					   SQL_ARGS(psprintf("%s.snowseq_merges", ext))) == NULL)
 		return 0;
 	MoveRecordsRunParams(ext, psprintf("SELECT m.merge_id FROM %s.snowseq_merges m WHERE m.group_merge IS NULL "
-									   "AND m.state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) %s ORDER BY m.merge_id",
+									   "AND m.state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) %s ORDER BY m.merge_id",
 									   ext,
 									   OidIsValid(parent) ?
 									   psprintf("AND EXISTS (SELECT 1 FROM %s.snowseq_merges g WHERE (g.merge_id OPERATOR(pg_catalog.=) m.merge_id "

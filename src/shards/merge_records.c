@@ -158,7 +158,7 @@ MergeRecordNew(Move *m)
 		v = MoveRecordsValueParams(m->op.ext, m->op.cxt,
 								   psprintf("SELECT move_id::pg_catalog.text OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) state OPERATOR(pg_catalog.||) ')' "
 											"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
-											"AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+											"AND state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
 											"AND (last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
 											"OR part_name OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[]) "
 											"OR new_part_name OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])) "
@@ -173,7 +173,7 @@ MergeRecordNew(Move *m)
 					 errhint("Merge once it is over: done, failed, or (a revertable move) finalized; snowseq_move_cleanup() ends one that was interrupted.")));
 		v = MoveRecordsValueParams(m->op.ext, m->op.cxt,
 								   psprintf("SELECT merge_id::pg_catalog.text FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
-											"AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+											"AND state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
 											"AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
 											"ORDER BY merge_id LIMIT 1",
 											MoveExt(m, "snowseq_merges"), t->parent, m->first, m->last),

@@ -656,7 +656,7 @@ MoveRevertable(FunctionCallInfo fcinfo, int64 id)
 	earlier = MoveRecordsValueParams(ext, CurrentMemoryContext,
 									 psprintf("SELECT move_id::pg_catalog.text OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) state "
 											  "FROM %s.snowseq_moves WHERE reverts OPERATOR(pg_catalog.=) $1::pg_catalog.int8 "
-											  "AND group_move IS NULL AND state OPERATOR(pg_catalog.<>) $2::pg_catalog.text "
+											  "AND group_move IS NULL AND state::pg_catalog.text OPERATOR(pg_catalog.<>) $2::pg_catalog.text "
 											  "ORDER BY move_id DESC LIMIT 1", ext),
 									 SQL_ARGS(psprintf(INT64_FORMAT, id), MoveStateName(MOVE_STATE_FAILED)));
 	if (earlier != NULL)

@@ -806,7 +806,7 @@ CleanupMoves(const char *ext, Oid parent, MoveOp *collect, bool at_start, int el
 
 	/* the leading records (all, before 1.2), and those of the table's group */
 	MoveRecordsRunParams(ext, psprintf("SELECT " MOVE_LOAD_COLUMNS " "
-				 "FROM %s m WHERE %s state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) %s"
+				 "FROM %s m WHERE %s state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) %s"
 				 "ORDER BY move_id",
 				 psprintf("%s.snowseq_moves", ext), groups ? "group_move IS NULL AND" : "",
 				 !OidIsValid(parent) ? "" : !groups ? psprintf("AND parent OPERATOR(pg_catalog.=) %u ", parent) :

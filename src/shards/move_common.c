@@ -351,7 +351,7 @@ MoveStateFromName(const char *name)
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("snowseq_moves holds an unknown move state \"%s\"", name),
-			 errhint("Move states are those the check on snowseq_moves.state lists; restore the record.")));
+			 errhint("Move states are the labels of the type snowseq_move_state; restore the record.")));
 	return MOVE_STATE_NONE;		/* keep the compiler quiet */
 }
 

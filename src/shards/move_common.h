@@ -19,7 +19,8 @@
 
 /*
  * The state of a move, stored in snowseq_moves.state under the names of
- * MoveStateNames (move_common.c); the checks of the table list the same names.
+ * MoveStateNames (move_common.c); the enum type snowseq_move_state lists the
+ * same names in the same order (test 064).
  */
 typedef enum MoveStateId
 {

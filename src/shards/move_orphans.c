@@ -211,7 +211,7 @@ CleanupRecorded(MoveOp *collect)
 					"m.parent, m.first_gene, m.last_gene "
 					"FROM %s o LEFT JOIN %s m ON m.move_id OPERATOR(pg_catalog.=) o.move_id "
 					"LEFT JOIN %s lead ON lead.move_id OPERATOR(pg_catalog.=) coalesce(m.group_move, m.move_id) "
-					"WHERE lead.move_id IS NULL OR lead.state OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[]) "
+					"WHERE lead.move_id IS NULL OR lead.state::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[]) "
 					"ORDER BY o.move_id, o.kind::pg_catalog.text OPERATOR(pg_catalog.=) $1::pg_catalog.text DESC, o.kind DESC",
 					MoveOpExt(collect, "snowseq_move_objects"), MoveOpExt(collect, "snowseq_moves"), MoveOpExt(collect, "snowseq_moves")),
 		   SQL_ARGS(MoveObjectName(MOVE_OBJECT_PREPARED),

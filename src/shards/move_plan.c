@@ -299,7 +299,7 @@ MoveRecordNew(Move *m)
 	MoveLockStart();
 	MoveRecordsRunParams(m->op.ext, psprintf("SELECT move_id, first_gene, last_gene, dest_server, state, part_name "
 										  "FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
-										  "AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) ORDER BY move_id",
+										  "AND state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) ORDER BY move_id",
 										  MoveExt(m, "snowseq_moves"), m->parent),
 						 SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
 						 SPI_OK_SELECT);
@@ -350,7 +350,7 @@ MoveRecordNew(Move *m)
 		char	   *merge = MoveRecordsValueParams(m->op.ext, m->op.cxt,
 												   psprintf("SELECT merge_id::pg_catalog.text OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) state OPERATOR(pg_catalog.||) ')' "
 															"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
-															"AND state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+															"AND state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
 															"AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
 															"ORDER BY merge_id LIMIT 1",
 															MoveExt(m, "snowseq_merges"), m->parent, m->first, m->last),

@@ -134,10 +134,10 @@ DdlCheckNoMove(Oid relid)
 	ext = ExtSchemaInstalled();
 	busy = MoveRecordsValueParams(ext, CurrentMemoryContext,
 								  psprintf("SELECT coalesce((SELECT 'move ' OPERATOR(pg_catalog.||) move_id FROM %s.snowseq_moves "
-										   "WHERE state OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
+										   "WHERE state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
 										   "ORDER BY move_id LIMIT 1), "
 										   "(SELECT 'merge ' OPERATOR(pg_catalog.||) merge_id FROM %s.snowseq_merges "
-										   "WHERE state OPERATOR(pg_catalog.<>) ALL ($2::pg_catalog.text[]) "
+										   "WHERE state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($2::pg_catalog.text[]) "
 										   "ORDER BY merge_id LIMIT 1))",
 										   ext, ext),
 								  SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED,

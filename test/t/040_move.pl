@@ -386,7 +386,7 @@ like(layout(), qr/^16383=shard_a,32767=shard_b /, '(3) the map is two rows again
 let_clients_write('(3) after merging back');
 check_state('(3) after merging back');
 is(join(',', leftovers()), '', '(3) no slot, publication, subscription, fence or copy is left anywhere');
-is($router->safe_psql('postgres', q{SELECT string_agg(state, ',' ORDER BY move_id) FROM snowseq_moves}),
+is($router->safe_psql('postgres', q{SELECT string_agg(state::text, ',' ORDER BY move_id) FROM snowseq_moves}),
 	'done,done,done,done', '(3) four moves, all done');
 note "pauses (ms): " . $router->safe_psql('postgres', q{SELECT string_agg(pause_ms::text, ', ' ORDER BY move_id) FROM snowseq_moves});
 

@@ -205,7 +205,7 @@ is($rc, 0, '(1) genes 16384..32767 of orders and order_items move to shard_b');
 my $move = $router->safe_psql('postgres', q{SELECT move_id FROM snowseq_moves WHERE group_move IS NULL ORDER BY move_id DESC LIMIT 1});
 like($err, qr/NOTICE:  move $move keeps server "shard_a" current until .*: CALL snowseq_move_revert\($move\) moves the genes back/,
 	'(1) the move says it can be reverted, and until when');
-is($router->safe_psql('postgres', "SELECT string_agg(state, ',' ORDER BY move_id) FROM snowseq_moves WHERE move_id = $move OR group_move = $move"),
+is($router->safe_psql('postgres', "SELECT string_agg(state::text, ',' ORDER BY move_id) FROM snowseq_moves WHERE move_id = $move OR group_move = $move"),
 	'revertable,revertable', '(1) both tables\' records say revertable');
 is($router->safe_psql('postgres', "SELECT revertable_until > now() + interval '50 minutes' FROM snowseq_moves WHERE move_id = $move"),
 	't', '(1) snowseq_moves says until when');
@@ -268,7 +268,7 @@ like($err, qr/NOTICE:  genes 16384 to 32767 of table "orders" are on server "sha
 my ($revert_pause) = $err =~ /held back for ([\d.]+) ms/;
 note "revert pause: $revert_pause ms";
 is(layout(), $layout_before, '(3) the map and the partitions are as before the move');
-is($router->safe_psql('postgres', "SELECT string_agg(state, ',' ORDER BY move_id) FROM snowseq_moves WHERE move_id = $move OR group_move = $move"),
+is($router->safe_psql('postgres', "SELECT string_agg(state::text, ',' ORDER BY move_id) FROM snowseq_moves WHERE move_id = $move OR group_move = $move"),
 	'reverted,reverted', '(3) the move is recorded as reverted');
 is($router->safe_psql('postgres', "SELECT state || ' ' || (pause_ms IS NOT NULL) FROM snowseq_moves WHERE reverts = $move"),
 	'done true', '(3) the revert is recorded, with its pause');
@@ -474,7 +474,7 @@ like($rerr, qr/DETAIL:  They were held through \d+ tries, at the last by [^\n]*\
 	'(8) ... and says which session held them');
 like(layout(), qr/^16383=shard_a,32767=shard_b /, '(8) the genes stay on shard_b');
 is($router->safe_psql('postgres', $sums), $before8, '(8) every order and item is there once, as before');
-is($router->safe_psql('postgres', "SELECT string_agg(state, ',' ORDER BY move_id) FROM snowseq_moves WHERE reverts = $move AND group_move IS NULL"),
+is($router->safe_psql('postgres', "SELECT string_agg(state::text, ',' ORDER BY move_id) FROM snowseq_moves WHERE reverts = $move AND group_move IS NULL"),
 	'failed', '(8) the revert\'s record says it failed');
 $writer->query_safe('COMMIT');
 $writer->quit;
@@ -483,7 +483,7 @@ $locker->quit;
 is($rc, 0, '(8) once the writer is done, the move is reverted') or diag($err);
 like(layout(), qr/^32767=shard_a /, '(8) all genes are on shard_a again');
 is(join(',', back_objects()), '', '(8) no slot, publication, subscription or table of the way back is left');
-is($router->safe_psql('postgres', "SELECT string_agg(state, ',' ORDER BY move_id) || ' ' || count(DISTINCT token) FROM snowseq_moves WHERE reverts = $move AND group_move IS NULL"),
+is($router->safe_psql('postgres', "SELECT string_agg(state::text, ',' ORDER BY move_id) || ' ' || count(DISTINCT token) FROM snowseq_moves WHERE reverts = $move AND group_move IS NULL"),
 	'failed,done 1', '(8) the second revert took the name of the failed one');
 is($router->safe_psql('postgres', $sums), $before8, '(8) after the revert: every order and item is there once, as before');
 
@@ -502,7 +502,7 @@ like($err, qr/ERROR:  move \d+, an earlier revert of move $move, is \w+\nHINT:  
 	'(9) another revert is refused until the one cut off is resolved, and says so');
 my $cleanup9 = $router->safe_psql('postgres', q{SELECT coalesce(move_id::text, '-') || ' ' || object || ': ' || action FROM snowseq_move_cleanup()});
 note "cleanup:\n$cleanup9";
-is($router->safe_psql('postgres', "SELECT string_agg(state, ',' ORDER BY move_id) FROM snowseq_moves WHERE reverts = $move AND group_move IS NULL"),
+is($router->safe_psql('postgres', "SELECT string_agg(state::text, ',' ORDER BY move_id) FROM snowseq_moves WHERE reverts = $move AND group_move IS NULL"),
 	'failed', '(9) cleanup resolves it: it failed');
 like(layout(), qr/^16383=shard_a,32767=shard_b /, '(9) the genes are on shard_b still');
 ($rc, $out, $err) = $router->psql('postgres', "CALL snowseq_move_revert($move)");

@@ -480,4 +480,139 @@ sub script_history
 		'the check finds an ALTER, a CREATE OR REPLACE, a view made twice and a DROP, and lets ENABLE ALWAYS TRIGGER pass');
 }
 
+
+# The SQL is written once (CONTRIBUTING.md, "The SQL scripts"): the areas of
+# sql/src/, in the order sql/src/areas declares, make the install script,
+# and the update's own part with the areas' blocks the update script
+# (sql/build.pl).  The committed scripts are what they make, and the
+# builder refuses a broken source.
+{
+	my ($version) = slurp_file('Makefile') =~ /^EXTVERSION\s*=\s*(\S+)/m;
+	my ($prev) = slurp_file('Makefile') =~ /^SQL_PREV\s*=\s*(\S+)/m;
+	my @areas = map { "sql/src/$_.sql" } split /\s+/, slurp_file('sql/src/areas');
+	ok(@areas >= 8 && !grep({ !-f $_ } @areas), 'sql/src/areas names the areas, each a file: ' . join(' ', @areas));
+	my @unlisted = grep { my $f = $_; !grep { $_ eq $f } @areas } grep { !m{/update--} } glob('sql/src/*.sql');
+	is(join(' ', @unlisted), '', 'every SQL source in sql/src/ is an area of sql/src/areas or an update\'s part');
+	my ($out, $err);
+	ok(run_log([ 'perl', 'sql/build.pl', 'install', $version, @areas ], '>', \$out, '2>', \$err), 'the install script builds') or diag($err);
+	ok($out eq slurp_file("sql/snowseq--$version.sql"), "sql/snowseq--$version.sql is what the sources make (make sqlcheck shows the difference)");
+	ok(run_log([ 'perl', 'sql/build.pl', 'update', "sql/src/update--$prev--$version.sql", @areas ], '>', \$out, '2>', \$err),
+		'the update script builds') or diag($err);
+	ok($out eq slurp_file("sql/snowseq--$prev--$version.sql"), "sql/snowseq--$prev--$version.sql is what the sources make");
+	# the builder itself
+	my $dir = tempdir(CLEANUP => 1);
+	my %bad = (
+		'a block without its end' => [ "--\@block a\nSELECT 1;\n", "--\@include a\n", qr/block a \(line 1\) has no --\@end/ ],
+		'an unknown block' => [ "--\@block a\nSELECT 1;\n--\@end\n", "--\@include b\n", qr/no block b in the areas/ ],
+		'a block included twice' => [ "--\@block a\nSELECT 1;\n--\@end\n", "--\@include a\n--\@include a\n", qr/block a is included twice/ ],
+		'a block defined twice' => [ "--\@block a\n--\@end\n--\@block a\n--\@end\n", "", qr/block a is defined twice/ ]);
+	for my $case (sort keys %bad)
+	{
+		my ($area, $update, $re) = @{ $bad{$case} };
+		open(my $fh, '>', "$dir/area.sql") or die; print $fh $area; close($fh);
+		open($fh, '>', "$dir/update.sql") or die; print $fh $update; close($fh);
+		my $ok = run_log([ 'perl', 'sql/build.pl', 'update', "$dir/update.sql", "$dir/area.sql" ], '>', \$out, '2>', \$err);
+		ok(!$ok && $err =~ $re, "the builder refuses $case") or diag($err);
+	}
+	open(my $fh, '>', "$dir/area.sql") or die;
+	print $fh "CREATE FUNCTION f() RETURNS int AS 'x' LANGUAGE C;\n--\@block v\nCREATE VIEW v AS SELECT 1;\nCREATE FUNCTION g() RETURNS int AS 'y' LANGUAGE C;\n--\@end\n";
+	close($fh);
+	open($fh, '>', "$dir/update.sql") or die; print $fh "ALTER TABLE t ADD COLUMN c int;\n--\@include v replace\n"; close($fh);
+	run_log([ 'perl', 'sql/build.pl', 'update', "$dir/update.sql", "$dir/area.sql" ], '>', \$out, '2>', \$err);
+	is($out, "ALTER TABLE t ADD COLUMN c int;\nCREATE OR REPLACE VIEW v AS SELECT 1;\nCREATE OR REPLACE FUNCTION g() RETURNS int AS 'y' LANGUAGE C;\n",
+		'an update takes a block as the area writes it (replace: CREATE OR REPLACE), nothing else of the area');
+}
+
+# States are enum types, each state named once in the SQL sources, in its
+# enum: no CHECK or array lists states elsewhere, what is over is the
+# kind's _is_over function (the one other list), and the labels of a
+# move's states are MoveStateNames, in order (a merge's are some of them).
+# A statement may still name one state it sets or compares with.
+sub sql_text
+{
+	my ($f) = @_;
+	my $t = slurp_file($f);
+	$t =~ s/--[^\n]*//g;	# comments may name states
+	return $t;
+}
+# the lists (ARRAY[...] or IN (...)) of two or more quoted labels of a kind,
+# outside the enum types and the _is_over functions
+sub state_lists
+{
+	my ($sql, $type, $labels) = @_;
+	my %label = map { $_ => 1 } @$labels;
+	(my $rest = $sql) =~ s/CREATE TYPE \@extschema\@\.\w+ AS ENUM\s*\(.*?\);//sg;
+	$rest =~ s/CREATE FUNCTION \@extschema\@\.\w+_is_over\(.*?;\n//sg;
+	my @hits;
+	while ($rest =~ /(ARRAY\s*\[[^\]]*\]|\bIN\s*\([^()]*\))/g)
+	{
+		my $list = $1;
+		my @in = grep { $label{$_} } $list =~ /'([^']*)'/g;
+		push @hits, $list =~ s/\s+/ /gr if @in >= 2;
+	}
+	return @hits;
+}
+{
+	my $sources = join("\n", map { sql_text($_) } glob('sql/src/*.sql'));
+	my ($names) = $code{'src/shards/move_common.c'} =~ /\bMoveStateNames\[\]\s*=\s*\{(.*?)\}/s;
+	my @move_names = defined $names ? $names =~ /"(\w+)"/g : ();
+	my %labels;
+	for my $type (qw(snowseq_move_state snowseq_merge_state snowseq_rebalance_state snowseq_rebalance_step_state))
+	{
+		my @defs = $sources =~ /CREATE TYPE \@extschema\@\.$type AS ENUM\s*\((.*?)\);/sg;
+		is(scalar(@defs), 1, "$type is one enum type of the SQL sources");
+		my @l = @defs ? $defs[0] =~ /'([^']+)'/g : ();
+		$labels{$type} = \@l;
+		my @hits = state_lists($sources, $type, \@l);
+		is(scalar(@hits), 0, "no list of ${type}'s labels but the enum and its _is_over function" . (@hits ? ': ' . join('; ', @hits) : ''));
+	}
+	# what is left: single states a statement sets or compares with
+	my %all = map { $_ => 1 } map { @$_ } values %labels;
+	for my $label (sort keys %all)
+	{
+		my $n = () = $sources =~ /'\Q$label\E'/g;
+		note("state '$label': $n times in the SQL sources (enums, _is_over functions, single states set or compared)");
+	}
+	is(join(',', @{ $labels{snowseq_move_state} }), join(',', @move_names),
+		'the labels of snowseq_move_state are MoveStateNames, in order');
+	my %move = map { $_ => 1 } @move_names;
+	ok(@{ $labels{snowseq_merge_state} } >= 5 && !grep({ !$move{$_} } @{ $labels{snowseq_merge_state} }),
+		'the labels of snowseq_merge_state are names of MoveStateNames (merge.h takes its states from there)');
+	# the state columns have the enum types (a fence's state stays text:
+	# the trigger reads it from the table on every shard server, whatever
+	# version its catalog is)
+	my $install = sql_text('sql/snowseq--1.3.sql');
+	my %columns = (snowseq_moves => 'snowseq_move_state', snowseq_merges => 'snowseq_merge_state',
+		snowseq_rebalance_runs => 'snowseq_rebalance_state', snowseq_rebalance_steps => 'snowseq_rebalance_step_state');
+	for my $table (sort keys %columns)
+	{
+		my ($def) = $install =~ /CREATE TABLE (?:\@extschema\@\.)?$table \((.*?)\n\);/s;
+		like($def // '', qr/^\s*state \@extschema\@\.$columns{$table} NOT NULL(?: DEFAULT '\w+')?,$/m,
+			"$table.state is of type $columns{$table}, no CHECK");
+	}
+	# the check itself: 1.2's CHECK and the view's list of states over
+	my @l = @{ $labels{snowseq_move_state} };
+	ok(scalar(state_lists("CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['prepare', 'copy', 'done']::text[]))", 'snowseq_move_state', \@l)) == 1
+		  && scalar(state_lists("WHERE m.state <> ALL (ARRAY['done', 'failed', 'rollback', 'reverted'])", 'snowseq_move_state', \@l)) == 1
+		  && scalar(state_lists("WHERE m.state IN ('done', 'failed')", 'snowseq_move_state', \@l)) == 1
+		  && scalar(state_lists("WHERE NOT \@extschema\@.snowseq_move_is_over(m.state) AND m.state <> 'rollback'", 'snowseq_move_state', \@l)) == 0,
+		'the list check finds a CHECK, an array and an IN list of states, and passes one state compared');
+}
+
+# No function or procedure body of the install script is over 200 lines
+# (a longer one is cut into functions of its own).
+{
+	my $sql = slurp_file('sql/snowseq--1.3.sql');
+	my (@long, $n);
+	while ($sql =~ /^CREATE (?:OR REPLACE )?(?:FUNCTION|PROCEDURE)\s+([\w\@.]+)\([^;]*?\bAS\s+(\$\w*\$)\n(.*?)^\s*\2/msg)
+	{
+		my ($name, $body) = ($1, $3);
+		$n++;
+		my $lines = () = $body =~ /\n/g;
+		push @long, "$name: $lines lines" if $lines > 200;
+	}
+	ok($n >= 5, "the install script has functions with bodies ($n)");
+	is(join('; ', @long), '', 'no function body of the install script is over 200 lines');
+}
+
 done_testing();

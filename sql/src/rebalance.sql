@@ -1,0 +1,764 @@
+--@block rebalance
+-- ---- rebalance: plans and runs of moves that even out the servers (1.3) ----
+-- A rebalance plans moves from the servers of the map above threshold x the
+-- mean load to the least loaded ones (and everything off drained servers),
+-- writes the plan, and runs it move by move with snowseq_move_genes,
+-- committing between moves: resumable after a crash, stoppable between
+-- moves.  Its runs and steps are written by the procedure alone (the guard).
+-- The states of a run and of a step: the one list of each in SQL.
+CREATE TYPE @extschema@.snowseq_rebalance_state AS ENUM
+	('running', 'stopped', 'done', 'abandoned');
+COMMENT ON TYPE @extschema@.snowseq_rebalance_state IS
+	'the states of a rebalance (snowseq_rebalance_runs.state): running, stopped (resumable), done, abandoned (over)';
+CREATE TYPE @extschema@.snowseq_rebalance_step_state AS ENUM
+	('planned', 'running', 'failed', 'done');
+COMMENT ON TYPE @extschema@.snowseq_rebalance_step_state IS
+	'the states of a step of a rebalance (snowseq_rebalance_steps.state)';
+-- Over: the run is neither running nor resumable.
+CREATE FUNCTION @extschema@.snowseq_rebalance_is_over(state @extschema@.snowseq_rebalance_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'abandoned']::@extschema@.snowseq_rebalance_state[]);
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_is_over(@extschema@.snowseq_rebalance_state) IS
+	'whether a rebalance in this state is over: done or abandoned';
+CREATE TABLE @extschema@.snowseq_rebalance_runs (
+	run_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	parent regclass NOT NULL,
+	strategy text NOT NULL,
+	threshold double precision NOT NULL,
+	drain name[] NOT NULL,
+	fill name[] NOT NULL DEFAULT '{}',
+	sample interval NOT NULL DEFAULT '10 s',
+	merge_below double precision NOT NULL DEFAULT 0,
+	state @extschema@.snowseq_rebalance_state NOT NULL,
+	stop text
+		CHECK (stop OPERATOR(pg_catalog.=) ANY (ARRAY['stop', 'abandon']::pg_catalog.text[])),
+	rounds integer NOT NULL DEFAULT 1,
+	runner_pid integer,
+	runner_start timestamptz,
+	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	finished_at timestamptz
+);
+CREATE UNIQUE INDEX snowseq_rebalance_runs_open ON @extschema@.snowseq_rebalance_runs (parent)
+	WHERE NOT @extschema@.snowseq_rebalance_is_over(state);
+COMMENT ON TABLE @extschema@.snowseq_rebalance_runs IS
+	'rebalances run on this router: table, strategy, threshold, drained servers, servers to fill, the sample of strategy writes, the load below which neighbouring partitions merge, state (running, stopped: resumable; done, abandoned: over), stop requested, rounds of planning';
+CREATE TABLE @extschema@.snowseq_rebalance_steps (
+	run_id bigint NOT NULL REFERENCES @extschema@.snowseq_rebalance_runs ON DELETE CASCADE,
+	step integer NOT NULL,
+	first_gene integer NOT NULL,
+	last_gene integer NOT NULL,
+	from_server name NOT NULL,
+	to_server name NOT NULL,
+	rows bigint,
+	bytes bigint,
+	state @extschema@.snowseq_rebalance_step_state NOT NULL DEFAULT 'planned',
+	move_id bigint,
+	rows_copied bigint,
+	error text,
+	started_at timestamptz,
+	finished_at timestamptz,
+	PRIMARY KEY (run_id, step)
+);
+COMMENT ON TABLE @extschema@.snowseq_rebalance_steps IS
+	'the steps of each rebalance (a move, or a merge where from_server and to_server are one server): genes, servers, planned rows and bytes, state (planned, running, failed, done), the move that ran it, rows it copied, timings';
+CREATE TRIGGER snowseq_guard
+	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_rebalance_runs
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
+ALTER TABLE @extschema@.snowseq_rebalance_runs ENABLE ALWAYS TRIGGER snowseq_guard;
+CREATE TRIGGER snowseq_guard
+	BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.snowseq_rebalance_steps
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.snowseq_guard();
+ALTER TABLE @extschema@.snowseq_rebalance_steps ENABLE ALWAYS TRIGGER snowseq_guard;
+REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_rebalance_steps FROM PUBLIC;
+
+-- The planner itself (src/shards/rebalance_plan.c): from the loads, one
+-- jsonb document (docs/elastic-shards.md, "The planner"), the plan's rows.
+-- snowseq_rebalance_plan_json reads nothing but its argument (a cut sized
+-- by a histogram takes it from the loads): PUBLIC may run it, as any
+-- function of its argument alone.  snowseq_rebalance_plan_counted is the
+-- same planner where a partition a step cuts that names its oid and key
+-- and brings no histogram has it counted where its rows live, by
+-- snowseq_shard_histogram as the caller: PUBLIC may run it too, since
+-- what it reads needs the caller's EXECUTE on that function and SELECT on
+-- the partition.
+CREATE FUNCTION @extschema@.snowseq_rebalance_plan_json(loads jsonb)
+	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
+		to_server name, rows bigint, bytes bigint)
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_plan_json'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_json(jsonb) IS
+	'the rebalance plan from loads given as jsonb (strategy, threshold, servers, drain, partitions of the table and of its placement group, revertable moves, merge_below, keep; histograms as rows per gene): the planner of snowseq_rebalance_plan without the servers; reads nothing else, so PUBLIC may run it';
+CREATE FUNCTION @extschema@.snowseq_rebalance_plan_counted(loads jsonb)
+	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
+		to_server name, rows bigint, bytes bigint)
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_plan_counted'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_counted(jsonb) IS
+	'the rebalance plan from loads as for snowseq_rebalance_plan_json, the histogram of a partition a step cuts counted where its rows live (snowseq_shard_histogram, as the caller: its EXECUTE and SELECT on the partition needed) unless the loads give it; what snowseq_rebalance_plan_from runs; PUBLIC may run it, as it reads only with the caller''s rights';
+
+-- The plan: the load of each partition (rows or row bytes, counted where
+-- they live, by snowseq_shard_stats; or writes per second: the writes
+-- snowseq_shard_stats reads from the servers' cumulative statistics,
+-- sampled twice, sample apart), summed per server of the map.  While
+-- a server is above threshold x the mean of the servers not drained (or
+-- any partition is on a drained server), the most loaded one gives the
+-- least loaded one a whole partition, or the first or last genes of one
+-- (what a move accepts), sized for rows and bytes by a histogram of the
+-- partition's rows over 64 buckets of its genes, for writes by a
+-- histogram of the rows written since the first reading (their xmin;
+-- without first_xids, on the assumption that its writes are spread
+-- evenly over its genes).
+-- Strategy writes: the first reading is first_parts, first_writes and
+-- first_xids (snowseq_shard_counters at first_at), taken by the caller; first_at
+-- NULL: taken here, and the sample slept here, in the caller's statement
+-- (its snapshot held, but no lock on the table).  only_check: the
+-- arguments checked, nothing read, nothing planned.
+-- The loads are collected here and planned in C by
+-- snowseq_rebalance_plan_counted; floats go into them exactly
+-- (extra_float_digits), so the planner compares the numbers read.
+CREATE FUNCTION @extschema@.snowseq_rebalance_plan_from(parent regclass, strategy text,
+	threshold double precision, drain name[], fill name[], sample interval,
+	first_parts oid[], first_writes bigint[], first_xids bigint[], first_at timestamptz, only_check boolean,
+	merge_below double precision DEFAULT 0)
+	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
+		to_server name, rows bigint, bytes bigint)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET extra_float_digits = 3
+	AS $plan$
+DECLARE
+	sv pg_catalog.name[];		-- servers of the map, then those to fill
+	kept integer;
+	t0 pg_catalog.timestamptz := first_at;
+	w0p pg_catalog.oid[] := first_parts;	-- strategy writes: the first reading
+	w0 bigint[] := first_writes;
+	w0x bigint[] := first_xids;
+	by_writes boolean := strategy OPERATOR(pg_catalog.=) 'writes';
+	secs double precision;
+	r record;
+	i integer;
+	part jsonb;
+	parts jsonb := '[]';
+	grp jsonb := '[]';
+BEGIN
+	IF parent IS NULL THEN
+		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
+	END IF;
+	IF strategy IS NULL OR strategy OPERATOR(pg_catalog.<>) ALL (ARRAY['rows', 'bytes', 'writes']) THEN
+		RAISE EXCEPTION 'unknown rebalance strategy %', pg_catalog.quote_nullable(strategy)
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Use ''rows'' (rows per server), ''bytes'' (row bytes per server) or ''writes'' (rows written per second per server, sampled).';
+	END IF;
+	-- a busy session reports its counts to the statistics at most once a
+	-- second: a shorter sample measures little; one over an hour is a slip
+	IF sample IS NULL OR sample OPERATOR(pg_catalog.<) CAST('1 s' AS pg_catalog.interval)
+		OR sample OPERATOR(pg_catalog.>) CAST('1 h' AS pg_catalog.interval) THEN
+		RAISE EXCEPTION 'rebalance sample % is not between 1 second and 1 hour', pg_catalog.quote_nullable(sample)
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'The sample is how long strategy ''writes'' waits between its two readings of the servers'' write counters: such as ''10 s'' (the longer, the steadier the rates).';
+	END IF;
+	IF threshold IS NULL OR threshold OPERATOR(pg_catalog.<) 1 OR threshold OPERATOR(pg_catalog.=) 'NaN' THEN
+		RAISE EXCEPTION 'rebalance threshold % is below 1', pg_catalog.quote_nullable(threshold)
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'The threshold is the most load a server may hold, as a multiple of the mean: 1 or more, such as 1.25.';
+	END IF;
+	IF drain IS NULL OR pg_catalog.array_position(drain, NULL) IS NOT NULL THEN
+		RAISE EXCEPTION 'the servers to drain must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass ''{}'' to drain none.';
+	END IF;
+	IF fill IS NULL OR pg_catalog.array_position(fill, NULL) IS NOT NULL THEN
+		RAISE EXCEPTION 'the servers to fill must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass ''{}'' to fill none.';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_partitioned_table t JOIN pg_catalog.pg_inherits h
+			ON h.inhparent OPERATOR(pg_catalog.=) t.partrelid JOIN pg_catalog.pg_foreign_table ft
+			ON ft.ftrelid OPERATOR(pg_catalog.=) h.inhrelid
+			WHERE t.partrelid OPERATOR(pg_catalog.=) parent) THEN
+		RAISE EXCEPTION 'table % is not gene-sharded', parent
+			USING ERRCODE = 'wrong_object_type',
+				HINT = 'A rebalance moves genes of a table partitioned by range on its bigint ID, whose partitions are foreign tables on the servers of snowseq_shard_map.';
+	END IF;
+
+	sv := ARRAY(SELECT CAST(s.shard AS pg_catalog.name) FROM @extschema@.snowseq_shard_map s
+		GROUP BY s.shard ORDER BY s.shard);
+	FOR i IN 1 .. COALESCE(pg_catalog.array_length(drain, 1), 0) LOOP
+		IF pg_catalog.array_position(sv, drain[i]) IS NULL THEN
+			RAISE EXCEPTION 'server "%" to drain is not in snowseq_shard_map', drain[i]
+				USING ERRCODE = 'invalid_parameter_value',
+					HINT = 'Drain servers the map names: SELECT DISTINCT shard FROM snowseq_shard_map.';
+		END IF;
+	END LOOP;
+	-- servers not in the map yet that are to receive genes
+	FOR i IN 1 .. COALESCE(pg_catalog.array_length(fill, 1), 0) LOOP
+		IF fill[i] OPERATOR(pg_catalog.=) ANY (drain) THEN
+			RAISE EXCEPTION 'server "%" is both to drain and to fill', fill[i]
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_foreign_server fs JOIN pg_catalog.pg_foreign_data_wrapper w
+				ON w.oid OPERATOR(pg_catalog.=) fs.srvfdw
+				WHERE fs.srvname OPERATOR(pg_catalog.=) fill[i] AND w.fdwname OPERATOR(pg_catalog.=) 'postgres_fdw') THEN
+			RAISE EXCEPTION 'server "%" to fill is not a postgres_fdw server', fill[i]
+				USING ERRCODE = 'undefined_object',
+					HINT = 'Create it with CREATE SERVER ... FOREIGN DATA WRAPPER postgres_fdw, and a user mapping for it.';
+		END IF;
+		IF pg_catalog.array_position(sv, fill[i]) IS NULL THEN
+			sv := sv OPERATOR(pg_catalog.||) fill[i];
+		END IF;
+	END LOOP;
+	kept := COALESCE(pg_catalog.array_length(sv, 1), 0) OPERATOR(pg_catalog.-)
+		(SELECT pg_catalog.count(DISTINCT d) FROM pg_catalog.unnest(drain) d);
+	IF kept OPERATOR(pg_catalog.<) 1 THEN
+		RAISE EXCEPTION 'a rebalance that drains every server of snowseq_shard_map has nowhere to move genes'
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Name servers to fill, or drain fewer servers.';
+	END IF;
+	IF merge_below IS NULL OR merge_below OPERATOR(pg_catalog.<) 0 OR merge_below OPERATOR(pg_catalog.>) 1
+		OR merge_below OPERATOR(pg_catalog.=) 'NaN' THEN
+		RAISE EXCEPTION 'rebalance merge_below % is not between 0 and 1', pg_catalog.quote_nullable(merge_below)
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Neighbouring partitions of one server merge when their load together is at most merge_below x the mean load of a partition: such as 0.25; 0 merges none.';
+	END IF;
+	IF only_check THEN
+		RETURN;
+	END IF;
+
+	-- strategy writes: the write counters then (first_at; NULL: now, and
+	-- the sample slept), and again now; counters start at 0 with a table
+	-- (a moved partition) and at a reset
+	IF by_writes THEN
+		IF t0 IS NULL THEN
+			t0 := pg_catalog.clock_timestamp();
+			SELECT pg_catalog.array_agg(CAST(sc.partition AS pg_catalog.oid)), pg_catalog.array_agg(sc.writes),
+					pg_catalog.array_agg(sc.next_xid) INTO w0p, w0, w0x
+				FROM @extschema@.snowseq_placement_group(parent) pg,
+					LATERAL @extschema@.snowseq_shard_counters(pg.member) sc;
+			PERFORM pg_catalog.pg_sleep_for(sample);
+		END IF;
+		secs := pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t0);
+	END IF;
+
+	-- the partitions of the table (named) and of the other tables of its
+	-- group, their genes, server, counts and the remote table they read; a
+	-- map entry a table has no partition for has no row here
+	FOR r IN SELECT m.member OPERATOR(pg_catalog.=) parent AS named, s.partition,
+			pg_catalog.min(s.first_gene) AS f, pg_catalog.max(s.last_gene) AS l,
+			pg_catalog.min(s.shard) AS shard, pg_catalog.count(DISTINCT s.shard) AS shards,
+			pg_catalog.sum(s.rows) AS rows, pg_catalog.sum(s.bytes) AS bytes, pg_catalog.sum(s.writes) AS writes,
+			(SELECT pg_catalog.quote_ident(COALESCE((SELECT o.option_value FROM pg_catalog.pg_options_to_table(x.ftoptions) o
+					WHERE o.option_name OPERATOR(pg_catalog.=) 'schema_name'), n.nspname::pg_catalog.text))
+				OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||)
+				pg_catalog.quote_ident(COALESCE((SELECT o.option_value FROM pg_catalog.pg_options_to_table(x.ftoptions) o
+					WHERE o.option_name OPERATOR(pg_catalog.=) 'table_name'), pc.relname::pg_catalog.text))
+				FROM pg_catalog.pg_foreign_table x JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) x.ftrelid
+				JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) pc.relnamespace
+				WHERE x.ftrelid OPERATOR(pg_catalog.=) s.partition) AS remote,
+			(SELECT a.attname FROM pg_catalog.pg_partitioned_table t
+				JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) t.partrelid
+					AND a.attnum OPERATOR(pg_catalog.=) t.partattrs[0]
+				WHERE t.partrelid OPERATOR(pg_catalog.=) m.member) AS key
+			FROM @extschema@.snowseq_placement_group(parent) m,
+				LATERAL @extschema@.snowseq_shard_stats(m.member) s
+			JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) s.partition
+			GROUP BY m.member, s.partition ORDER BY 1, 3 LOOP
+		IF r.shards OPERATOR(pg_catalog.>) 1 THEN
+			RAISE EXCEPTION 'snowseq_shard_map names more than one server for genes % to % of partition %',
+				r.f, r.l, r.partition
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'Make the map name the foreign server of each partition before rebalancing.';
+		END IF;
+		-- writes in the sample: a partition new since the first reading, or
+		-- whose counters went back (a table created again, a reset), counts from 0
+		i := pg_catalog.array_position(w0p, CAST(r.partition AS pg_catalog.oid));
+		part := pg_catalog.jsonb_build_object('first', r.f, 'last', r.l, 'server', r.shard,
+			'rows', r.rows, 'bytes', r.bytes, 'table', r.remote, 'key', r.key,
+			'oid', CAST(CAST(r.partition AS pg_catalog.oid) AS bigint), 'name', CAST(r.partition AS pg_catalog.text),
+			'writes', CASE WHEN i IS NULL OR w0[i] OPERATOR(pg_catalog.>) r.writes THEN r.writes
+				ELSE r.writes OPERATOR(pg_catalog.-) w0[i] END,
+			'since', CASE WHEN by_writes AND i IS NOT NULL THEN w0x[i] END);
+		IF r.named THEN
+			parts := parts OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(part);
+		ELSE
+			grp := grp OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(part);
+		END IF;
+	END LOOP;
+
+	RETURN QUERY SELECT * FROM @extschema@.snowseq_rebalance_plan_counted(pg_catalog.jsonb_build_object(
+		'strategy', strategy, 'threshold', threshold, 'merge_below', merge_below, 'seconds', secs,
+		'table', CAST(parent AS pg_catalog.text), 'sample', CAST(sample AS pg_catalog.text),
+		'servers', pg_catalog.to_jsonb(sv), 'drain', pg_catalog.to_jsonb(drain),
+		'partitions', parts, 'group', grp,
+		-- moves kept revertable (snowseq.move_revert_window): what a revertable
+		-- move touched is not moved again until it is finalized or reverted
+		'keep', CAST(COALESCE(pg_catalog.current_setting('snowseq.move_revert_window', true), '0') AS pg_catalog.interval)
+			OPERATOR(pg_catalog.>) CAST('0' AS pg_catalog.interval),
+		'revertable_moves', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('move', COALESCE(mv.group_move, mv.move_id),
+				'first', mv.first_gene, 'last', mv.last_gene, 'source', mv.source_server, 'dest', mv.dest_server,
+				'table', mv.source_table, 'oid', CAST(CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid) AS bigint))
+				ORDER BY mv.move_id)
+			FROM @extschema@.snowseq_moves mv
+			WHERE mv.state OPERATOR(pg_catalog.=) 'revertable' AND mv.parent OPERATOR(pg_catalog.=) ANY
+				(ARRAY(SELECT m.member FROM @extschema@.snowseq_placement_group(snowseq_rebalance_plan_from.parent) m))), '[]'),
+		-- a cut by writes is sized by the rows written since the first reading
+		-- (their xmin): without its transaction ids, as even over its genes
+		'histograms', NOT by_writes OR (w0x IS NOT NULL
+			AND pg_catalog.cardinality(w0x) OPERATOR(pg_catalog.=) pg_catalog.cardinality(w0p))));
+END
+$plan$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean, double precision) IS
+	'the plan of snowseq_rebalance_plan, strategy writes from a first reading of snowseq_shard_counters taken at first_at (partitions, writes and next transaction ids; NULL: taken here, and sample slept); only_check: check the arguments alone';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean, double precision) FROM PUBLIC;
+
+-- The plan, one statement: strategy writes sleeps the sample in it, with
+-- no lock on the table (snowseq_shard_counters) but its snapshot.
+CREATE FUNCTION @extschema@.snowseq_rebalance_plan(parent regclass, strategy text DEFAULT 'rows',
+	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}',
+	sample interval DEFAULT '10 s', merge_below double precision DEFAULT 0)
+	RETURNS TABLE (step integer, first_gene integer, last_gene integer, from_server name,
+		to_server name, rows bigint, bytes bigint)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $plan$
+BEGIN
+	RETURN QUERY SELECT * FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
+		CAST(NULL AS pg_catalog.oid[]), CAST(NULL AS bigint[]), CAST(NULL AS bigint[]), CAST(NULL AS pg_catalog.timestamptz), false,
+		merge_below);
+END
+$plan$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval, double precision) IS
+	'the moves that bring every server of the map (and the servers in fill) to at most threshold x the mean rows (strategy rows), row bytes (bytes) or rows written per second over sample (writes) of a gene-sharded table, and everything off the servers in drain: whole partitions, or the last genes of one sized by a histogram of its rows over its genes (rows, bytes) or of its rows written during the sample (writes); then, with merge_below above 0, merges (from_server = to_server) of neighbouring partitions of one server whose load together is at most merge_below x the mean load of a partition; counts from snowseq_shard_stats, the first reading of writes from snowseq_shard_counters, no lock on the table held through the sample';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan(regclass, text, double precision, name[], name[], interval, double precision) FROM PUBLIC;
+
+-- Whether the session that runs a rebalance is still there.
+CREATE FUNCTION @extschema@.snowseq_rebalance_runner_alive(pid integer, started timestamptz)
+	RETURNS boolean
+	LANGUAGE sql STABLE PARALLEL SAFE
+	RETURN EXISTS (SELECT FROM pg_catalog.pg_stat_activity a
+		WHERE a.pid OPERATOR(pg_catalog.=) $1
+			AND (a.backend_start IS NULL OR a.backend_start OPERATOR(pg_catalog.=) $2));
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, timestamptz) IS
+	'whether the session that started at started with process id pid is there (it runs a rebalance)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, timestamptz) FROM PUBLIC;
+
+-- The records of a run are written as the tables' owner (the guard refuses
+-- every other role), by these functions for the procedure: a role granted
+-- them (a router administrator, with the procedure) runs rebalances
+-- without any right on the tables but SELECT.  SECURITY DEFINER, so the
+-- search path is pg_catalog and pg_temp only, and every name qualified.
+-- Each records runs of the tables whose owner's privileges the session's
+-- role has (snowseq_session_owns: SET ROLE's role, which no SECURITY
+-- DEFINER function changes), and no other: a role granted them plants no
+-- run for a table of another role that its owner would then run.
+CREATE FUNCTION @extschema@.snowseq_session_owns(rel regclass)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_session_owns'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_session_owns(regclass) IS
+	'whether the session''s role (as SET ROLE chose it) has the privileges of the owner of rel: the check of the rebalance''s record functions';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_session_owns(regclass) FROM PUBLIC;
+-- The run of a table not finished, locked until the transaction ends (a
+-- second CALL waits for the first to decide), or no row.
+CREATE FUNCTION @extschema@.snowseq_rebalance_open_run(parent regclass)
+	RETURNS SETOF @extschema@.snowseq_rebalance_runs
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $open$
+BEGIN
+	IF NOT @extschema@.snowseq_session_owns(parent) THEN
+		RAISE EXCEPTION 'must be owner of table % to rebalance it', parent
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	RETURN QUERY SELECT r.* FROM @extschema@.snowseq_rebalance_runs r
+		WHERE r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_open_run.parent
+			AND NOT @extschema@.snowseq_rebalance_is_over(r.state)
+		FOR UPDATE;
+END
+$open$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_open_run(regclass) IS
+	'the rebalance of a table not finished (running or stopped), locked for the transaction: for snowseq_rebalance';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_open_run(regclass) FROM PUBLIC;
+-- A new run (run_id NULL: its table, strategy, threshold, drain, fill,
+-- sample and state), or the state, rounds, runner and end of one; its stop
+-- (set by snowseq_rebalance_stop at any time) is cleared only when asked,
+-- as a session takes the run on.
+CREATE FUNCTION @extschema@.snowseq_rebalance_save_run(run @extschema@.snowseq_rebalance_runs,
+	clear_stop boolean DEFAULT false)
+	RETURNS @extschema@.snowseq_rebalance_runs
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $save$
+DECLARE
+	saved @extschema@.snowseq_rebalance_runs;
+	tbl pg_catalog.regclass;
+BEGIN
+	tbl := run.parent;
+	IF run.run_id IS NOT NULL THEN
+		SELECT r.parent INTO tbl FROM @extschema@.snowseq_rebalance_runs r
+			WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'rebalance run % does not exist', run.run_id
+				USING ERRCODE = 'undefined_object',
+				HINT = 'Pass a run_id of snowseq_rebalance_runs, or a NULL run_id to record a new run.';
+		END IF;
+	END IF;
+	IF tbl IS NULL OR NOT @extschema@.snowseq_session_owns(tbl) THEN
+		RAISE EXCEPTION 'must be owner of table % to record its rebalance', COALESCE(tbl::pg_catalog.text, 'NULL')
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	IF run.run_id IS NULL THEN
+		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, fill, sample, merge_below, state)
+			VALUES (run.parent, run.strategy, run.threshold, run.drain, run.fill, run.sample, run.merge_below, run.state)
+			RETURNING * INTO saved;
+	ELSE
+		UPDATE @extschema@.snowseq_rebalance_runs r
+			SET state = run.state, stop = CASE WHEN clear_stop THEN NULL ELSE r.stop END, rounds = run.rounds, runner_pid = run.runner_pid,
+				runner_start = run.runner_start, finished_at = run.finished_at
+			WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id
+			RETURNING * INTO saved;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'rebalance % does not exist', run.run_id
+				USING ERRCODE = 'undefined_object';
+		END IF;
+	END IF;
+	RETURN saved;
+END
+$save$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_save_run(@extschema@.snowseq_rebalance_runs, boolean) IS
+	'record a new rebalance, or the state, rounds, runner and end of one (clear_stop: and clear its stop): for snowseq_rebalance';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_run(@extschema@.snowseq_rebalance_runs, boolean) FROM PUBLIC;
+-- Steps of a run: new ones, or the state, move, rows copied, error and
+-- times of planned ones.
+CREATE FUNCTION @extschema@.snowseq_rebalance_save_steps(steps @extschema@.snowseq_rebalance_steps[])
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $steps$
+DECLARE
+	tbl pg_catalog.regclass;
+	missing bigint;
+BEGIN
+	SELECT s.run_id INTO missing FROM pg_catalog.unnest(steps) s
+		WHERE NOT EXISTS (SELECT 1 FROM @extschema@.snowseq_rebalance_runs r
+			WHERE r.run_id OPERATOR(pg_catalog.=) s.run_id)
+		LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'rebalance run % does not exist', COALESCE(missing::pg_catalog.text, 'NULL')
+			USING ERRCODE = 'undefined_object',
+			HINT = 'Record the run first (snowseq_rebalance_save_run), and pass its run_id in every step.';
+	END IF;
+	SELECT r.parent INTO tbl FROM pg_catalog.unnest(steps) s
+		LEFT JOIN @extschema@.snowseq_rebalance_runs r ON r.run_id OPERATOR(pg_catalog.=) s.run_id
+		WHERE r.run_id IS NULL OR NOT @extschema@.snowseq_session_owns(r.parent)
+		LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'must be owner of table % to record its rebalance', COALESCE(tbl::pg_catalog.text, '(no such run)')
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+		INSERT INTO @extschema@.snowseq_rebalance_steps AS st (run_id, step, first_gene, last_gene, from_server,
+				to_server, rows, bytes, state, move_id, rows_copied, error, started_at, finished_at)
+			SELECT s.run_id, s.step, s.first_gene, s.last_gene, s.from_server, s.to_server, s.rows, s.bytes,
+				COALESCE(s.state, 'planned'), s.move_id, s.rows_copied, s.error, s.started_at, s.finished_at
+			FROM pg_catalog.unnest(steps) s
+			ON CONFLICT (run_id, step) DO UPDATE
+				SET state = excluded.state, move_id = excluded.move_id, rows_copied = excluded.rows_copied,
+					error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at;
+END
+$steps$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) IS
+	'record new steps of a rebalance, or the state, move, rows copied, error and times of its steps: for snowseq_rebalance';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) FROM PUBLIC;
+-- The first reading of strategy writes (parts, writes, xids at taken_at) and
+-- its sample, for snowseq_rebalance: committed, then slept a second at a
+-- time, each committed, so that the run holds no lock and no snapshot
+-- older than a second through the sample.
+CREATE PROCEDURE @extschema@.snowseq_rebalance_sample(parent regclass, sample interval,
+	INOUT parts oid[], INOUT writes bigint[], INOUT xids bigint[], INOUT taken_at timestamptz)
+	LANGUAGE plpgsql
+	AS $sample$
+DECLARE
+	remaining pg_catalog.interval;
+BEGIN
+	taken_at := pg_catalog.clock_timestamp();
+	SELECT pg_catalog.array_agg(CAST(sc.partition AS pg_catalog.oid)), pg_catalog.array_agg(sc.writes),
+			pg_catalog.array_agg(sc.next_xid) INTO parts, writes, xids
+		FROM @extschema@.snowseq_placement_group(parent) pg,
+			LATERAL @extschema@.snowseq_shard_counters(pg.member) sc;
+	COMMIT;
+	LOOP
+		remaining := taken_at OPERATOR(pg_catalog.+) sample OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp();
+		EXIT WHEN remaining OPERATOR(pg_catalog.<=) CAST('0' AS pg_catalog.interval);
+		PERFORM pg_catalog.pg_sleep_for(LEAST(remaining, CAST('1 s' AS pg_catalog.interval)));
+		COMMIT;
+	END LOOP;
+END
+$sample$;
+COMMENT ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval, oid[], bigint[], bigint[], timestamptz) IS
+	'for snowseq_rebalance: the write counters of each partition of the table and of the other tables of its placement group and their servers'' next transaction ids (snowseq_shard_counters) and when they were read, committed, then sample slept a second at a time, each committed';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval, oid[], bigint[], bigint[], timestamptz) FROM PUBLIC;
+
+-- The run: not in a transaction block (it commits between moves), so no
+-- SET clause; every name is qualified.
+CREATE PROCEDURE @extschema@.snowseq_rebalance(parent regclass, strategy text DEFAULT 'rows',
+	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}',
+	sample interval DEFAULT '10 s', merge_below double precision DEFAULT 0)
+	LANGUAGE plpgsql
+	AS $run$
+DECLARE
+	run @extschema@.snowseq_rebalance_runs;
+	s @extschema@.snowseq_rebalance_steps;
+	planned @extschema@.snowseq_rebalance_steps[];
+	mv record;
+	nsteps integer;
+	on_dest boolean;
+	is_merge boolean;					-- the step merges (one server)
+	t0 pg_catalog.timestamptz := pg_catalog.clock_timestamp();
+	w0p pg_catalog.oid[];			-- strategy writes: the first reading of the sample
+	w0 bigint[];
+	w0x bigint[];
+	w0_at pg_catalog.timestamptz;
+BEGIN
+	IF parent IS NULL THEN
+		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
+	END IF;
+	SELECT * INTO run FROM @extschema@.snowseq_rebalance_open_run(parent);
+	IF FOUND THEN
+		IF run.state OPERATOR(pg_catalog.=) 'running' AND run.runner_pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
+			AND @extschema@.snowseq_rebalance_runner_alive(run.runner_pid, run.runner_start) THEN
+			RAISE EXCEPTION 'rebalance % of table % is running in the session of process %', run.run_id, parent, run.runner_pid
+				USING ERRCODE = 'object_in_use',
+					HINT = 'Wait for it, or stop it between moves with snowseq_rebalance_stop().';
+		END IF;
+		RAISE NOTICE 'rebalance %: resuming the run of table % (strategy %, threshold %) from its first step not done',
+			run.run_id, parent, run.strategy, run.threshold;
+	ELSE
+		-- the arguments checked before the sample, which commits each
+		-- second of it (no lock on the table, no old snapshot held)
+		PERFORM FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
+			NULL, NULL, NULL, NULL, true, merge_below);
+		IF strategy OPERATOR(pg_catalog.=) 'writes' THEN
+			CALL @extschema@.snowseq_rebalance_sample(parent, sample, w0p, w0, w0x, w0_at);
+		END IF;
+		-- the plan checks the arguments: an error takes the run's row back
+		run.parent := parent;
+		run.strategy := strategy;
+		run.threshold := threshold;
+		run.drain := drain;
+		run.fill := fill;
+		run.sample := COALESCE(sample, CAST('10 s' AS pg_catalog.interval));
+		run.merge_below := merge_below;
+		run.state := 'running';
+		run := @extschema@.snowseq_rebalance_save_run(run);
+		planned := ARRAY(SELECT ROW(run.run_id, p.step, p.first_gene, p.last_gene, p.from_server, p.to_server,
+				p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
+			FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
+				w0p, w0, w0x, w0_at, false, merge_below) p);
+		PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
+		nsteps := COALESCE(pg_catalog.cardinality(planned), 0);
+		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
+			run.run_id, nsteps, parent, strategy, threshold;
+	END IF;
+	run.state := 'running';
+	run.runner_pid := pg_catalog.pg_backend_pid();
+	run.runner_start := (SELECT a.backend_start FROM pg_catalog.pg_stat_activity a
+		WHERE a.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid());
+	run := @extschema@.snowseq_rebalance_save_run(run, true);
+	COMMIT;
+
+	LOOP
+		-- stopped between moves?
+		SELECT * INTO run FROM @extschema@.snowseq_rebalance_runs r
+			WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
+		IF run.stop IS NOT NULL THEN
+			run.state := CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned' ELSE 'stopped' END;
+			run.finished_at := CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN pg_catalog.clock_timestamp() END;
+			run.runner_pid := NULL;
+			run.runner_start := NULL;
+			run := @extschema@.snowseq_rebalance_save_run(run);
+			COMMIT;
+			RAISE NOTICE 'rebalance %: %', run.run_id,
+				CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned between moves'
+				ELSE 'stopped between moves; CALL snowseq_rebalance again to resume it' END;
+			RETURN;
+		END IF;
+
+		SELECT * INTO s FROM @extschema@.snowseq_rebalance_steps st
+			WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id AND st.state OPERATOR(pg_catalog.<>) 'done'
+			ORDER BY st.step LIMIT 1;
+		IF NOT FOUND THEN
+			-- the plan estimated (writes assumed even over genes, and the
+			-- tables are written meanwhile): plan again
+			-- from what is there now, at most three rounds in all
+			IF run.rounds OPERATOR(pg_catalog.<) 3 THEN
+				IF run.strategy OPERATOR(pg_catalog.=) 'writes' THEN
+					CALL @extschema@.snowseq_rebalance_sample(run.parent, run.sample, w0p, w0, w0x, w0_at);
+				END IF;
+				SELECT COALESCE(pg_catalog.max(st.step), 0) INTO nsteps
+					FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
+				planned := ARRAY(SELECT ROW(run.run_id, nsteps OPERATOR(pg_catalog.+) p.step, p.first_gene, p.last_gene,
+						p.from_server, p.to_server, p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
+					FROM @extschema@.snowseq_rebalance_plan_from(run.parent, run.strategy, run.threshold,
+						-- drained servers have left the map
+						ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d WHERE EXISTS (SELECT
+							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill, run.sample,
+						w0p, w0, w0x, w0_at, false, run.merge_below) p);
+				IF pg_catalog.cardinality(planned) OPERATOR(pg_catalog.>) 0 THEN
+					PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
+					run.rounds := run.rounds OPERATOR(pg_catalog.+) 1;
+					run := @extschema@.snowseq_rebalance_save_run(run);
+					COMMIT;
+					RAISE NOTICE 'rebalance %: planned again from the loads now: more moves', run.run_id;
+					CONTINUE;
+				END IF;
+			END IF;
+			run.state := 'done';
+			run.finished_at := pg_catalog.clock_timestamp();
+			run.runner_pid := NULL;
+			run.runner_start := NULL;
+			run := @extschema@.snowseq_rebalance_save_run(run);
+			COMMIT;
+			SELECT pg_catalog.count(*) AS moves, pg_catalog.sum(st.rows_copied) AS copied INTO mv
+				FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
+			RAISE NOTICE 'rebalance %: done, % moves, % rows copied, this call took %', run.run_id,
+				mv.moves, COALESCE(mv.copied, 0), pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t0;
+			RETURN;
+		END IF;
+
+		-- a move interrupted (a router crash) is finished or undone first;
+		-- the map says whether its genes are on the destination
+		IF s.state OPERATOR(pg_catalog.<>) 'planned' THEN
+			FOR mv IN SELECT c.move_id, c.server, c.object, c.action FROM @extschema@.snowseq_move_cleanup() c LOOP
+				RAISE NOTICE 'rebalance %: step % was cut: move %: %', run.run_id, s.step, mv.move_id,
+					pg_catalog.concat_ws(' ', mv.action, mv.object,
+						'on server ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(mv.server));
+			END LOOP;
+		END IF;
+		-- a merge is a step whose servers are one: its record says whether
+		-- it is done; a move's, the map
+		is_merge := s.from_server OPERATOR(pg_catalog.=) s.to_server;
+		IF is_merge THEN
+			SELECT m.merge_id AS move_id, m.rows_copied INTO mv
+				FROM @extschema@.snowseq_merges m
+				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
+					AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
+					AND m.state OPERATOR(pg_catalog.=) 'done'
+				ORDER BY m.merge_id DESC LIMIT 1;
+			on_dest := FOUND;
+		ELSE
+			SELECT pg_catalog.bool_and(m.shard OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
+				FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g,
+				LATERAL (SELECT sm.shard FROM @extschema@.snowseq_shard_map sm
+					WHERE sm.upper_gene OPERATOR(pg_catalog.>=) g ORDER BY sm.upper_gene LIMIT 1) m;
+			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.rows_copied INTO mv
+				FROM @extschema@.snowseq_moves m
+				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
+					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
+				ORDER BY m.move_id DESC LIMIT 1;
+		END IF;
+		IF on_dest AND s.state OPERATOR(pg_catalog.<>) 'planned' THEN
+			s.state := 'done';
+			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
+			s.rows_copied := mv.rows_copied;
+			s.error := NULL;
+			s.finished_at := pg_catalog.clock_timestamp();
+			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
+			COMMIT;
+			RAISE NOTICE 'rebalance %: step % (genes % to %) was done by % %', run.run_id, s.step,
+				s.first_gene, s.last_gene, CASE WHEN is_merge THEN 'merge' ELSE 'move' END, mv.move_id;
+			CONTINUE;
+		END IF;
+
+		SELECT pg_catalog.max(st.step) INTO nsteps FROM @extschema@.snowseq_rebalance_steps st
+			WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
+		s.state := 'running';
+		s.started_at := pg_catalog.clock_timestamp();
+		s.finished_at := NULL;
+		PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
+		COMMIT;
+		IF is_merge THEN
+			RAISE NOTICE 'rebalance %: step % of %: the partitions of genes % to % of table % on server "%" merge (about % rows)',
+				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.rows;
+			CALL @extschema@.snowseq_merge_partitions(run.parent, s.first_gene, s.last_gene);
+			SELECT m.merge_id AS move_id, m.state::pg_catalog.text AS state, m.error, m.rows_copied INTO mv
+				FROM @extschema@.snowseq_merges m
+				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
+					AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
+					AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
+				ORDER BY m.merge_id DESC LIMIT 1;
+		ELSE
+			RAISE NOTICE 'rebalance %: step % of %: genes % to % of table % from server "%" to server "%" (about % rows)',
+				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.to_server, s.rows;
+			CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
+			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state::pg_catalog.text AS state, m.error, m.rows_copied INTO mv
+				FROM @extschema@.snowseq_moves m
+				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
+					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
+					AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
+				ORDER BY m.move_id DESC LIMIT 1;
+		END IF;
+		IF mv.state IS NOT NULL AND (mv.state OPERATOR(pg_catalog.=) 'done' OR mv.state OPERATOR(pg_catalog.=) 'revertable') THEN
+			s.state := 'done';
+			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
+			s.rows_copied := mv.rows_copied;
+			s.error := NULL;
+			s.finished_at := pg_catalog.clock_timestamp();
+			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
+			COMMIT;
+		ELSE
+			s.state := 'failed';
+			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
+			s.error := COALESCE(mv.error, CASE WHEN is_merge THEN 'the merge did not finish' ELSE 'the move did not finish' END);
+			s.finished_at := pg_catalog.clock_timestamp();
+			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
+			run.state := 'stopped';
+			run.runner_pid := NULL;
+			run.runner_start := NULL;
+			run := @extschema@.snowseq_rebalance_save_run(run);
+			COMMIT;
+			RAISE EXCEPTION 'rebalance %: step % (% %, genes % to % % server "%") failed: %', run.run_id, s.step,
+				CASE WHEN is_merge THEN 'merge' ELSE 'move' END, mv.move_id, s.first_gene, s.last_gene,
+				CASE WHEN is_merge THEN 'on' ELSE 'to' END, s.to_server, s.error
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'Fix the cause and CALL snowseq_rebalance again to retry the step, or give the run up with snowseq_rebalance_stop(abandon => true).';
+		END IF;
+	END LOOP;
+END
+$run$;
+COMMENT ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[], interval, double precision) IS
+	'plan the moves and merges of snowseq_rebalance_plan (strategy writes: sampled again for each round, committing each second of the sample) into snowseq_rebalance_steps and run them one by one with snowseq_move_genes and snowseq_merge_partitions, committing between steps; a CALL with a run of the table not finished (stopped, or cut by a crash) continues it from its first step not done';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double precision, name[], name[], interval, double precision) FROM PUBLIC;
+
+-- Stop: writes the runs as their owner, for the roles granted it
+-- (SECURITY DEFINER: the search path is pg_catalog and pg_temp only).
+CREATE FUNCTION @extschema@.snowseq_rebalance_stop(parent regclass DEFAULT NULL, abandon boolean DEFAULT false)
+	RETURNS integer
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $stop$
+DECLARE
+	n integer;
+BEGIN
+	IF abandon IS NULL THEN
+		RAISE EXCEPTION 'abandon must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	-- a run its session is running stops before its next move; one no
+	-- session runs stops (or is given up) now
+	UPDATE @extschema@.snowseq_rebalance_runs r
+		SET stop = CASE WHEN abandon THEN 'abandon' ELSE 'stop' END,
+			state = CASE WHEN r.state OPERATOR(pg_catalog.=) 'running'
+					AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start) THEN r.state
+				WHEN abandon THEN 'abandoned' ELSE 'stopped' END,
+			finished_at = CASE WHEN abandon AND NOT (r.state OPERATOR(pg_catalog.=) 'running'
+					AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start))
+				THEN pg_catalog.clock_timestamp() END
+		WHERE NOT @extschema@.snowseq_rebalance_is_over(r.state)
+			AND (snowseq_rebalance_stop.parent IS NULL OR r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_stop.parent)
+			-- the runs of the session role's own tables alone
+			AND @extschema@.snowseq_session_owns(r.parent);
+	GET DIAGNOSTICS n = ROW_COUNT;
+	RETURN n;
+END
+$stop$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) IS
+	'stop the rebalances of a table (NULL: of every table) before their next move, resumable by CALL snowseq_rebalance; abandon => true gives them up (the next CALL plans anew); returns how many runs it marked';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FROM PUBLIC;
+-- ---- end of rebalance (1.3) ----
+
+--@end
