@@ -1272,7 +1272,13 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	runner_pid integer,
 	runner_start timestamptz,
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-	finished_at timestamptz
+	finished_at timestamptz,
+	-- of background rebalances (the block of that name below)
+	job_role name,
+	max_rows_per_second double precision
+		CHECK (max_rows_per_second OPERATOR(pg_catalog.>) 0),
+	throttled_until timestamptz,
+	error text
 );
 CREATE UNIQUE INDEX snowseq_rebalance_runs_open ON @extschema@.snowseq_rebalance_runs (parent)
 	WHERE state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopped']::pg_catalog.text[]);
@@ -1955,13 +1961,8 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FRO
 -- background run still running.  A run's job_role is the role of its
 -- worker (NULL: a run of CALL snowseq_rebalance); max_rows_per_second its
 -- throttle; throttled_until the end of the sleep it is in for it; error
--- the error that ended its worker.
-ALTER TABLE @extschema@.snowseq_rebalance_runs
-	ADD COLUMN job_role name,
-	ADD COLUMN max_rows_per_second double precision
-		CHECK (max_rows_per_second OPERATOR(pg_catalog.>) 0),
-	ADD COLUMN throttled_until timestamptz,
-	ADD COLUMN error text;
+-- the error that ended its worker (columns of snowseq_rebalance_runs, in
+-- its definition: an install script alters nothing it creates).
 COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.job_role IS
 	'the role whose background worker runs the rebalance (snowseq_rebalance_start); NULL: a run of CALL snowseq_rebalance';
 COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.max_rows_per_second IS
