@@ -1277,7 +1277,10 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	job_role name,
 	max_rows_per_second double precision
 		CHECK (max_rows_per_second OPERATOR(pg_catalog.>) 0),
+	max_lag_bytes bigint
+		CHECK (max_lag_bytes OPERATOR(pg_catalog.>) 0),
 	throttled_until timestamptz,
+	throttled_by text,
 	error text
 );
 CREATE UNIQUE INDEX snowseq_rebalance_runs_open ON @extschema@.snowseq_rebalance_runs (parent)
@@ -1872,7 +1875,7 @@ BEGIN
 			CONTINUE;
 		END IF;
 		-- the throttle sleeps before a step; a stop asked meanwhile is seen first
-		CALL @extschema@.snowseq_rebalance_throttle(run.run_id, throttled);
+		CALL @extschema@.snowseq_rebalance_throttle(run.run_id, ARRAY[s.from_server, s.to_server], throttled);
 		CONTINUE WHEN throttled;
 
 		SELECT pg_catalog.max(st.step) INTO nsteps FROM @extschema@.snowseq_rebalance_steps st
@@ -1959,16 +1962,21 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FRO
 -- role's session would, and returns the run's id (the job) at once.  The
 -- move resolver starts a worker again, at the router's start, for each
 -- background run still running.  A run's job_role is the role of its
--- worker (NULL: a run of CALL snowseq_rebalance); max_rows_per_second its
--- throttle; throttled_until the end of the sleep it is in for it; error
+-- worker (NULL: a run of CALL snowseq_rebalance); max_rows_per_second and
+-- max_lag_bytes its throttles; throttled_until and throttled_by the end
+-- and the cause of the sleep it is in for them; error
 -- the error that ended its worker (columns of snowseq_rebalance_runs, in
 -- its definition: an install script alters nothing it creates).
 COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.job_role IS
 	'the role whose background worker runs the rebalance (snowseq_rebalance_start); NULL: a run of CALL snowseq_rebalance';
 COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.max_rows_per_second IS
 	'the throttle: before each step, the run sleeps until the rows its steps copied over the time since its first step began are at most this many per second';
+COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.max_lag_bytes IS
+	'the throttle: before each step, the run waits until no standby of its servers has more than this many bytes of WAL to replay (snowseq_shard_standby_lag)';
 COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.throttled_until IS
-	'while the run sleeps for its throttle: until when';
+	'while the run sleeps for max_rows_per_second: until when';
+COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.throttled_by IS
+	'while the run sleeps for a throttle: which, and why';
 COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.error IS
 	'the error that ended the background worker of the run (cleared when it starts again)';
 
@@ -1981,6 +1989,15 @@ COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_launch(bigint) IS
 	'for snowseq_rebalance_start: start the background worker that runs rebalance job, as the current role (which must be able to log in), after this transaction; its process id';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_launch(bigint) FROM PUBLIC;
 
+-- The lag of a shard server's standbys, in bytes of WAL not replayed.
+CREATE FUNCTION @extschema@.snowseq_shard_standby_lag(server name)
+	RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_shard_standby_lag'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_shard_standby_lag(name) IS
+	'the most bytes of WAL a standby of the postgres_fdw server has yet to replay (NULL: no standby), read there with the current user''s mapping (its user needs pg_read_all_stats there): the throttle max_lag_bytes';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_shard_standby_lag(name) FROM PUBLIC;
+
 -- The records of a job, as the runs' owner for the roles granted them (the
 -- table's owner alone: snowseq_session_owns).  takeover false (the start):
 -- the run is running again, in the worker of process runner, its stop and
@@ -1989,7 +2006,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_launch(bigint) FROM PUB
 -- worker's role is recorded, and a stop asked meanwhile is made; the
 -- run's state (NULL: no such run of the role's tables).
 CREATE FUNCTION @extschema@.snowseq_rebalance_job_record(job bigint, max_rows_per_second double precision,
-	runner integer, takeover boolean)
+	max_lag_bytes bigint, runner integer, takeover boolean)
 	RETURNS text
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
@@ -2013,9 +2030,15 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				HINT = 'Give the most rows per second the rebalance may copy on average, or NULL for no throttle.';
 	END IF;
+	IF max_lag_bytes IS NOT NULL AND NOT max_lag_bytes OPERATOR(pg_catalog.>) 0 THEN
+		RAISE EXCEPTION 'max_lag_bytes % is not above 0', max_lag_bytes
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give the most bytes of WAL a standby of the servers of a step may have to replay as the step begins, or NULL for no throttle.';
+	END IF;
 	UPDATE @extschema@.snowseq_rebalance_runs r
 		SET job_role = SESSION_USER, state = 'running', stop = NULL, error = NULL, finished_at = NULL,
-			max_rows_per_second = snowseq_rebalance_job_record.max_rows_per_second, throttled_until = NULL,
+			max_rows_per_second = snowseq_rebalance_job_record.max_rows_per_second,
+			max_lag_bytes = snowseq_rebalance_job_record.max_lag_bytes, throttled_until = NULL, throttled_by = NULL,
 			runner_pid = runner, runner_start = NULL,
 			rounds = CASE WHEN EXISTS (SELECT FROM @extschema@.snowseq_rebalance_steps st
 				WHERE st.run_id OPERATOR(pg_catalog.=) job) THEN r.rounds ELSE 0 END
@@ -2030,9 +2053,9 @@ BEGIN
 	RETURN st;
 END
 $record$;
-COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_record(bigint, double precision, integer, boolean) IS
-	'for snowseq_rebalance_start (takeover false: the run runs again in the worker of process runner, with the throttle) and its worker (takeover true: its role recorded, a stop asked meanwhile made; the state)';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_record(bigint, double precision, integer, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_record(bigint, double precision, bigint, integer, boolean) IS
+	'for snowseq_rebalance_start (takeover false: the run runs again in the worker of process runner, with the throttles) and its worker (takeover true: its role recorded, a stop asked meanwhile made; the state)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_record(bigint, double precision, bigint, integer, boolean) FROM PUBLIC;
 -- The error that ended a job's worker: the run stops (unless another
 -- session runs it now), resumable as any stopped run.
 CREATE FUNCTION @extschema@.snowseq_rebalance_job_failed(job bigint, message text)
@@ -2042,7 +2065,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_job_failed(job bigint, message tex
 	AS $failed$
 BEGIN
 	UPDATE @extschema@.snowseq_rebalance_runs r
-		SET error = message, throttled_until = NULL, runner_pid = NULL, runner_start = NULL,
+		SET error = message, throttled_until = NULL, throttled_by = NULL, runner_pid = NULL, runner_start = NULL,
 			state = CASE WHEN r.state OPERATOR(pg_catalog.=) 'running' THEN 'stopped' ELSE r.state END
 		WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_session_owns(r.parent)
 			AND (r.runner_pid IS NULL OR r.runner_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
@@ -2052,21 +2075,22 @@ $failed$;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_failed(bigint, text) IS
 	'for the worker of a background rebalance: record the error that ended it, and stop the run (unless another session runs it)';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_failed(bigint, text) FROM PUBLIC;
--- Until when a run sleeps for its throttle (NULL: it does not).
-CREATE FUNCTION @extschema@.snowseq_rebalance_job_throttled(job bigint, throttled_until timestamptz)
+-- Until when and why a run sleeps for a throttle (NULL: it does not).
+CREATE FUNCTION @extschema@.snowseq_rebalance_job_throttled(job bigint, throttled_until timestamptz, throttled_by text)
 	RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $throttled$
 BEGIN
 	UPDATE @extschema@.snowseq_rebalance_runs r
-		SET throttled_until = snowseq_rebalance_job_throttled.throttled_until
+		SET throttled_until = snowseq_rebalance_job_throttled.throttled_until,
+			throttled_by = snowseq_rebalance_job_throttled.throttled_by
 		WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_session_owns(r.parent);
 END
 $throttled$;
-COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_throttled(bigint, timestamptz) IS
-	'for snowseq_rebalance_throttle: record until when the run sleeps for its throttle (NULL: it does not)';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_throttled(bigint, timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_throttled(bigint, timestamptz, text) IS
+	'for snowseq_rebalance_throttle: record until when (max_rows_per_second) and why the run sleeps for a throttle (NULL: it does not)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_throttled(bigint, timestamptz, text) FROM PUBLIC;
 
 -- The run's helpers (snowseq_rebalance): its end, a step done, the move or
 -- merge of a step, the steps of a plan.
@@ -2158,46 +2182,65 @@ COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_steps(@extschema@.snowseq
 	'for snowseq_rebalance: plan a round of the run (the servers in drain drained, strategy writes from the first reading w0p, w0, w0x taken at w0_at), record its steps after the run''s; how many';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan_steps(@extschema@.snowseq_rebalance_runs, name[], oid[], bigint[], bigint[], timestamptz) FROM PUBLIC;
 
--- The throttle, before each step of a run with max_rows_per_second: it
--- sleeps (a second at a time, each committed, a stop seen) until the rows
--- its steps done copied, over the time since the first of them began, are
--- at most max_rows_per_second per second.  slept: it did.
-CREATE PROCEDURE @extschema@.snowseq_rebalance_throttle(job bigint, INOUT slept boolean DEFAULT false)
+-- The throttles, before each step of a run: with max_lag_bytes, it waits
+-- (a second at a time, each committed, a stop seen) until no standby of the
+-- step's servers has more than that many bytes of WAL to replay; with
+-- max_rows_per_second, it sleeps (likewise) until the rows its steps done
+-- copied, over the time since the first of them began, are at most that
+-- many per second.  slept: it did.
+CREATE PROCEDURE @extschema@.snowseq_rebalance_throttle(job bigint, servers name[], INOUT slept boolean DEFAULT false)
 	LANGUAGE plpgsql
 	AS $throttle$
 DECLARE
-	rps double precision;
+	run @extschema@.snowseq_rebalance_runs;
+	lag record;
 	since pg_catalog.timestamptz;
 	copied bigint;
 	until pg_catalog.timestamptz;
 BEGIN
 	slept := false;
-	SELECT r.max_rows_per_second INTO rps FROM @extschema@.snowseq_rebalance_runs r
-		WHERE r.run_id OPERATOR(pg_catalog.=) job;
+	LOOP
+		SELECT * INTO run FROM @extschema@.snowseq_rebalance_runs r WHERE r.run_id OPERATOR(pg_catalog.=) job;
+		EXIT WHEN run.max_lag_bytes IS NULL OR run.stop IS NOT NULL;
+		SELECT l.srv, l.bytes INTO lag FROM (SELECT DISTINCT sv AS srv, @extschema@.snowseq_shard_standby_lag(sv) AS bytes
+			FROM pg_catalog.unnest(servers) sv) l ORDER BY l.bytes DESC NULLS LAST LIMIT 1;
+		EXIT WHEN lag.bytes IS NULL OR lag.bytes OPERATOR(pg_catalog.<=) run.max_lag_bytes;
+		IF NOT slept THEN
+			RAISE NOTICE 'rebalance %: waiting for the standbys of server "%" (% bytes to replay, at most %)',
+				job, lag.srv, lag.bytes, run.max_lag_bytes;
+		END IF;
+		PERFORM @extschema@.snowseq_rebalance_job_throttled(job, NULL, pg_catalog.format(
+			'max_lag_bytes: a standby of server %I has %s bytes of WAL to replay (at most %s)', lag.srv, lag.bytes, run.max_lag_bytes));
+		COMMIT;
+		slept := true;
+		PERFORM pg_catalog.pg_sleep(1);
+	END LOOP;
 	SELECT pg_catalog.min(st.started_at), pg_catalog.sum(st.rows_copied) INTO since, copied
 		FROM @extschema@.snowseq_rebalance_steps st
 		WHERE st.run_id OPERATOR(pg_catalog.=) job AND st.state OPERATOR(pg_catalog.=) 'done';
-	until := since OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => copied OPERATOR(pg_catalog./) rps);
-	IF until IS NULL OR until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() THEN
-		RETURN;
-	END IF;
-	PERFORM @extschema@.snowseq_rebalance_job_throttled(job, until);
-	COMMIT;
-	RAISE NOTICE 'rebalance %: throttled until % (% rows copied since %, at most % rows per second)',
-		job, until, copied, since, rps;
-	WHILE pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) until AND NOT EXISTS (SELECT
-			FROM @extschema@.snowseq_rebalance_runs r WHERE r.run_id OPERATOR(pg_catalog.=) job AND r.stop IS NOT NULL) LOOP
-		PERFORM pg_catalog.pg_sleep_for(LEAST(until OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp(), CAST('1 s' AS pg_catalog.interval)));
+	until := since OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => copied OPERATOR(pg_catalog./) run.max_rows_per_second);
+	IF until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() AND run.stop IS NULL THEN
+		PERFORM @extschema@.snowseq_rebalance_job_throttled(job, until, pg_catalog.format(
+			'max_rows_per_second: %s rows copied since %s, at most %s a second', copied, since, run.max_rows_per_second));
 		COMMIT;
-	END LOOP;
-	PERFORM @extschema@.snowseq_rebalance_job_throttled(job, NULL);
-	COMMIT;
-	slept := true;
+		RAISE NOTICE 'rebalance %: throttled until % (% rows copied since %, at most % rows per second)',
+			job, until, copied, since, run.max_rows_per_second;
+		WHILE pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) until AND NOT EXISTS (SELECT
+				FROM @extschema@.snowseq_rebalance_runs r WHERE r.run_id OPERATOR(pg_catalog.=) job AND r.stop IS NOT NULL) LOOP
+			PERFORM pg_catalog.pg_sleep_for(LEAST(until OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp(), CAST('1 s' AS pg_catalog.interval)));
+			COMMIT;
+		END LOOP;
+		slept := true;
+	END IF;
+	IF slept THEN
+		PERFORM @extschema@.snowseq_rebalance_job_throttled(job, NULL, NULL);
+		COMMIT;
+	END IF;
 END
 $throttle$;
-COMMENT ON PROCEDURE @extschema@.snowseq_rebalance_throttle(bigint, boolean) IS
-	'for snowseq_rebalance, before a step: with the run''s max_rows_per_second, sleep (a second at a time, each committed, until a stop) until the rows its steps done copied since the first began are at most that many per second; slept: it did';
-REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_throttle(bigint, boolean) FROM PUBLIC;
+COMMENT ON PROCEDURE @extschema@.snowseq_rebalance_throttle(bigint, name[], boolean) IS
+	'for snowseq_rebalance, before a step on servers: with the run''s max_lag_bytes, wait until no standby of those servers has more bytes of WAL to replay; with its max_rows_per_second, sleep until the rows its steps done copied since the first began are at most that many per second (a second at a time, each committed, until a stop); slept: it did';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_throttle(bigint, name[], boolean) FROM PUBLIC;
 
 -- What the worker CALLs: the run of job, as CALL snowseq_rebalance runs it.
 CREATE PROCEDURE @extschema@.snowseq_rebalance_job_run(job bigint)
@@ -2206,7 +2249,7 @@ CREATE PROCEDURE @extschema@.snowseq_rebalance_job_run(job bigint)
 DECLARE
 	tbl pg_catalog.regclass;
 BEGIN
-	IF @extschema@.snowseq_rebalance_job_record(job, NULL, pg_catalog.pg_backend_pid(), true)
+	IF @extschema@.snowseq_rebalance_job_record(job, NULL, NULL, pg_catalog.pg_backend_pid(), true)
 			IS DISTINCT FROM 'running' THEN
 		RETURN;					-- rolled back, stopped or given up before the worker began
 	END IF;
@@ -2224,7 +2267,7 @@ REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_job_run(bigint) FROM PUBLI
 CREATE FUNCTION @extschema@.snowseq_rebalance_start(parent regclass, strategy text DEFAULT 'rows',
 	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}',
 	sample interval DEFAULT '10 s', merge_below double precision DEFAULT 0,
-	max_rows_per_second double precision DEFAULT NULL)
+	max_rows_per_second double precision DEFAULT NULL, max_lag_bytes bigint DEFAULT NULL)
 	RETURNS bigint
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	AS $start$
@@ -2238,6 +2281,11 @@ BEGIN
 		RAISE EXCEPTION 'max_rows_per_second % is not above 0', max_rows_per_second
 			USING ERRCODE = 'invalid_parameter_value',
 				HINT = 'Give the most rows per second the rebalance may copy on average, or NULL for no throttle.';
+	END IF;
+	IF max_lag_bytes IS NOT NULL AND NOT max_lag_bytes OPERATOR(pg_catalog.>) 0 THEN
+		RAISE EXCEPTION 'max_lag_bytes % is not above 0', max_lag_bytes
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give the most bytes of WAL a standby of the servers of a step may have to replay as the step begins, or NULL for no throttle.';
 	END IF;
 	SELECT * INTO run FROM @extschema@.snowseq_rebalance_open_run(parent);
 	IF FOUND THEN
@@ -2262,14 +2310,14 @@ BEGIN
 		run.state := 'running';
 		run := @extschema@.snowseq_rebalance_save_run(run);
 	END IF;
-	PERFORM @extschema@.snowseq_rebalance_job_record(run.run_id, max_rows_per_second,
+	PERFORM @extschema@.snowseq_rebalance_job_record(run.run_id, max_rows_per_second, max_lag_bytes,
 		@extschema@.snowseq_rebalance_job_launch(run.run_id), false);
 	RETURN run.run_id;
 END
 $start$;
-COMMENT ON FUNCTION @extschema@.snowseq_rebalance_start(regclass, text, double precision, name[], name[], interval, double precision, double precision) IS
-	'start a rebalance of the table in a background worker, as the current role (arguments as for snowseq_rebalance; max_rows_per_second: the throttle, NULL none), or continue its run not finished there; returns the job (its run_id) at once; the worker goes on after this session, and again after a restart of the server';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_start(regclass, text, double precision, name[], name[], interval, double precision, double precision) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_start(regclass, text, double precision, name[], name[], interval, double precision, double precision, bigint) IS
+	'start a rebalance of the table in a background worker, as the current role (arguments as for snowseq_rebalance; max_rows_per_second, max_lag_bytes: the throttles, NULL none), or continue its run not finished there; returns the job (its run_id) at once; the worker goes on after this session, and again after a restart of the server';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_start(regclass, text, double precision, name[], name[], interval, double precision, double precision, bigint) FROM PUBLIC;
 
 -- Whether the session's role (as SET ROLE chose it) has the privileges of
 -- a role: the status's check of pg_monitor, in a SECURITY DEFINER function.
@@ -2287,7 +2335,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_status(job bigint DEFAULT NULL)
 	RETURNS TABLE (run_id bigint, parent regclass, state text, background boolean, job_role name,
 		runner_alive boolean, steps_done integer, steps_total integer, step integer, step_running text,
 		rows_copied bigint, rows_planned bigint, time_left interval, throttled_until timestamptz,
-		last_error text, started_at timestamptz, finished_at timestamptz)
+		throttled_by text, last_error text, started_at timestamptz, finished_at timestamptz)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $status$
@@ -2304,6 +2352,7 @@ BEGIN
 			GREATEST(st.left_rows OPERATOR(pg_catalog.-) COALESCE(mv.rows_copied, 0), 0)
 			OPERATOR(pg_catalog.*) st.secs OPERATOR(pg_catalog./) st.copied) END,
 		CASE WHEN r.throttled_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() THEN r.throttled_until END,
+		CASE WHEN r.state OPERATOR(pg_catalog.=) 'running' THEN r.throttled_by END,
 		CASE WHEN @extschema@.snowseq_session_owns(r.parent) THEN r.error END,
 		r.started_at, r.finished_at
 	FROM @extschema@.snowseq_rebalance_runs r
@@ -2340,7 +2389,7 @@ BEGIN
 END
 $status$;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_status(bigint) IS
-	'the rebalances (job: that one, an ERROR if the session''s role does not own its table) of the tables the session''s role owns (pg_monitor: all, without their errors): state, whether in the background and as which role, whether a process runs it, steps done of all, the step running, rows copied (the move running included) of the rows planned, time left at the copy rate of its steps done (throttle not counted), until when it sleeps for its throttle, the error that ended its worker';
+	'the rebalances (job: that one, an ERROR if the session''s role does not own its table) of the tables the session''s role owns (pg_monitor: all, without their errors): state, whether in the background and as which role, whether a process runs it, steps done of all, the step running, rows copied (the move running included) of the rows planned, time left at the copy rate of its steps done (throttles not counted), until when and why it sleeps for a throttle, the error that ended its worker';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_status(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.snowseq_rebalance_status(bigint) TO pg_monitor;
 

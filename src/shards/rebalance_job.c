@@ -12,7 +12,9 @@
  * steps work.  It waits first for the transaction that started it (a run
  * that transaction rolled back is not there).  An error that ends the
  * worker is written into the run (snowseq_rebalance_job_failed), where
- * snowseq_rebalance_status and snowseq_rebalance_wait read it.
+ * snowseq_rebalance_status and snowseq_rebalance_wait read it.  The
+ * throttle max_lag_bytes reads the lag of the servers' standbys here too
+ * (snowseq_shard_standby_lag).
  */
 #include "postgres.h"
 
@@ -22,6 +24,7 @@
 #include "nodes/makefuncs.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "parser/analyze.h"
 #include "pgstat.h"
@@ -41,6 +44,7 @@
 #include "utils/syscache.h"
 
 #include "rebalance_job.h"
+#include "remote.h"
 #include "sqlrun.h"
 
 PGDLLEXPORT void snowseq_rebalance_job_main(Datum arg);
@@ -149,6 +153,43 @@ snowseq_rebalance_job_launch(PG_FUNCTION_ARGS)
 				 errdetail("The job's worker connects as the role that starts it."),
 				 errhint("Start it as a role with LOGIN, or run CALL snowseq_rebalance in a session.")));
 	PG_RETURN_INT32((int32) RebalanceJobLaunch(run_id, role, GetTopTransactionId(), true, ERROR));
+}
+
+PG_FUNCTION_INFO_V1(snowseq_shard_standby_lag);
+
+/*
+ * snowseq_shard_standby_lag(server): how many bytes of WAL the standbys of a
+ * shard server (its physical walsenders) have yet to replay, the most of
+ * them (NULL: no standby), read there with the current user's mapping;
+ * the throttle max_lag_bytes waits on it.  A mapping whose user cannot read
+ * the standbys' positions (pg_read_all_stats) is refused: it would see no
+ * lag at all.
+ */
+Datum
+snowseq_shard_standby_lag(PG_FUNCTION_ARGS)
+{
+	const char *name = NameStr(*PG_GETARG_NAME(0));
+	ForeignServer *srv = GetForeignServerByName(name, false);
+	RemoteConn *rc = RemoteConnect(srv->serverid);
+	char	   *hidden;
+	char	   *lag;
+
+	hidden = RemoteValue(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_replication r"
+						 " JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) r.pid"
+						 " WHERE a.datid IS NULL AND r.state IS NULL", "read its standbys");
+	if (hidden != NULL && strcmp(hidden, "0") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the user of the mapping for server \"%s\" cannot read the positions of its standbys", name),
+				 errhint("Grant pg_read_all_stats to that user on the server, or start the rebalance without max_lag_bytes.")));
+	lag = RemoteValue(rc, "SELECT pg_catalog.max(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), r.replay_lsn))::pg_catalog.int8"
+					  " FROM pg_catalog.pg_stat_replication r"
+					  " JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) r.pid"
+					  " WHERE a.datid IS NULL", "read the lag of its standbys");
+	RemoteClose(rc);
+	if (lag == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(pg_strtoint64(lag));
 }
 
 /*

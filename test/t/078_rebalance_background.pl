@@ -21,7 +21,10 @@
 # again with a throttle of one row per second it sleeps before its second
 # step (status: throttled_until, the worker in PgSleep), is stopped there,
 # and started again without the throttle it finishes (wait: done).  Job 2
-# fills s2 again while two writers insert through the router; the router
+# fills s2 again while two writers insert through the router, with at most
+# 1 MB of lag on the standbys of its servers: it waits (status:
+# throttled_by) while a standby of s1, its replay paused, is further
+# behind, and goes on once it replays; the router
 # is killed (immediate stop) while its move is paused after the copy; after
 # the restart the resolver starts its worker again, and it finishes by
 # itself: the servers are even, every row a writer was told of is there
@@ -45,7 +48,8 @@ my $long = $PostgreSQL::Test::Utils::timeout_default * 3;
 # ---------------------------------------------------------------------
 my @shard_conf = shard_conf();
 my $router = snowseq_node('router', node_id => 1);
-my %node = map { ("s$_" => snowseq_node("s$_", node_id => $_ + 1, conf => \@shard_conf)) } 1 .. 2;
+# s1 takes a standby (the throttle on its lag)
+my %node = map { ("s$_" => snowseq_node("s$_", node_id => $_ + 1, conf => \@shard_conf, streaming => ($_ == 1))) } 1 .. 2;
 my @servers = sort keys %node;
 $node{s1}->safe_psql('postgres', 'CREATE TABLE items_1 (item_id bigint PRIMARY KEY, k text NOT NULL)');
 $node{s2}->safe_psql('postgres', "CREATE TABLE items_$_ (item_id bigint PRIMARY KEY, k text NOT NULL)") for 2 .. 3;
@@ -90,10 +94,10 @@ my $su = $router->safe_psql('postgres', 'SELECT current_user');
 $router->safe_psql('postgres', qq{CREATE ROLE nobody LOGIN; CREATE ROLE mon LOGIN IN ROLE pg_monitor;
 	CREATE ROLE radmin LOGIN;
 	GRANT SELECT ON snowseq_shard_map, snowseq_rebalance_runs, snowseq_rebalance_steps, snowseq_moves, snowseq_merges TO radmin;
-	GRANT EXECUTE ON FUNCTION snowseq_rebalance_start(regclass, text, double precision, name[], name[], interval, double precision, double precision),
+	GRANT EXECUTE ON FUNCTION snowseq_rebalance_start(regclass, text, double precision, name[], name[], interval, double precision, double precision, bigint),
 		snowseq_rebalance_status(bigint), snowseq_rebalance_wait(bigint), snowseq_rebalance_stop(regclass, boolean),
-		snowseq_rebalance_job_launch(bigint), snowseq_rebalance_job_record(bigint, double precision, integer, boolean),
-		snowseq_rebalance_job_failed(bigint, text), snowseq_rebalance_job_throttled(bigint, timestamptz),
+		snowseq_rebalance_job_launch(bigint), snowseq_rebalance_job_record(bigint, double precision, bigint, integer, boolean),
+		snowseq_rebalance_job_failed(bigint, text), snowseq_rebalance_job_throttled(bigint, timestamptz, text),
 		snowseq_rebalance_runner_alive(integer, timestamptz), snowseq_rebalance_open_run(regclass),
 		snowseq_rebalance_save_run(snowseq_rebalance_runs, boolean), snowseq_rebalance_save_steps(snowseq_rebalance_steps[]),
 		snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean, double precision)
@@ -107,6 +111,7 @@ like($err, qr/must be owner of table (public\.)?items to rebalance it/, 'a route
 my @bad = (
 	[ q{'items', max_rows_per_second => 0}, qr/max_rows_per_second 0 is not above 0.*HINT:  Give the most rows per second/s, 'a throttle of 0' ],
 	[ q{'items', max_rows_per_second => -5}, qr/max_rows_per_second -5 is not above 0/, 'a negative throttle' ],
+	[ q{'items', max_lag_bytes => 0}, qr/max_lag_bytes 0 is not above 0.*HINT:  Give the most bytes of WAL/s, 'a lag bound of 0' ],
 	[ q{'items', 'nope'}, qr/unknown rebalance strategy 'nope'/, 'an unknown strategy' ],
 	[ q{'items', 'rows', 1.25, '{nope}'}, qr/server "nope" to drain is not in snowseq_shard_map/, 'a drain server not in the map' ],
 	[ q{'plain'}, qr/table plain is not gene-sharded/, 'a table that is not gene-sharded' ],
@@ -191,6 +196,7 @@ ok($router->poll_query_until('postgres', "SELECT $workers = 0"), 'the worker is 
 is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_start('items', max_rows_per_second => 1)}), $job,
 	'a start with a throttle continues the job');
 ok($router->poll_query_until('postgres', qq{SELECT throttled_until > now() + interval '10 min' AND steps_done = 1
+	AND throttled_by LIKE 'max_rows_per_second: % rows copied since %, at most 1 a second'
 	AND EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'snowseq rebalance job' AND wait_event = 'PgSleep')
 	FROM snowseq_rebalance_status($job)}),
 	'status: throttled (the rows of its step done at one per second), its worker sleeping before step 2');
@@ -233,10 +239,28 @@ my @writers = map {
 } 1 .. 2;
 ok(wait_until(sub { !grep { nlines($_->{out}) < 20 } @writers }), 'the writers write');
 
+# a standby of s1, its replay paused: more than 1 MB of WAL behind
+$node{s1}->backup('s1_backup');
+my $standby = PostgreSQL::Test::Cluster->new('s1_standby');
+$standby->init_from_backup($node{s1}, 's1_backup', has_streaming => 1);
+$standby->start;
+ok($router->poll_query_until('postgres', q{SELECT snowseq_shard_standby_lag('s1') IS NOT NULL}), 'snowseq_shard_standby_lag: s1 has a standby');
+is($router->safe_psql('postgres', q{SELECT snowseq_shard_standby_lag('s2') IS NULL}), 't', 'snowseq_shard_standby_lag: s2 has none');
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+$node{s1}->safe_psql('postgres', q{CREATE TABLE wal_filler AS SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 20000) g});
+ok($router->poll_query_until('postgres', q{SELECT snowseq_shard_standby_lag('s1') > 1000000}),
+	'the standby of s1 is more than 1 MB behind');
+
 $locker->query_safe('SELECT pg_advisory_lock(7236949375)');
-my $job2 = $router->safe_psql('postgres', q{SELECT snowseq_rebalance_start('items', fill => '{s2}')});
-cmp_ok($job2, '>', $job, "a second job ($job2)");
-ok($router->poll_query_until('postgres', $paused), 'its worker runs a move, paused after the copy');
+my $job2 = $router->safe_psql('postgres', q{SELECT snowseq_rebalance_start('items', fill => '{s2}', max_lag_bytes => 1000000)});
+cmp_ok($job2, '>', $job, "a second job ($job2), at most 1 MB of lag");
+ok($router->poll_query_until('postgres', qq{SELECT step IS NULL AND steps_done = 0 AND steps_total > 0
+	AND throttled_by ~ '^max_lag_bytes: a standby of server s1 has [0-9]+ bytes of WAL to replay \\(at most 1000000\\)\$'
+	AND EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'snowseq rebalance job' AND wait_event = 'PgSleep')
+	FROM snowseq_rebalance_status($job2)}), 'status: it waits for the standby of s1 before its first step');
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+ok($router->poll_query_until('postgres', $paused), 'the standby replays: the job runs a move, paused after the copy');
+is(status($job2, 'throttled_by IS NULL'), 't', 'status: no longer throttled');
 is(status($job2, 'state, step IS NOT NULL'), 'running|t', 'status: a step running');
 my $log_at = -s $router->logfile;
 $router->stop('immediate');
