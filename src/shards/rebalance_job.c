@@ -43,6 +43,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "rebalance_job.h"
 #include "remote.h"
 #include "sqlrun.h"
@@ -220,7 +221,7 @@ RebalanceJobRunStatement(const char *sql)
 	PortalStart(portal, NULL, 0, InvalidSnapshot);
 	receiver = CreateDestReceiver(DestNone);
 	InitializeQueryCompletion(&qc);
-	(void) PortalRun(portal, FETCH_ALL, true, true, receiver, receiver, &qc);
+	(void) SnowseqPortalRunAll(portal, receiver, &qc);
 	receiver->rDestroy(receiver);
 	PortalDrop(portal, false);
 }
