@@ -19,7 +19,9 @@
 # its first move, fails (wait: an ERROR with its error); started again it
 # goes on, and is stopped (wait: stopped) after its first step; started
 # again with a throttle of one row per second it sleeps before its second
-# step (status: throttled_until, the worker in PgSleep), is stopped there,
+# step (status: throttled_until, the worker in PgSleep); its worker
+# terminated, wait says no process runs it, and a start takes it on again;
+# it is stopped there,
 # and started again without the throttle it finishes (wait: done).  Job 2
 # fills s2 again while two writers insert through the router, with at most
 # 1 MB of lag on the standbys of its servers: it waits (status:
@@ -28,7 +30,9 @@
 # is killed (immediate stop) while its move is paused after the copy; after
 # the restart the resolver starts its worker again, and it finishes by
 # itself: the servers are even, every row a writer was told of is there
-# exactly once.  Rights: a role without the grant starts no job; a router
+# exactly once.  Rights: a role without the grant starts no job, nor one
+# that cannot log in; a mapping whose user cannot see the standbys'
+# positions is refused (it would read no lag); a router
 # administrator that does not own the table starts none of it, sees none
 # of its jobs and stops none; pg_monitor sees them without their errors.
 use strict;
@@ -108,6 +112,11 @@ my ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE nobody; SELECT snows
 like($err, qr/permission denied for function snowseq_rebalance_start/, 'a role without the grant starts no job');
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_rebalance_start('items')});
 like($err, qr/must be owner of table (public\.)?items to rebalance it/, 'a router administrator starts no job of a table it does not own');
+# the worker connects as the starting role: one that cannot log in is refused
+$router->safe_psql('postgres', q{CREATE ROLE nolog NOLOGIN; GRANT EXECUTE ON FUNCTION snowseq_rebalance_job_launch(bigint) TO nolog});
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE nolog; SELECT snowseq_rebalance_job_launch(1)});
+like($err, qr/role "nolog" cannot start a background rebalance: it cannot log in.*HINT:  Start it as a role with LOGIN/s,
+	'a role that cannot log in starts no worker');
 my @bad = (
 	[ q{'items', max_rows_per_second => 0}, qr/max_rows_per_second 0 is not above 0.*HINT:  Give the most rows per second/s, 'a throttle of 0' ],
 	[ q{'items', max_rows_per_second => -5}, qr/max_rows_per_second -5 is not above 0/, 'a negative throttle' ],
@@ -202,6 +211,18 @@ ok($router->poll_query_until('postgres', qq{SELECT throttled_until > now() + int
 	'status: throttled (the rows of its step done at one per second), its worker sleeping before step 2');
 is($router->safe_psql('postgres', "SELECT max_rows_per_second FROM snowseq_rebalance_runs WHERE run_id = $job"), '1',
 	'the run records its throttle');
+# its worker terminated: the run is left running with no process; wait
+# says so (after 10 seconds), a start takes it on again
+$router->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'snowseq rebalance job'});
+ok($router->poll_query_until('postgres', "SELECT $workers = 0"), 'its worker is terminated');
+is(status($job, 'state, runner_alive'), 'running|f', 'status: running, no process runs it');
+($rc, $out, $err) = $router->psql('postgres', "SELECT snowseq_rebalance_wait($job)", timeout => $long);
+like($err, qr/rebalance job $job is running but no process has run it for 10 seconds.*HINT:  Its worker ended/s,
+	'wait: an ERROR when no process runs the job');
+is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_start('items', max_rows_per_second => 1)}), $job,
+	'a start takes the job on again');
+ok($router->poll_query_until('postgres', qq{SELECT throttled_until IS NOT NULL AND runner_alive FROM snowseq_rebalance_status($job)}),
+	'its new worker sleeps for the throttle');
 is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_stop('items')}), '1', 'a throttled job is stopped');
 is($router->safe_psql('postgres', "SELECT snowseq_rebalance_wait($job)", timeout => $long), 'stopped',
 	'it stops in its sleep');
@@ -246,6 +267,16 @@ $standby->init_from_backup($node{s1}, 's1_backup', has_streaming => 1);
 $standby->start;
 ok($router->poll_query_until('postgres', q{SELECT snowseq_shard_standby_lag('s1') IS NOT NULL}), 'snowseq_shard_standby_lag: s1 has a standby');
 is($router->safe_psql('postgres', q{SELECT snowseq_shard_standby_lag('s2') IS NULL}), 't', 'snowseq_shard_standby_lag: s2 has none');
+# a mapping whose user cannot see the standbys' positions reads no lag: refused
+$node{s1}->safe_psql('postgres', 'CREATE ROLE lagger LOGIN');
+$router->safe_psql('postgres', q{GRANT USAGE ON FOREIGN SERVER s1 TO radmin;
+	GRANT EXECUTE ON FUNCTION snowseq_shard_standby_lag(name) TO radmin;
+	CREATE USER MAPPING FOR radmin SERVER s1 OPTIONS (user 'lagger', password_required 'false')});
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_shard_standby_lag('s1')});
+like($err, qr/the user of the mapping for server "s1" cannot read the positions of its standbys.*HINT:  Grant pg_read_all_stats/s,
+	'a mapping whose user cannot read the standbys\' positions is refused');
+# (a mapping on one server alone would make the moves refuse)
+$router->safe_psql('postgres', q{DROP USER MAPPING FOR radmin SERVER s1; REVOKE USAGE ON FOREIGN SERVER s1 FROM radmin});
 $standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
 $node{s1}->safe_psql('postgres', q{CREATE TABLE wal_filler AS SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 20000) g});
 ok($router->poll_query_until('postgres', q{SELECT snowseq_shard_standby_lag('s1') > 1000000}),
