@@ -1272,7 +1272,7 @@ COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_throttled(bigint, timestam
 	'for snowseq_rebalance_throttle: record until when (max_rows_per_second) and why the run sleeps for a throttle (NULL: it does not)';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_throttled(bigint, timestamptz, text) FROM PUBLIC;
 
--- The run's helpers (snowseq_rebalance): its end, a step done, the move or
+-- The parts of the run (snowseq_rebalance): its end, a step done, the move or
 -- merge of a step, the steps of a plan.
 CREATE FUNCTION @extschema@.snowseq_rebalance_finish(run @extschema@.snowseq_rebalance_runs, state text)
 	RETURNS @extschema@.snowseq_rebalance_runs
