@@ -72,6 +72,7 @@ SHARDS_OBJS = \
 	src/shards/shard_ddl.o \
 	src/shards/shard_ddl_xact.o \
 	src/shards/resolver.o \
+	src/shards/rebalance_job.o \
 	src/shards/server/fence.o \
 	src/shards/server/apply_error.o \
 	src/shards/server/merge_mirror.o

@@ -490,7 +490,16 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	runner_pid integer,
 	runner_start timestamptz,
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-	finished_at timestamptz
+	finished_at timestamptz,
+	-- of background rebalances (the block of that name below)
+	job_role name,
+	max_rows_per_second double precision
+		CHECK (max_rows_per_second OPERATOR(pg_catalog.>) 0),
+	max_lag_bytes bigint
+		CHECK (max_lag_bytes OPERATOR(pg_catalog.>) 0),
+	throttled_until timestamptz,
+	throttled_by text,
+	error text
 );
 CREATE UNIQUE INDEX snowseq_rebalance_runs_open ON @extschema@.snowseq_rebalance_runs (parent)
 	WHERE NOT @extschema@.snowseq_rebalance_is_over(state);
@@ -786,9 +795,9 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_runner_alive(pid integer, started 
 	LANGUAGE sql STABLE PARALLEL SAFE
 	RETURN EXISTS (SELECT FROM pg_catalog.pg_stat_activity a
 		WHERE a.pid OPERATOR(pg_catalog.=) $1
-			AND (a.backend_start IS NULL OR a.backend_start OPERATOR(pg_catalog.=) $2));
+			AND (a.backend_start IS NULL OR $2 IS NULL OR a.backend_start OPERATOR(pg_catalog.=) $2));
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, timestamptz) IS
-	'whether the session that started at started with process id pid is there (it runs a rebalance)';
+	'whether the session that started at started (NULL: at any time) with process id pid is there (it runs a rebalance)';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, timestamptz) FROM PUBLIC;
 
 -- The records of a run are written as the tables' owner (the guard refuses
@@ -957,11 +966,11 @@ CREATE PROCEDURE @extschema@.snowseq_rebalance(parent regclass, strategy text DE
 DECLARE
 	run @extschema@.snowseq_rebalance_runs;
 	s @extschema@.snowseq_rebalance_steps;
-	planned @extschema@.snowseq_rebalance_steps[];
 	mv record;
 	nsteps integer;
 	on_dest boolean;
 	is_merge boolean;					-- the step merges (one server)
+	throttled boolean;
 	t0 pg_catalog.timestamptz := pg_catalog.clock_timestamp();
 	w0p pg_catalog.oid[];			-- strategy writes: the first reading of the sample
 	w0 bigint[];
@@ -999,12 +1008,7 @@ BEGIN
 		run.merge_below := merge_below;
 		run.state := 'running';
 		run := @extschema@.snowseq_rebalance_save_run(run);
-		planned := ARRAY(SELECT ROW(run.run_id, p.step, p.first_gene, p.last_gene, p.from_server, p.to_server,
-				p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
-			FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
-				w0p, w0, w0x, w0_at, false, merge_below) p);
-		PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
-		nsteps := COALESCE(pg_catalog.cardinality(planned), 0);
+		nsteps := @extschema@.snowseq_rebalance_plan_steps(run, drain, w0p, w0, w0x, w0_at);
 		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
 			run.run_id, nsteps, parent, strategy, threshold;
 	END IF;
@@ -1020,11 +1024,8 @@ BEGIN
 		SELECT * INTO run FROM @extschema@.snowseq_rebalance_runs r
 			WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
 		IF run.stop IS NOT NULL THEN
-			run.state := CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned' ELSE 'stopped' END;
-			run.finished_at := CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN pg_catalog.clock_timestamp() END;
-			run.runner_pid := NULL;
-			run.runner_start := NULL;
-			run := @extschema@.snowseq_rebalance_save_run(run);
+			run := @extschema@.snowseq_rebalance_finish(run,
+				CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned' ELSE 'stopped' END);
 			COMMIT;
 			RAISE NOTICE 'rebalance %: %', run.run_id,
 				CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned between moves'
@@ -1043,17 +1044,10 @@ BEGIN
 				IF run.strategy OPERATOR(pg_catalog.=) 'writes' THEN
 					CALL @extschema@.snowseq_rebalance_sample(run.parent, run.sample, w0p, w0, w0x, w0_at);
 				END IF;
-				SELECT COALESCE(pg_catalog.max(st.step), 0) INTO nsteps
-					FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
-				planned := ARRAY(SELECT ROW(run.run_id, nsteps OPERATOR(pg_catalog.+) p.step, p.first_gene, p.last_gene,
-						p.from_server, p.to_server, p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
-					FROM @extschema@.snowseq_rebalance_plan_from(run.parent, run.strategy, run.threshold,
-						-- drained servers have left the map
-						ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d WHERE EXISTS (SELECT
-							FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)), run.fill, run.sample,
-						w0p, w0, w0x, w0_at, false, run.merge_below) p);
-				IF pg_catalog.cardinality(planned) OPERATOR(pg_catalog.>) 0 THEN
-					PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
+				-- drained servers have left the map
+				IF @extschema@.snowseq_rebalance_plan_steps(run, ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d
+						WHERE EXISTS (SELECT FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)),
+						w0p, w0, w0x, w0_at) OPERATOR(pg_catalog.>) 0 THEN
 					run.rounds := run.rounds OPERATOR(pg_catalog.+) 1;
 					run := @extschema@.snowseq_rebalance_save_run(run);
 					COMMIT;
@@ -1061,11 +1055,7 @@ BEGIN
 					CONTINUE;
 				END IF;
 			END IF;
-			run.state := 'done';
-			run.finished_at := pg_catalog.clock_timestamp();
-			run.runner_pid := NULL;
-			run.runner_start := NULL;
-			run := @extschema@.snowseq_rebalance_save_run(run);
+			run := @extschema@.snowseq_rebalance_finish(run, 'done');
 			COMMIT;
 			SELECT pg_catalog.count(*) AS moves, pg_catalog.sum(st.rows_copied) AS copied INTO mv
 				FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
@@ -1086,37 +1076,24 @@ BEGIN
 		-- a merge is a step whose servers are one: its record says whether
 		-- it is done; a move's, the map
 		is_merge := s.from_server OPERATOR(pg_catalog.=) s.to_server;
-		IF is_merge THEN
-			SELECT m.merge_id AS move_id, m.rows_copied INTO mv
-				FROM @extschema@.snowseq_merges m
-				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
-					AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
-					AND m.state OPERATOR(pg_catalog.=) 'done'
-				ORDER BY m.merge_id DESC LIMIT 1;
-			on_dest := FOUND;
-		ELSE
+		SELECT * INTO mv FROM @extschema@.snowseq_rebalance_step_move(run.parent, s, NULL);
+		on_dest := mv.move_id IS NOT NULL;
+		IF NOT is_merge THEN
 			SELECT pg_catalog.bool_and(m.shard OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
 				FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g,
 				LATERAL (SELECT sm.shard FROM @extschema@.snowseq_shard_map sm
 					WHERE sm.upper_gene OPERATOR(pg_catalog.>=) g ORDER BY sm.upper_gene LIMIT 1) m;
-			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.rows_copied INTO mv
-				FROM @extschema@.snowseq_moves m
-				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
-					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
-				ORDER BY m.move_id DESC LIMIT 1;
 		END IF;
 		IF on_dest AND s.state OPERATOR(pg_catalog.<>) 'planned' THEN
-			s.state := 'done';
-			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
-			s.rows_copied := mv.rows_copied;
-			s.error := NULL;
-			s.finished_at := pg_catalog.clock_timestamp();
-			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
+			PERFORM @extschema@.snowseq_rebalance_step_done(s, mv.move_id, mv.rows_copied);
 			COMMIT;
 			RAISE NOTICE 'rebalance %: step % (genes % to %) was done by % %', run.run_id, s.step,
 				s.first_gene, s.last_gene, CASE WHEN is_merge THEN 'merge' ELSE 'move' END, mv.move_id;
 			CONTINUE;
 		END IF;
+		-- the throttle sleeps before a step; a stop asked meanwhile is seen first
+		CALL @extschema@.snowseq_rebalance_throttle(run.run_id, ARRAY[s.from_server, s.to_server], throttled);
+		CONTINUE WHEN throttled;
 
 		SELECT pg_catalog.max(st.step) INTO nsteps FROM @extschema@.snowseq_rebalance_steps st
 			WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
@@ -1129,30 +1106,14 @@ BEGIN
 			RAISE NOTICE 'rebalance %: step % of %: the partitions of genes % to % of table % on server "%" merge (about % rows)',
 				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.rows;
 			CALL @extschema@.snowseq_merge_partitions(run.parent, s.first_gene, s.last_gene);
-			SELECT m.merge_id AS move_id, m.state::pg_catalog.text AS state, m.error, m.rows_copied INTO mv
-				FROM @extschema@.snowseq_merges m
-				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.group_merge IS NULL
-					AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
-					AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
-				ORDER BY m.merge_id DESC LIMIT 1;
 		ELSE
 			RAISE NOTICE 'rebalance %: step % of %: genes % to % of table % from server "%" to server "%" (about % rows)',
 				run.run_id, s.step, nsteps, s.first_gene, s.last_gene, run.parent, s.from_server, s.to_server, s.rows;
 			CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
-			SELECT COALESCE(m.group_move, m.move_id) AS move_id, m.state::pg_catalog.text AS state, m.error, m.rows_copied INTO mv
-				FROM @extschema@.snowseq_moves m
-				WHERE m.parent OPERATOR(pg_catalog.=) run.parent AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene
-					AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
-					AND m.started_at OPERATOR(pg_catalog.>=) s.started_at
-				ORDER BY m.move_id DESC LIMIT 1;
 		END IF;
-		IF mv.state IS NOT NULL AND (mv.state OPERATOR(pg_catalog.=) 'done' OR mv.state OPERATOR(pg_catalog.=) 'revertable') THEN
-			s.state := 'done';
-			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
-			s.rows_copied := mv.rows_copied;
-			s.error := NULL;
-			s.finished_at := pg_catalog.clock_timestamp();
-			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
+		SELECT * INTO mv FROM @extschema@.snowseq_rebalance_step_move(run.parent, s, s.started_at);
+		IF mv.state OPERATOR(pg_catalog.=) 'done' OR mv.state OPERATOR(pg_catalog.=) 'revertable' THEN
+			PERFORM @extschema@.snowseq_rebalance_step_done(s, mv.move_id, mv.rows_copied);
 			COMMIT;
 		ELSE
 			s.state := 'failed';
@@ -1160,10 +1121,7 @@ BEGIN
 			s.error := COALESCE(mv.error, CASE WHEN is_merge THEN 'the merge did not finish' ELSE 'the move did not finish' END);
 			s.finished_at := pg_catalog.clock_timestamp();
 			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
-			run.state := 'stopped';
-			run.runner_pid := NULL;
-			run.runner_start := NULL;
-			run := @extschema@.snowseq_rebalance_save_run(run);
+			run := @extschema@.snowseq_rebalance_finish(run, 'stopped');
 			COMMIT;
 			RAISE EXCEPTION 'rebalance %: step % (% %, genes % to % % server "%") failed: %', run.run_id, s.step,
 				CASE WHEN is_merge THEN 'merge' ELSE 'move' END, mv.move_id, s.first_gene, s.last_gene,
@@ -1213,6 +1171,490 @@ COMMENT ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) IS
 	'stop the rebalances of a table (NULL: of every table) before their next move, resumable by CALL snowseq_rebalance; abandon => true gives them up (the next CALL plans anew); returns how many runs it marked';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FROM PUBLIC;
 -- ---- end of rebalance (1.3) ----
+
+-- ---- background rebalances (1.3) ----
+-- A rebalance run by a background worker (src/shards/rebalance_job.c):
+-- snowseq_rebalance_start records the run and starts a worker in this
+-- database as the caller's role, which CALLs snowseq_rebalance as that
+-- role's session would, and returns the run's id (the job) at once.  The
+-- move resolver starts a worker again, at the router's start, for each
+-- background run still running.  A run's job_role is the role of its
+-- worker (NULL: a run of CALL snowseq_rebalance); max_rows_per_second and
+-- max_lag_bytes its throttles; throttled_until and throttled_by the end
+-- and the cause of the sleep it is in for them; error
+-- the error that ended its worker (columns of snowseq_rebalance_runs, in
+-- its definition: an install script alters nothing it creates).
+COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.job_role IS
+	'the role whose background worker runs the rebalance (snowseq_rebalance_start); NULL: a run of CALL snowseq_rebalance';
+COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.max_rows_per_second IS
+	'the throttle: before each step, the run sleeps until the rows its steps copied over the time since its first step began are at most this many per second';
+COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.max_lag_bytes IS
+	'the throttle: before each step, the run waits until no standby of its servers has more than this many bytes of WAL to replay (snowseq_shard_standby_lag)';
+COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.throttled_until IS
+	'while the run sleeps for max_rows_per_second: until when';
+COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.throttled_by IS
+	'while the run sleeps for a throttle: which, and why';
+COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.error IS
+	'the error that ended the background worker of the run (cleared when it starts again)';
+
+-- The worker of a run, started as the current role; its process id.
+CREATE FUNCTION @extschema@.snowseq_rebalance_job_launch(job bigint)
+	RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_job_launch'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_launch(bigint) IS
+	'for snowseq_rebalance_start: start the background worker that runs rebalance job, as the current role (which must be able to log in), after this transaction; its process id';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_launch(bigint) FROM PUBLIC;
+
+-- The lag of a shard server's standbys, in bytes of WAL not replayed.
+CREATE FUNCTION @extschema@.snowseq_shard_standby_lag(server name)
+	RETURNS bigint
+	AS 'MODULE_PATHNAME', 'snowseq_shard_standby_lag'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_shard_standby_lag(name) IS
+	'the most bytes of WAL a standby of the postgres_fdw server has yet to replay (NULL: no standby), read there with the current user''s mapping (its user needs pg_read_all_stats there): the throttle max_lag_bytes';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_shard_standby_lag(name) FROM PUBLIC;
+
+-- The records of a job, as the runs' owner for the roles granted them (the
+-- table's owner alone: snowseq_session_owns).  takeover false (the start):
+-- the run is running again, in the worker of process runner, its stop and
+-- error cleared, its throttle set, a run with no step yet planned in the
+-- worker (three rounds, as a CALL's).  takeover true (the worker): the
+-- worker's role is recorded, and a stop asked meanwhile is made; the
+-- run's state (NULL: no such run of the role's tables).
+CREATE FUNCTION @extschema@.snowseq_rebalance_job_record(job bigint, max_rows_per_second double precision,
+	max_lag_bytes bigint, runner integer, takeover boolean)
+	RETURNS text
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $record$
+DECLARE
+	st pg_catalog.text;
+BEGIN
+	IF takeover THEN
+		UPDATE @extschema@.snowseq_rebalance_runs r
+			SET job_role = SESSION_USER,
+				state = CASE WHEN r.stop IS NULL THEN r.state WHEN r.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned' ELSE 'stopped' END,
+				finished_at = CASE WHEN r.stop OPERATOR(pg_catalog.=) 'abandon' THEN pg_catalog.clock_timestamp() ELSE r.finished_at END,
+				runner_pid = CASE WHEN r.stop IS NULL THEN r.runner_pid END,
+				runner_start = CASE WHEN r.stop IS NULL THEN r.runner_start END
+			WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_session_owns(r.parent)
+			RETURNING r.state INTO st;
+		RETURN st;
+	END IF;
+	IF max_rows_per_second IS NOT NULL AND NOT max_rows_per_second OPERATOR(pg_catalog.>) 0 THEN
+		RAISE EXCEPTION 'max_rows_per_second % is not above 0', max_rows_per_second
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give the most rows per second the rebalance may copy on average, or NULL for no throttle.';
+	END IF;
+	IF max_lag_bytes IS NOT NULL AND NOT max_lag_bytes OPERATOR(pg_catalog.>) 0 THEN
+		RAISE EXCEPTION 'max_lag_bytes % is not above 0', max_lag_bytes
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give the most bytes of WAL a standby of the servers of a step may have to replay as the step begins, or NULL for no throttle.';
+	END IF;
+	UPDATE @extschema@.snowseq_rebalance_runs r
+		SET job_role = SESSION_USER, state = 'running', stop = NULL, error = NULL, finished_at = NULL,
+			max_rows_per_second = snowseq_rebalance_job_record.max_rows_per_second,
+			max_lag_bytes = snowseq_rebalance_job_record.max_lag_bytes, throttled_until = NULL, throttled_by = NULL,
+			runner_pid = runner, runner_start = NULL,
+			rounds = CASE WHEN EXISTS (SELECT FROM @extschema@.snowseq_rebalance_steps st
+				WHERE st.run_id OPERATOR(pg_catalog.=) job) THEN r.rounds ELSE 0 END
+		WHERE r.run_id OPERATOR(pg_catalog.=) job
+			AND NOT @extschema@.snowseq_rebalance_is_over(r.state)
+			AND @extschema@.snowseq_session_owns(r.parent)
+		RETURNING r.state INTO st;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'rebalance job % is not an open run of a table of role %', job, SESSION_USER
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	RETURN st;
+END
+$record$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_record(bigint, double precision, bigint, integer, boolean) IS
+	'for snowseq_rebalance_start (takeover false: the run runs again in the worker of process runner, with the throttles) and its worker (takeover true: its role recorded, a stop asked meanwhile made; the state)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_record(bigint, double precision, bigint, integer, boolean) FROM PUBLIC;
+-- The error that ended a job's worker: the run stops (unless another
+-- session runs it now), resumable as any stopped run.
+CREATE FUNCTION @extschema@.snowseq_rebalance_job_failed(job bigint, message text)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $failed$
+BEGIN
+	UPDATE @extschema@.snowseq_rebalance_runs r
+		SET error = message, throttled_until = NULL, throttled_by = NULL, runner_pid = NULL, runner_start = NULL,
+			state = CASE WHEN r.state OPERATOR(pg_catalog.=) 'running' THEN 'stopped' ELSE r.state END
+		WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_session_owns(r.parent)
+			AND (r.runner_pid IS NULL OR r.runner_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
+				OR NOT @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start));
+END
+$failed$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_failed(bigint, text) IS
+	'for the worker of a background rebalance: record the error that ended it, and stop the run (unless another session runs it)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_failed(bigint, text) FROM PUBLIC;
+-- Until when and why a run sleeps for a throttle (NULL: it does not).
+CREATE FUNCTION @extschema@.snowseq_rebalance_job_throttled(job bigint, throttled_until timestamptz, throttled_by text)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $throttled$
+BEGIN
+	UPDATE @extschema@.snowseq_rebalance_runs r
+		SET throttled_until = snowseq_rebalance_job_throttled.throttled_until,
+			throttled_by = snowseq_rebalance_job_throttled.throttled_by
+		WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_session_owns(r.parent);
+END
+$throttled$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_throttled(bigint, timestamptz, text) IS
+	'for snowseq_rebalance_throttle: record until when (max_rows_per_second) and why the run sleeps for a throttle (NULL: it does not)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_throttled(bigint, timestamptz, text) FROM PUBLIC;
+
+-- The parts of the run (snowseq_rebalance): its end, a step done, the move or
+-- merge of a step, the steps of a plan.
+CREATE FUNCTION @extschema@.snowseq_rebalance_finish(run @extschema@.snowseq_rebalance_runs, state text)
+	RETURNS @extschema@.snowseq_rebalance_runs
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $finish$
+BEGIN
+	run.state := state;
+	IF @extschema@.snowseq_rebalance_is_over(CAST(state AS @extschema@.snowseq_rebalance_state)) THEN
+		run.finished_at := pg_catalog.clock_timestamp();
+	END IF;
+	run.runner_pid := NULL;
+	run.runner_start := NULL;
+	RETURN @extschema@.snowseq_rebalance_save_run(run);
+END
+$finish$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_finish(@extschema@.snowseq_rebalance_runs, text) IS
+	'for snowseq_rebalance: record that the run is over (done, abandoned: and when) or stopped, no session running it';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_finish(@extschema@.snowseq_rebalance_runs, text) FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_rebalance_step_done(s @extschema@.snowseq_rebalance_steps, move_id bigint,
+	rows_copied bigint)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $done$
+BEGIN
+	s.state := 'done';
+	s.move_id := CASE WHEN s.from_server OPERATOR(pg_catalog.<>) s.to_server THEN move_id END;
+	s.rows_copied := rows_copied;
+	s.error := NULL;
+	s.finished_at := pg_catalog.clock_timestamp();
+	PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
+END
+$done$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_done(@extschema@.snowseq_rebalance_steps, bigint, bigint) IS
+	'for snowseq_rebalance: record a step done by move move_id (a merge: no move), rows_copied rows copied';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_step_done(@extschema@.snowseq_rebalance_steps, bigint, bigint) FROM PUBLIC;
+-- The last move (from_server <> to_server) of a step's genes to its
+-- server, or merge of its genes, begun at since or later (NULL: any move;
+-- a merge done).
+CREATE FUNCTION @extschema@.snowseq_rebalance_step_move(parent regclass, s @extschema@.snowseq_rebalance_steps,
+	since timestamptz, OUT move_id bigint, OUT state text, OUT error text, OUT rows_copied bigint)
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
+	AS $step$
+BEGIN
+	IF s.from_server OPERATOR(pg_catalog.=) s.to_server THEN
+		SELECT m.merge_id, m.state, m.error, m.rows_copied INTO move_id, state, error, rows_copied
+			FROM @extschema@.snowseq_merges m
+			WHERE m.parent OPERATOR(pg_catalog.=) snowseq_rebalance_step_move.parent AND m.group_merge IS NULL
+				AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
+				AND (m.started_at OPERATOR(pg_catalog.>=) since OR since IS NULL AND m.state OPERATOR(pg_catalog.=) 'done')
+			ORDER BY m.merge_id DESC LIMIT 1;
+	ELSE
+		SELECT COALESCE(m.group_move, m.move_id), m.state, m.error, m.rows_copied INTO move_id, state, error, rows_copied
+			FROM @extschema@.snowseq_moves m
+			WHERE m.parent OPERATOR(pg_catalog.=) snowseq_rebalance_step_move.parent
+				AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
+				AND m.dest_server OPERATOR(pg_catalog.=) s.to_server
+				AND (m.started_at OPERATOR(pg_catalog.>=) since OR since IS NULL)
+			ORDER BY m.move_id DESC LIMIT 1;
+	END IF;
+END
+$step$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_move(regclass, @extschema@.snowseq_rebalance_steps, timestamptz) IS
+	'for snowseq_rebalance: the last move of the step''s genes of table parent to its server (a merge, where its servers are one: of its genes), begun at since or later (NULL: any move, a merge done)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_step_move(regclass, @extschema@.snowseq_rebalance_steps, timestamptz) FROM PUBLIC;
+-- A round of planning: the plan from the loads now, drain the servers to
+-- drain, numbered after the run's steps and recorded; how many steps.
+CREATE FUNCTION @extschema@.snowseq_rebalance_plan_steps(run @extschema@.snowseq_rebalance_runs, drain name[],
+	w0p oid[], w0 bigint[], w0x bigint[], w0_at timestamptz)
+	RETURNS integer
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $plan$
+DECLARE
+	planned @extschema@.snowseq_rebalance_steps[];
+	n integer;
+BEGIN
+	SELECT COALESCE(pg_catalog.max(st.step), 0) INTO n
+		FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
+	planned := ARRAY(SELECT ROW(run.run_id, n OPERATOR(pg_catalog.+) p.step, p.first_gene, p.last_gene,
+			p.from_server, p.to_server, p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
+		FROM @extschema@.snowseq_rebalance_plan_from(run.parent, run.strategy, run.threshold, drain, run.fill, run.sample,
+			w0p, w0, w0x, w0_at, false, run.merge_below) p);
+	PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
+	RETURN COALESCE(pg_catalog.cardinality(planned), 0);
+END
+$plan$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_plan_steps(@extschema@.snowseq_rebalance_runs, name[], oid[], bigint[], bigint[], timestamptz) IS
+	'for snowseq_rebalance: plan a round of the run (the servers in drain drained, strategy writes from the first reading w0p, w0, w0x taken at w0_at), record its steps after the run''s; how many';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_plan_steps(@extschema@.snowseq_rebalance_runs, name[], oid[], bigint[], bigint[], timestamptz) FROM PUBLIC;
+
+-- The throttles, before each step of a run: with max_lag_bytes, it waits
+-- (a second at a time, each committed, a stop seen) until no standby of the
+-- step's servers has more than that many bytes of WAL to replay; with
+-- max_rows_per_second, it sleeps (likewise) until the rows its steps done
+-- copied, over the time since the first of them began, are at most that
+-- many per second.  slept: it did.
+CREATE PROCEDURE @extschema@.snowseq_rebalance_throttle(job bigint, servers name[], INOUT slept boolean DEFAULT false)
+	LANGUAGE plpgsql
+	AS $throttle$
+DECLARE
+	run @extschema@.snowseq_rebalance_runs;
+	lag record;
+	since pg_catalog.timestamptz;
+	copied bigint;
+	until pg_catalog.timestamptz;
+BEGIN
+	slept := false;
+	LOOP
+		SELECT * INTO run FROM @extschema@.snowseq_rebalance_runs r WHERE r.run_id OPERATOR(pg_catalog.=) job;
+		EXIT WHEN run.max_lag_bytes IS NULL OR run.stop IS NOT NULL;
+		SELECT l.srv, l.bytes INTO lag FROM (SELECT DISTINCT sv AS srv, @extschema@.snowseq_shard_standby_lag(sv) AS bytes
+			FROM pg_catalog.unnest(servers) sv) l ORDER BY l.bytes DESC NULLS LAST LIMIT 1;
+		EXIT WHEN lag.bytes IS NULL OR lag.bytes OPERATOR(pg_catalog.<=) run.max_lag_bytes;
+		IF NOT slept THEN
+			RAISE NOTICE 'rebalance %: waiting for the standbys of server "%" (% bytes to replay, at most %)',
+				job, lag.srv, lag.bytes, run.max_lag_bytes;
+		END IF;
+		PERFORM @extschema@.snowseq_rebalance_job_throttled(job, NULL, pg_catalog.format(
+			'max_lag_bytes: a standby of server %I has %s bytes of WAL to replay (at most %s)', lag.srv, lag.bytes, run.max_lag_bytes));
+		COMMIT;
+		slept := true;
+		PERFORM pg_catalog.pg_sleep(1);
+	END LOOP;
+	SELECT pg_catalog.min(st.started_at), pg_catalog.sum(st.rows_copied) INTO since, copied
+		FROM @extschema@.snowseq_rebalance_steps st
+		WHERE st.run_id OPERATOR(pg_catalog.=) job AND st.state OPERATOR(pg_catalog.=) 'done';
+	until := since OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => copied OPERATOR(pg_catalog./) run.max_rows_per_second);
+	IF until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() AND run.stop IS NULL THEN
+		PERFORM @extschema@.snowseq_rebalance_job_throttled(job, until, pg_catalog.format(
+			'max_rows_per_second: %s rows copied since %s, at most %s a second', copied, since, run.max_rows_per_second));
+		COMMIT;
+		RAISE NOTICE 'rebalance %: throttled until % (% rows copied since %, at most % rows per second)',
+			job, until, copied, since, run.max_rows_per_second;
+		WHILE pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) until AND NOT EXISTS (SELECT
+				FROM @extschema@.snowseq_rebalance_runs r WHERE r.run_id OPERATOR(pg_catalog.=) job AND r.stop IS NOT NULL) LOOP
+			PERFORM pg_catalog.pg_sleep_for(LEAST(until OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp(), CAST('1 s' AS pg_catalog.interval)));
+			COMMIT;
+		END LOOP;
+		slept := true;
+	END IF;
+	IF slept THEN
+		PERFORM @extschema@.snowseq_rebalance_job_throttled(job, NULL, NULL);
+		COMMIT;
+	END IF;
+END
+$throttle$;
+COMMENT ON PROCEDURE @extschema@.snowseq_rebalance_throttle(bigint, name[], boolean) IS
+	'for snowseq_rebalance, before a step on servers: with the run''s max_lag_bytes, wait until no standby of those servers has more bytes of WAL to replay; with its max_rows_per_second, sleep until the rows its steps done copied since the first began are at most that many per second (a second at a time, each committed, until a stop); slept: it did';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_throttle(bigint, name[], boolean) FROM PUBLIC;
+
+-- What the worker CALLs: the run of job, as CALL snowseq_rebalance runs it.
+CREATE PROCEDURE @extschema@.snowseq_rebalance_job_run(job bigint)
+	LANGUAGE plpgsql
+	AS $job$
+DECLARE
+	tbl pg_catalog.regclass;
+BEGIN
+	IF @extschema@.snowseq_rebalance_job_record(job, NULL, NULL, pg_catalog.pg_backend_pid(), true)
+			IS DISTINCT FROM 'running' THEN
+		RETURN;					-- rolled back, stopped or given up before the worker began
+	END IF;
+	SELECT r.parent INTO tbl FROM @extschema@.snowseq_rebalance_runs r WHERE r.run_id OPERATOR(pg_catalog.=) job;
+	COMMIT;
+	CALL @extschema@.snowseq_rebalance(tbl);
+END
+$job$;
+COMMENT ON PROCEDURE @extschema@.snowseq_rebalance_job_run(bigint) IS
+	'what the background worker of rebalance job runs: CALL snowseq_rebalance on its table, which continues the run';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_job_run(bigint) FROM PUBLIC;
+
+-- Start: a run of the table (a new one, or the one not finished, which
+-- goes on from its first step not done), run by a background worker.
+CREATE FUNCTION @extschema@.snowseq_rebalance_start(parent regclass, strategy text DEFAULT 'rows',
+	threshold double precision DEFAULT 1.25, drain name[] DEFAULT '{}', fill name[] DEFAULT '{}',
+	sample interval DEFAULT '10 s', merge_below double precision DEFAULT 0,
+	max_rows_per_second double precision DEFAULT NULL, max_lag_bytes bigint DEFAULT NULL)
+	RETURNS bigint
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $start$
+DECLARE
+	run @extschema@.snowseq_rebalance_runs;
+BEGIN
+	IF parent IS NULL THEN
+		RAISE EXCEPTION 'the table of a rebalance must not be NULL';
+	END IF;
+	IF max_rows_per_second IS NOT NULL AND NOT max_rows_per_second OPERATOR(pg_catalog.>) 0 THEN
+		RAISE EXCEPTION 'max_rows_per_second % is not above 0', max_rows_per_second
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give the most rows per second the rebalance may copy on average, or NULL for no throttle.';
+	END IF;
+	IF max_lag_bytes IS NOT NULL AND NOT max_lag_bytes OPERATOR(pg_catalog.>) 0 THEN
+		RAISE EXCEPTION 'max_lag_bytes % is not above 0', max_lag_bytes
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give the most bytes of WAL a standby of the servers of a step may have to replay as the step begins, or NULL for no throttle.';
+	END IF;
+	SELECT * INTO run FROM @extschema@.snowseq_rebalance_open_run(parent);
+	IF FOUND THEN
+		IF run.state OPERATOR(pg_catalog.=) 'running'
+			AND @extschema@.snowseq_rebalance_runner_alive(run.runner_pid, run.runner_start) THEN
+			RAISE EXCEPTION 'rebalance % of table % is running in process %', run.run_id, parent, run.runner_pid
+				USING ERRCODE = 'object_in_use',
+					HINT = 'Wait for it (snowseq_rebalance_wait), or stop it between steps with snowseq_rebalance_stop().';
+		END IF;
+		RAISE NOTICE 'rebalance %: the run of table % not finished goes on in the background from its first step not done',
+			run.run_id, parent;
+	ELSE
+		PERFORM FROM @extschema@.snowseq_rebalance_plan_from(parent, strategy, threshold, drain, fill, sample,
+			NULL, NULL, NULL, NULL, true, merge_below);
+		run.parent := parent;
+		run.strategy := strategy;
+		run.threshold := threshold;
+		run.drain := drain;
+		run.fill := fill;
+		run.sample := COALESCE(sample, CAST('10 s' AS pg_catalog.interval));
+		run.merge_below := merge_below;
+		run.state := 'running';
+		run := @extschema@.snowseq_rebalance_save_run(run);
+	END IF;
+	PERFORM @extschema@.snowseq_rebalance_job_record(run.run_id, max_rows_per_second, max_lag_bytes,
+		@extschema@.snowseq_rebalance_job_launch(run.run_id), false);
+	RETURN run.run_id;
+END
+$start$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_start(regclass, text, double precision, name[], name[], interval, double precision, double precision, bigint) IS
+	'start a rebalance of the table in a background worker, as the current role (arguments as for snowseq_rebalance; max_rows_per_second, max_lag_bytes: the throttles, NULL none), or continue its run not finished there; returns the job (its run_id) at once; the worker goes on after this session, and again after a restart of the server';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_start(regclass, text, double precision, name[], name[], interval, double precision, double precision, bigint) FROM PUBLIC;
+
+-- Whether the session's role (as SET ROLE chose it) has the privileges of
+-- a role: the status's check of pg_monitor, in a SECURITY DEFINER function.
+CREATE FUNCTION @extschema@.snowseq_session_has_privs_of(role regrole)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_session_has_privs_of'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_session_has_privs_of(regrole) IS
+	'whether the session''s role (as SET ROLE chose it) has the privileges of role: for SECURITY DEFINER functions, whose own role is their owner';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_session_has_privs_of(regrole) FROM PUBLIC;
+
+-- Status: the runs of the tables the session's role owns (pg_monitor:
+-- every run, without its error).
+CREATE FUNCTION @extschema@.snowseq_rebalance_status(job bigint DEFAULT NULL)
+	RETURNS TABLE (run_id bigint, parent regclass, state text, background boolean, job_role name,
+		runner_alive boolean, steps_done integer, steps_total integer, step integer, step_running text,
+		rows_copied bigint, rows_planned bigint, time_left interval, throttled_until timestamptz,
+		throttled_by text, last_error text, started_at timestamptz, finished_at timestamptz)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $status$
+BEGIN
+	RETURN QUERY
+	SELECT r.run_id, r.parent, r.state, r.job_role IS NOT NULL, r.job_role,
+		r.state OPERATOR(pg_catalog.=) 'running' AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start),
+		st.done, st.total, cur.step,
+		CASE WHEN cur.step IS NOT NULL THEN pg_catalog.format(CASE WHEN cur.from_server OPERATOR(pg_catalog.=) cur.to_server
+			THEN 'merge of genes %s to %s on server %I' ELSE 'move of genes %s to %s from server %I to server %I' END,
+			cur.first_gene, cur.last_gene, cur.from_server, cur.to_server) END,
+		st.copied OPERATOR(pg_catalog.+) COALESCE(mv.rows_copied, 0), st.planned,
+		CASE WHEN st.copied OPERATOR(pg_catalog.>) 0 AND st.secs OPERATOR(pg_catalog.>) 0 THEN pg_catalog.make_interval(secs =>
+			GREATEST(st.left_rows OPERATOR(pg_catalog.-) COALESCE(mv.rows_copied, 0), 0)
+			OPERATOR(pg_catalog.*) st.secs OPERATOR(pg_catalog./) st.copied) END,
+		CASE WHEN r.throttled_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() THEN r.throttled_until END,
+		CASE WHEN r.state OPERATOR(pg_catalog.=) 'running' THEN r.throttled_by END,
+		CASE WHEN @extschema@.snowseq_session_owns(r.parent) THEN r.error END,
+		r.started_at, r.finished_at
+	FROM @extschema@.snowseq_rebalance_runs r
+	CROSS JOIN LATERAL (SELECT pg_catalog.count(*) FILTER (WHERE s.state OPERATOR(pg_catalog.=) 'done')::integer AS done,
+			pg_catalog.count(*)::integer AS total,
+			COALESCE(pg_catalog.sum(s.rows_copied) FILTER (WHERE s.state OPERATOR(pg_catalog.=) 'done'), 0)::bigint AS copied,
+			COALESCE(pg_catalog.sum(s.rows), 0)::bigint AS planned,
+			COALESCE(pg_catalog.sum(s.rows) FILTER (WHERE s.state OPERATOR(pg_catalog.<>) 'done'), 0)::bigint AS left_rows,
+			pg_catalog.sum(pg_catalog.date_part('epoch', s.finished_at OPERATOR(pg_catalog.-) s.started_at))
+				FILTER (WHERE s.state OPERATOR(pg_catalog.=) 'done') AS secs
+		FROM @extschema@.snowseq_rebalance_steps s WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id) st
+	LEFT JOIN LATERAL (SELECT s.* FROM @extschema@.snowseq_rebalance_steps s
+		WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id AND s.state OPERATOR(pg_catalog.=) 'running'
+		ORDER BY s.step LIMIT 1) cur ON true
+	LEFT JOIN LATERAL (SELECT m.rows_copied FROM @extschema@.snowseq_moves m
+		WHERE m.parent OPERATOR(pg_catalog.=) r.parent AND m.first_gene OPERATOR(pg_catalog.=) cur.first_gene
+			AND m.last_gene OPERATOR(pg_catalog.=) cur.last_gene AND m.dest_server OPERATOR(pg_catalog.=) cur.to_server
+			AND m.started_at OPERATOR(pg_catalog.>=) cur.started_at
+		UNION ALL SELECT g.rows_copied FROM @extschema@.snowseq_merges g
+		WHERE cur.from_server OPERATOR(pg_catalog.=) cur.to_server AND g.parent OPERATOR(pg_catalog.=) r.parent
+			AND g.group_merge IS NULL AND g.first_gene OPERATOR(pg_catalog.=) cur.first_gene
+			AND g.last_gene OPERATOR(pg_catalog.=) cur.last_gene AND g.started_at OPERATOR(pg_catalog.>=) cur.started_at
+		LIMIT 1) mv ON true
+	WHERE (snowseq_rebalance_status.job IS NULL OR r.run_id OPERATOR(pg_catalog.=) snowseq_rebalance_status.job)
+		AND (@extschema@.snowseq_session_owns(r.parent)
+			OR @extschema@.snowseq_session_has_privs_of(CAST('pg_monitor' AS pg_catalog.regrole)))
+	ORDER BY r.run_id;
+	IF NOT FOUND AND job IS NOT NULL THEN
+		RAISE EXCEPTION 'rebalance job % does not exist', job
+			USING ERRCODE = 'undefined_object',
+				DETAIL = 'Or its table is not one the session''s role owns.',
+				HINT = 'snowseq_rebalance_status() lists the jobs of the tables the role owns.';
+	END IF;
+END
+$status$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_status(bigint) IS
+	'the rebalances (job: that one, an ERROR if the session''s role does not own its table) of the tables the session''s role owns (pg_monitor: all, without their errors): state, whether in the background and as which role, whether a process runs it, steps done of all, the step running, rows copied (the move running included) of the rows planned, time left at the copy rate of its steps done (throttles not counted), until when and why it sleeps for a throttle, the error that ended its worker';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_status(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.snowseq_rebalance_status(bigint) TO pg_monitor;
+
+-- Wait for a job to end (read committed: each look at it sees the last
+-- commits): its final state; an ERROR with its error if its worker failed,
+-- or if no process has run it for 10 seconds.
+CREATE FUNCTION @extschema@.snowseq_rebalance_wait(job bigint)
+	RETURNS text
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $wait$
+DECLARE
+	st record;
+	nap double precision := 0.05;
+	orphan pg_catalog.timestamptz;
+BEGIN
+	IF job IS NULL THEN
+		RAISE EXCEPTION 'the job to wait for must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
+		RAISE EXCEPTION 'snowseq_rebalance_wait needs isolation level read committed'
+			USING ERRCODE = 'feature_not_supported',
+				HINT = 'Its snapshot must move on to see the job end: call it outside a repeatable read or serializable transaction.';
+	END IF;
+	LOOP
+		SELECT * INTO st FROM @extschema@.snowseq_rebalance_status(job);
+		IF st.state OPERATOR(pg_catalog.=) 'stopped' AND st.last_error IS NOT NULL THEN
+			RAISE EXCEPTION 'rebalance job % failed: %', job, st.last_error
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'Fix the cause and resume it with snowseq_rebalance_start, or give it up with snowseq_rebalance_stop(abandon => true).';
+		END IF;
+		IF st.state OPERATOR(pg_catalog.<>) 'running' THEN
+			RETURN st.state;
+		END IF;
+		orphan := CASE WHEN NOT st.runner_alive THEN COALESCE(orphan, pg_catalog.clock_timestamp()) END;
+		IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) orphan OPERATOR(pg_catalog.>) CAST('10 s' AS pg_catalog.interval) THEN
+			RAISE EXCEPTION 'rebalance job % is running but no process has run it for 10 seconds', job
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'Its worker ended (the server log says why): resume it with snowseq_rebalance_start, or give it up with snowseq_rebalance_stop(abandon => true).';
+		END IF;
+		PERFORM pg_catalog.pg_sleep(nap);
+		nap := LEAST(nap OPERATOR(pg_catalog.*) 2, 1);
+	END LOOP;
+END
+$wait$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_wait(bigint) IS
+	'wait (sleeping up to a second between looks) until rebalance job ends, and return its state (done, stopped, abandoned); an ERROR with its error if its worker failed, or if no process has run it for 10 seconds';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_wait(bigint) FROM PUBLIC;
+-- ---- end of background rebalances ----
 
 -- ---- merges: neighbouring partitions of one server become one (1.3) ----
 -- The records of merges, one per table of the placement group (the first

@@ -146,3 +146,17 @@ snowseq_session_owns(PG_FUNCTION_ARGS)
 	ReleaseSysCache(tup);
 	PG_RETURN_BOOL(has_privs_of_role(GetOuterUserId(), owner));
 }
+
+PG_FUNCTION_INFO_V1(snowseq_session_has_privs_of);
+
+/*
+ * snowseq_session_has_privs_of(role): whether the session's role (as for
+ * snowseq_session_owns) has the privileges of role: what a SECURITY DEFINER
+ * function asks of the caller's role (pg_monitor), its own being the
+ * owner's.
+ */
+Datum
+snowseq_session_has_privs_of(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(has_privs_of_role(GetOuterUserId(), PG_GETARG_OID(0)));
+}

@@ -116,4 +116,17 @@ SnowseqSyncStandbysDefined(void)
 #endif
 }
 
+/*
+ * Running a portal to its end, as a client's statement at top level runs
+ * (a background rebalance's CALL): 18 took PortalRun's run_once argument
+ * away (it was always true here).
+ */
+#if PG_VERSION_NUM >= 180000
+#define SnowseqPortalRunAll(portal, dest, qc) \
+	PortalRun((portal), FETCH_ALL, true, (dest), (dest), (qc))
+#else
+#define SnowseqPortalRunAll(portal, dest, qc) \
+	PortalRun((portal), FETCH_ALL, true, true, (dest), (dest), (qc))
+#endif
+
 #endif							/* SNOWSEQ_COMPAT_H */

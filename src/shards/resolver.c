@@ -9,7 +9,8 @@
  *		shard_ddl_xact.c), so the prepared transactions they left on shard
  *		servers commit or roll back as the router's record (or its own
  *		transaction's outcome) says, without anyone running
- *		snowseq_move_cleanup().
+ *		snowseq_move_cleanup().  Then it starts a worker again for each
+ *		background rebalance still running there (rebalance_job.c).
  */
 #include "postgres.h"
 
@@ -34,6 +35,7 @@
 
 #include "merge_cleanup.h"
 #include "move_cleanup.h"
+#include "rebalance_job.h"
 #include "resolver.h"
 #include "shard_ddl_xact.h"
 
@@ -105,6 +107,8 @@ snowseq_resolver_db_main(Datum arg)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	/* the background rebalances the restart cut go on (a step cut is resolved first) */
+	RebalanceJobsResume(LOG);
 	proc_exit(0);
 }
 

@@ -112,10 +112,15 @@ $router->safe_psql('postgres', qq{CREATE ROLE radmin LOGIN;
 		snowseq_rebalance_save_run(snowseq_rebalance_runs, boolean), snowseq_rebalance_save_steps(snowseq_rebalance_steps[]),
 		snowseq_rebalance_plan_from(regclass, text, double precision, name[], name[], interval, oid[], bigint[], bigint[], timestamptz, boolean, double precision),
 		snowseq_shard_counters(regclass), snowseq_shard_histogram(regclass, name, integer, integer, integer, bigint),
-		snowseq_placement_group(regclass)
+		snowseq_placement_group(regclass), snowseq_rebalance_finish(snowseq_rebalance_runs, text),
+		snowseq_rebalance_step_done(snowseq_rebalance_steps, bigint, bigint),
+		snowseq_rebalance_step_move(regclass, snowseq_rebalance_steps, timestamptz),
+		snowseq_rebalance_plan_steps(snowseq_rebalance_runs, name[], oid[], bigint[], bigint[], timestamptz),
+		snowseq_rebalance_job_throttled(bigint, timestamptz, text)
 		TO radmin;
 	GRANT EXECUTE ON PROCEDURE snowseq_rebalance(regclass, text, double precision, name[], name[], interval, double precision),
-		snowseq_rebalance_sample(regclass, interval, oid[], bigint[], bigint[], timestamptz) TO radmin;
+		snowseq_rebalance_sample(regclass, interval, oid[], bigint[], bigint[], timestamptz),
+		snowseq_rebalance_throttle(bigint, name[], boolean) TO radmin;
 	} . join('', map { qq{CREATE USER MAPPING FOR radmin SERVER $_ OPTIONS (user '$su', password_required 'false');\n} } @servers));
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_rebalance_stop()});
 is("$rc $out", '0 0', 'a router administrator may stop rebalances (there are none)') or diag($err);
@@ -123,7 +128,7 @@ is("$rc $out", '0 0', 'a router administrator may stop rebalances (there are non
 # another role would be run by that role's next CALL), and resolves no
 # other role's moves
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_rebalance_save_run(ROW(NULL, 'items',
-	'rows', 1.25, '{}', '{}', '10 s', 0, 'stopped', NULL, 1, NULL, NULL, NULL, NULL)::snowseq_rebalance_runs)});
+	'rows', 1.25, '{}', '{}', '10 s', 0, 'stopped', NULL, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::snowseq_rebalance_runs)});
 like($err, qr/must be owner of table (public\.)?items to record its rebalance/, 'it plants no run for a table it does not own');
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT * FROM snowseq_rebalance_open_run('items')});
 like($err, qr/must be owner of table (public\.)?items to rebalance it/, 'nor locks the run of one');
