@@ -1827,10 +1827,9 @@ BEGIN
 		SELECT * INTO mv FROM @extschema@.snowseq_rebalance_step_move(run.parent, s, NULL);
 		on_dest := mv.move_id IS NOT NULL;
 		IF NOT is_merge THEN
-			SELECT pg_catalog.bool_and(m.shard OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
-				FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g,
-				LATERAL (SELECT sm.shard FROM @extschema@.snowseq_shard_map sm
-					WHERE sm.upper_gene OPERATOR(pg_catalog.>=) g ORDER BY sm.upper_gene LIMIT 1) m;
+			-- the router's own lookup (route.c, its cached map), as shard_of routes
+			SELECT pg_catalog.bool_and(@extschema@.snowseq_route_gene(g) OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
+				FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g;
 		END IF;
 		IF on_dest AND s.state OPERATOR(pg_catalog.<>) 'planned' THEN
 			PERFORM @extschema@.snowseq_rebalance_step_done(s, mv.move_id, mv.rows_copied);
@@ -1987,6 +1986,10 @@ BEGIN
 				runner_pid = CASE WHEN r.stop IS NULL THEN r.runner_pid END,
 				runner_start = CASE WHEN r.stop IS NULL THEN r.runner_start END
 			WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_session_owns(r.parent)
+				-- the worker the start launched, or one resuming a run no
+				-- process runs: never a run another live process drives
+				AND (r.runner_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
+					OR NOT @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start))
 			RETURNING r.state INTO st;
 		RETURN st;
 	END IF;
@@ -2001,7 +2004,9 @@ BEGIN
 				HINT = 'Give the most bytes of WAL a standby of the servers of a step may have to replay as the step begins, or NULL for no throttle.';
 	END IF;
 	UPDATE @extschema@.snowseq_rebalance_runs r
-		SET job_role = SESSION_USER, state = 'running', stop = NULL, error = NULL, finished_at = NULL,
+		-- the role is the worker's, recorded as it takes the run over (a
+		-- session's SET ROLE or a definer's rights are not the worker's)
+		SET job_role = NULL, state = 'running', stop = NULL, error = NULL, finished_at = NULL,
 			max_rows_per_second = snowseq_rebalance_job_record.max_rows_per_second,
 			max_lag_bytes = snowseq_rebalance_job_record.max_lag_bytes, throttled_until = NULL, throttled_by = NULL,
 			runner_pid = runner, runner_start = NULL,
@@ -2254,7 +2259,7 @@ BEGIN
 	END IF;
 	SELECT * INTO run FROM @extschema@.snowseq_rebalance_open_run(parent);
 	IF FOUND THEN
-		IF run.state OPERATOR(pg_catalog.=) 'running'
+		IF run.state OPERATOR(pg_catalog.=) 'running' AND run.runner_pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
 			AND @extschema@.snowseq_rebalance_runner_alive(run.runner_pid, run.runner_start) THEN
 			RAISE EXCEPTION 'rebalance % of table % is running in process %', run.run_id, parent, run.runner_pid
 				USING ERRCODE = 'object_in_use',
@@ -2306,7 +2311,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_status(job bigint DEFAULT NULL)
 	AS $status$
 BEGIN
 	RETURN QUERY
-	SELECT r.run_id, r.parent, r.state, r.job_role IS NOT NULL, r.job_role,
+	SELECT r.run_id, r.parent, r.state::pg_catalog.text, r.job_role IS NOT NULL, r.job_role,
 		r.state OPERATOR(pg_catalog.=) 'running' AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start),
 		st.done, st.total, cur.step,
 		CASE WHEN cur.step IS NOT NULL THEN pg_catalog.format(CASE WHEN cur.from_server OPERATOR(pg_catalog.=) cur.to_server
@@ -2378,7 +2383,15 @@ BEGIN
 			USING ERRCODE = 'feature_not_supported',
 				HINT = 'Its snapshot must move on to see the job end: call it outside a repeatable read or serializable transaction.';
 	END IF;
+	IF pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL THEN
+		RAISE EXCEPTION 'snowseq_rebalance_wait cannot wait in a transaction that has written'
+			USING ERRCODE = 'active_sql_transaction',
+				HINT = 'A job''s worker begins when the transaction that started it ends, and a long wait would hold its locks: commit, then wait.';
+	END IF;
 	LOOP
+		-- each look sees the processes as they are now, not as this
+		-- transaction first read them
+		PERFORM pg_catalog.pg_stat_clear_snapshot();
 		SELECT * INTO st FROM @extschema@.snowseq_rebalance_status(job);
 		IF st.state OPERATOR(pg_catalog.=) 'stopped' AND st.last_error IS NOT NULL THEN
 			RAISE EXCEPTION 'rebalance job % failed: %', job, st.last_error

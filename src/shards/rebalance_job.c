@@ -195,11 +195,18 @@ snowseq_shard_standby_lag(PG_FUNCTION_ARGS)
 
 /*
  * Run one statement as a client's would run at top level: its own portal,
- * so that a CALL is not atomic and its procedure may commit.
+ * so that a CALL is not atomic and its procedure may commit.  Its parse
+ * tree and plan live in a context of their own, as a client's statement
+ * lives in MessageContext: the procedure's COMMITs end the transaction the
+ * statement began in, and with it the transaction's memory, while the
+ * portal still runs that plan.
  */
 static void
 RebalanceJobRunStatement(const char *sql)
 {
+	MemoryContext stmt_cxt = AllocSetContextCreate(TopMemoryContext, "snowseq rebalance job statement",
+												   ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(stmt_cxt);
 	List	   *raws = pg_parse_query(sql);
 	RawStmt    *raw = linitial_node(RawStmt, raws);
 	bool		snap = analyze_requires_snapshot(raw);
@@ -224,6 +231,8 @@ RebalanceJobRunStatement(const char *sql)
 	(void) SnowseqPortalRunAll(portal, receiver, &qc);
 	receiver->rDestroy(receiver);
 	PortalDrop(portal, false);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(stmt_cxt);
 }
 
 /* Write the error that ended the job into its run. */

@@ -108,7 +108,7 @@ snowseq_resolver_db_main(Datum arg)
 		CHECK_FOR_INTERRUPTS();
 	}
 	/* the background rebalances the restart cut go on (a step cut is resolved first) */
-	RebalanceJobsResume(LOG);
+	RebalanceJobsResume(WARNING);
 	proc_exit(0);
 }
 

@@ -204,7 +204,7 @@ ok($router->poll_query_until('postgres', "SELECT $workers = 0"), 'the worker is 
 # ---------------------------------------------------------------------
 is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_start('items', max_rows_per_second => 1)}), $job,
 	'a start with a throttle continues the job');
-ok($router->poll_query_until('postgres', qq{SELECT throttled_until > now() + interval '10 min' AND steps_done = 1
+ok($router->poll_query_until('postgres', qq{SELECT throttled_until > now() AND steps_done = 1
 	AND throttled_by LIKE 'max_rows_per_second: % rows copied since %, at most 1 a second'
 	AND EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'snowseq rebalance job' AND wait_event = 'PgSleep')
 	FROM snowseq_rebalance_status($job)}),
@@ -231,8 +231,14 @@ is(status($job, 'steps_done, throttled_until IS NULL'), '1|t', 'no step ran mean
 # started again without a throttle, it finishes
 is($router->safe_psql('postgres', q{SELECT snowseq_rebalance_start('items')}), $job, 'started again');
 is($router->safe_psql('postgres', "SELECT snowseq_rebalance_wait($job)", timeout => $long), 'done', 'wait returns the state: done');
-is(status($job, 'state, steps_done, steps_total, runner_alive, finished_at IS NOT NULL'), 'done|2|2|f|t', 'status: every step done');
+is(status($job, 'state, steps_done, steps_total, runner_alive, finished_at IS NOT NULL, last_error IS NULL'), 'done|2|2|f|t|t',
+	'status: every step done, and its worker ended with no error');
 is(loads()->{s2}, 0, 's2 is drained');
+# a wait in a transaction that has written is refused: a job started there
+# begins only when it ends
+($rc, $out, $err) = $router->psql('postgres', "BEGIN; CREATE TEMP TABLE w (x int); SELECT snowseq_rebalance_wait($job); COMMIT;");
+like($err, qr/snowseq_rebalance_wait cannot wait in a transaction that has written.*HINT:  A job's worker begins when the transaction that started it ends/s,
+	'wait in a transaction that has written is refused, with a hint');
 is($router->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT item_id) FROM items'), '4000 4000', 'every row is there, once');
 
 # ---------------------------------------------------------------------
@@ -302,6 +308,7 @@ ok($router->poll_query_until('postgres', "SELECT state = 'done' FROM snowseq_reb
 like(slurp_file($router->logfile, $log_at), qr/rebalance job $job2 resumes in a background worker/,
 	'the resolver started its worker again (the log says so)');
 is($router->safe_psql('postgres', "SELECT snowseq_rebalance_wait($job2)"), 'done', 'wait returns the state: done');
+is(status($job2, 'last_error IS NULL'), 't', 'its resumed worker ended with no error');
 is($router->safe_psql('postgres', "SELECT count(*) FILTER (WHERE state <> 'done') FROM snowseq_rebalance_steps WHERE run_id = $job2"),
 	'0', 'every step of it is done');
 $router->safe_psql('postgres', q{ALTER DATABASE postgres RESET snowseq.test_pause_at});
