@@ -129,4 +129,17 @@ SnowseqSyncStandbysDefined(void)
 	PortalRun((portal), FETCH_ALL, true, true, (dest), (dest), (qc))
 #endif
 
+/*
+ * USAGE on a foreign server (a background rebalance reads a server's
+ * standbys through its user mapping): 16 folded the per-kind ACL checks
+ * into object_aclcheck.
+ */
+#if PG_VERSION_NUM >= 160000
+#define SnowseqForeignServerAclcheck(server, role, mode) \
+	object_aclcheck(ForeignServerRelationId, (server), (role), (mode))
+#else
+#define SnowseqForeignServerAclcheck(server, role, mode) \
+	pg_foreign_server_aclcheck((server), (role), (mode))
+#endif
+
 #endif							/* SNOWSEQ_COMPAT_H */

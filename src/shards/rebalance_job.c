@@ -21,6 +21,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_foreign_server.h"
 #include "nodes/makefuncs.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -171,9 +172,15 @@ snowseq_shard_standby_lag(PG_FUNCTION_ARGS)
 {
 	const char *name = NameStr(*PG_GETARG_NAME(0));
 	ForeignServer *srv = GetForeignServerByName(name, false);
-	RemoteConn *rc = RemoteConnect(srv->serverid);
+	RemoteConn *rc;
+	AclResult	aclresult = SnowseqForeignServerAclcheck(srv->serverid, GetUserId(), ACL_USAGE);
 	char	   *hidden;
 	char	   *lag;
+
+	/* the server's user mapping is used as a foreign table's would be: with USAGE on it */
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_FOREIGN_SERVER, srv->servername);
+	rc = RemoteConnect(srv->serverid);
 
 	hidden = RemoteValue(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_replication r"
 						 " JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) r.pid"

@@ -275,9 +275,12 @@ ok($router->poll_query_until('postgres', q{SELECT snowseq_shard_standby_lag('s1'
 is($router->safe_psql('postgres', q{SELECT snowseq_shard_standby_lag('s2') IS NULL}), 't', 'snowseq_shard_standby_lag: s2 has none');
 # a mapping whose user cannot see the standbys' positions reads no lag: refused
 $node{s1}->safe_psql('postgres', 'CREATE ROLE lagger LOGIN');
-$router->safe_psql('postgres', q{GRANT USAGE ON FOREIGN SERVER s1 TO radmin;
-	GRANT EXECUTE ON FUNCTION snowseq_shard_standby_lag(name) TO radmin;
+$router->safe_psql('postgres', q{GRANT EXECUTE ON FUNCTION snowseq_shard_standby_lag(name) TO radmin;
 	CREATE USER MAPPING FOR radmin SERVER s1 OPTIONS (user 'lagger', password_required 'false')});
+# a role without USAGE on the server reads nothing there, as a query of a foreign table would not
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_shard_standby_lag('s1')});
+like($err, qr/permission denied for foreign server s1/, 'the lag of a server the role has no USAGE on is refused');
+$router->safe_psql('postgres', q{GRANT USAGE ON FOREIGN SERVER s1 TO radmin});
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; SELECT snowseq_shard_standby_lag('s1')});
 like($err, qr/the user of the mapping for server "s1" cannot read the positions of its standbys.*HINT:  Grant pg_read_all_stats/s,
 	'a mapping whose user cannot read the standbys\' positions is refused');
