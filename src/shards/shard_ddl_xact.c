@@ -63,7 +63,9 @@ typedef struct DdlServer
 	char		gid[96];
 } DdlServer;
 
-static List *ddl_servers = NIL;	/* of DdlServer *, in TopMemoryContext */
+static List *ddl_servers = NIL;	/* of DdlServer *, in ddl_cxt */
+static MemoryContext ddl_cxt = NULL;	/* the servers' parts and sessions, for
+										 * one transaction of the router */
 static bool ddl_callbacks = false;
 
 static void DdlXactCallback(XactEvent event, void *arg);
@@ -90,7 +92,9 @@ DdlServerFor(Oid serverid)
 		RegisterSubXactCallback(DdlSubXactCallback, NULL);
 		ddl_callbacks = true;
 	}
-	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (ddl_cxt == NULL)
+		ddl_cxt = AllocSetContextCreate(TopMemoryContext, "snowseq shard DDL", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(ddl_cxt);
 	s = palloc0(sizeof(DdlServer));
 	s->serverid = serverid;
 	ddl_servers = lappend(ddl_servers, s);
@@ -162,21 +166,18 @@ DdlDescribeMark(StringInfo buf, const char *data, size_t len)
 	appendStringInfoString(buf, "a schema change of shard tables is about to be prepared");
 }
 
-/* Forget every server's part: close the sessions. */
+/* Forget every server's part: close the sessions, free what they kept. */
 static void
 DdlForget(void)
 {
 	ListCell   *lc;
 
 	foreach(lc, ddl_servers)
-	{
-		DdlServer  *s = lfirst(lc);
-
-		RemoteClose(s->rc);
-		pfree(s);
-	}
-	list_free(ddl_servers);
+		RemoteClose(((DdlServer *) lfirst(lc))->rc);
 	ddl_servers = NIL;
+	if (ddl_cxt != NULL)
+		MemoryContextDelete(ddl_cxt);
+	ddl_cxt = NULL;
 }
 
 /*

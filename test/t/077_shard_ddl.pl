@@ -91,6 +91,16 @@ is(indexes(), '- | -', '(2) DROP INDEX dropped them (by their definition: their 
 $router->safe_psql('postgres', q{COMMENT ON COLUMN items.note IS 'what the buyer wrote'; COMMENT ON TABLE items IS 'items sold'});
 is(join(' | ', map { $_->[0]->safe_psql('postgres', "SELECT col_description('$_->[1]'::regclass, 3) || '/' || obj_description('$_->[1]'::regclass, 'pg_class')") } @tables),
 	'what the buyer wrote/items sold | what the buyer wrote/items sold', '(2) COMMENT ON COLUMN and ON TABLE reached both');
+# a session that carries many changes keeps no memory of each one's
+# servers (their sessions and connection options lived on in
+# TopMemoryContext): 30 more carried in one session, after one to warm up
+is($router->safe_psql('postgres', q{COMMENT ON TABLE items IS 'warm';
+	DO $$BEGIN PERFORM set_config('snowseq_test.base', used_bytes::text, false) FROM pg_backend_memory_contexts WHERE name = 'TopMemoryContext'; END$$;
+	} . join('', map { "COMMENT ON TABLE items IS 'items sold $_';\n" } 1 .. 30) . q{
+	SELECT CASE WHEN d <= 1024 THEN 't' ELSE d || ' bytes more' END
+	FROM (SELECT used_bytes - current_setting('snowseq_test.base')::bigint AS d
+		FROM pg_backend_memory_contexts WHERE name = 'TopMemoryContext') m}), 't',
+	'(2) 30 changes carried in one session leave the session\'s top memory as it was (within 1 kB)');
 $router->safe_psql('postgres', q{ALTER TABLE items RENAME COLUMN note TO memo});
 like(shard_columns(), qr/^item_id:bigint:true:-,k:text:true:-,memo:text:true:'none'::text \| item_id:bigint:true:-,k:text:true:-,memo:text:true:'none'::text$/,
 	'(2) RENAME COLUMN reached both');
