@@ -222,6 +222,7 @@ DdlCarried(const AlterTableCmd *cmd)
 		case AT_SetNotNull:
 		case AT_DropNotNull:
 		case AT_DropConstraint:
+		case AT_ValidateConstraint:
 			return true;
 		case AT_AddConstraint:
 			return IsA(cmd->def, Constraint) &&

@@ -110,6 +110,12 @@ is(shard_columns(), join(' | ', ("item_id:bigint:true:-,k:text:true:-,memo:text:
 	'(2) DROP NOT NULL and SET DEFAULT reached both');
 is(join(',', map { $_->[0]->safe_psql('postgres', "SELECT count(*) FROM pg_constraint WHERE conrelid = '$_->[1]'::regclass AND conname = 'memo_short'") } @tables),
 	'1,1', '(2) ... and the CHECK constraint');
+# a constraint added NOT VALID is validated on the shards by the router's VALIDATE CONSTRAINT
+$router->safe_psql('postgres', q{ALTER TABLE items ADD CONSTRAINT k_given CHECK (k IS NOT NULL) NOT VALID});
+my $k_given = sub { join(',', map { $_->[0]->safe_psql('postgres', "SELECT convalidated FROM pg_constraint WHERE conrelid = '$_->[1]'::regclass AND conname = 'k_given'") } @tables) };
+is($k_given->(), 'f,f', '(2) ADD CONSTRAINT ... NOT VALID reached both, not validated');
+$router->safe_psql('postgres', q{ALTER TABLE items VALIDATE CONSTRAINT k_given});
+is($k_given->(), 't,t', '(2) VALIDATE CONSTRAINT validated it on both');
 
 # (2) again: IF NOT EXISTS twice makes one index; a role that does not own
 # the table drops nothing; a savepoint rolled back takes its change off the
