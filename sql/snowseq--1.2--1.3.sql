@@ -285,24 +285,41 @@ COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
 CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
 	WHERE state OPERATOR(pg_catalog.<>) 'failed';
 
--- What moves create on any server, recorded in a router transaction that
--- commits before each is made and removed once it is dropped (or stays for
--- good), so that cleanup reads the records rather than names.  The labels
--- are MoveObjectNames (src/move_common.c), in its order.
+-- What moves and merges create on any server, recorded in a router
+-- transaction that commits before each is made and removed once it is
+-- dropped (or stays for good), so that cleanup reads the records rather
+-- than names.  A record belongs to one operation: a move (move_id) or a
+-- merge (merge_id).  Its policy says when cleanup removes the object once
+-- the operation is over: always, only if it ended undone (on_failure), or
+-- only if it ended done (on_success); otherwise the record is forgotten
+-- and the object stays.  The labels of the kinds are MoveObjectNames
+-- (src/shards/move_common.c), in its order; those of the policies
+-- MoveCleanupPolicyNames, in its order.
 CREATE TYPE @extschema@.snowseq_move_object_kind AS ENUM
 	('publication', 'replication slot', 'subscription', 'table', 'fence',
-	 'prepared transaction', 'view', 'half copy');
+	 'prepared transaction', 'view', 'half copy', 'merged table', 'merge trigger');
+CREATE TYPE @extschema@.snowseq_cleanup_policy AS ENUM
+	('always', 'on_failure', 'on_success');
+COMMENT ON TYPE @extschema@.snowseq_cleanup_policy IS
+	'when cleanup removes a recorded object once its move or merge is over: always, only if it was undone, only if it was done';
 CREATE TABLE @extschema@.snowseq_move_objects (
-	move_id bigint NOT NULL,
+	move_id bigint,
 	server name NOT NULL,
 	kind @extschema@.snowseq_move_object_kind NOT NULL,
 	name text NOT NULL,
+	merge_id bigint,
+	policy @extschema@.snowseq_cleanup_policy NOT NULL,
 	recorded_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-	PRIMARY KEY (server, kind, name)
+	PRIMARY KEY (server, kind, name),
+	CONSTRAINT snowseq_move_objects_one_operation
+		CHECK (pg_catalog.num_nonnulls(move_id, merge_id) OPERATOR(pg_catalog.=) 1)
 );
 CREATE INDEX snowseq_move_objects_move ON @extschema@.snowseq_move_objects (move_id);
+CREATE INDEX snowseq_move_objects_merge ON @extschema@.snowseq_move_objects (merge_id);
 COMMENT ON TABLE @extschema@.snowseq_move_objects IS
-	'objects a move made (or is about to make) on a server, recorded before they are made: cleanup drops those of moves that are over';
+	'objects a move or a merge made (or is about to make) on a server, recorded before they are made: cleanup removes those of operations that are over, as their policy says';
+COMMENT ON COLUMN @extschema@.snowseq_move_objects.policy IS
+	'always: removed once the operation is over; on_failure: only if it was undone; on_success: only if it was done (otherwise the object stays and the record goes)';
 
 -- A move that began under 1.2 recorded nothing: the records it needs are
 -- written now from its record, so that cleanup, which reads records alone,
@@ -312,8 +329,10 @@ COMMENT ON TABLE @extschema@.snowseq_move_objects IS
 -- done, its keep view (dropped after the move finished, it may be left).
 -- An object never made, or already gone, is taken as dropped.  The
 -- table-sync slots are recorded when the subscription is dropped.
-INSERT INTO @extschema@.snowseq_move_objects (move_id, server, kind, name)
-SELECT m.move_id, x.server, x.kind::@extschema@.snowseq_move_object_kind, x.name
+INSERT INTO @extschema@.snowseq_move_objects (move_id, server, kind, name, policy)
+SELECT m.move_id, x.server, x.kind::@extschema@.snowseq_move_object_kind, x.name,
+	CASE WHEN x.kind OPERATOR(pg_catalog.=) 'half copy' THEN 'on_failure' ELSE 'always'
+	END::@extschema@.snowseq_cleanup_policy
 FROM @extschema@.snowseq_moves m
 JOIN @extschema@.snowseq_moves lead ON lead.move_id OPERATOR(pg_catalog.=) COALESCE(m.group_move, m.move_id)
 CROSS JOIN LATERAL (VALUES

@@ -134,8 +134,10 @@ COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
 -- done, its keep view (dropped after the move finished, it may be left).
 -- An object never made, or already gone, is taken as dropped.  The
 -- table-sync slots are recorded when the subscription is dropped.
-INSERT INTO @extschema@.snowseq_move_objects (move_id, server, kind, name)
-SELECT m.move_id, x.server, x.kind::@extschema@.snowseq_move_object_kind, x.name
+INSERT INTO @extschema@.snowseq_move_objects (move_id, server, kind, name, policy)
+SELECT m.move_id, x.server, x.kind::@extschema@.snowseq_move_object_kind, x.name,
+	CASE WHEN x.kind OPERATOR(pg_catalog.=) 'half copy' THEN 'on_failure' ELSE 'always'
+	END::@extschema@.snowseq_cleanup_policy
 FROM @extschema@.snowseq_moves m
 JOIN @extschema@.snowseq_moves lead ON lead.move_id OPERATOR(pg_catalog.=) COALESCE(m.group_move, m.move_id)
 CROSS JOIN LATERAL (VALUES

@@ -5,7 +5,9 @@
  *
  * A merge that fails before its router switched is undone: the server's
  * prepared transaction rolled back, the merge triggers and the merged
- * tables (those still marked as the merge's) dropped.  One cut off by a
+ * tables (those still marked as the merge's) dropped, each found by the
+ * record the merge wrote before making it (snowseq_move_objects), by the
+ * same code as the cleanup of moves (move_orphans.c).  One cut off by a
  * crash or a lost session is resolved as its record says, by
  * snowseq_move_cleanup() and at the start of a merge of the same tables
  * (MergeCleanup), or by the resolver at the router's start
@@ -28,59 +30,30 @@
 #include "merge_switch.h"
 #include "move_cleanup.h"
 #include "move_common.h"
+#include "move_orphans.h"
 #include "move_switch.h"
 #include "sqlrun.h"
 
 /*
- * Step of an undo: the server transaction rolled back if it was prepared,
- * the merge triggers dropped from the tables merged (which are there
- * again), the merged tables still marked as the merge's dropped.
+ * Step of an undo: what the merge recorded removed as its records'
+ * policies say for a merge undone (CleanupRecordedMerge): the server
+ * transaction rolled back if it was prepared, the merge triggers dropped
+ * from the tables merged (which are there again), the merged tables still
+ * marked as the merge's dropped; each record forgotten once its object is
+ * gone.  What could not be removed keeps its record, and is an ERROR.
  */
 static void
 MergeUndoObjects(Move *m)
 {
-	RemoteConn *rc = MoveSrc(m);
-	List	   *merged = NIL;
-	ListCell   *lc;
+	char	   *error = NULL;
+	int			left = CleanupRecordedMerge(m, &error);
 
-	MoveResolvePrepared(m, false);
-	foreach(lc, MoveGroup(m))
-	{
-		Move	   *t = lfirst(lc);
-		ListCell   *lt;
-		char	   *v;
-
-		foreach(lt, MergeOf(t)->tables)
-		{
-			v = RemoteValueParams(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger WHERE tgrelid "
-								  "OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text) "
-								  "AND tgname OPERATOR(pg_catalog.=) ANY ('{snowseq_merge,snowseq_merge_truncate}')",
-								  SQL_ARGS((char *) lfirst(lt)), "look up the merge trigger");
-			if (strcmp(v, "0") == 0)
-				continue;
-			MoveTriggerDdl(rc, psprintf("DROP TRIGGER IF EXISTS snowseq_merge ON %s; "
-										"DROP TRIGGER IF EXISTS snowseq_merge_truncate ON %s",
-										(char *) lfirst(lt), (char *) lfirst(lt)),
-						   "drop the merge trigger");
-			MoveNote(t, m->src_name, psprintf("trigger snowseq_merge on %s", (char *) lfirst(lt)), "dropped");
-		}
-		v = RemoteValueParams(rc, "SELECT pg_catalog.obj_description(pg_catalog.to_regclass($1::pg_catalog.text), 'pg_class') "
-							  "OPERATOR(pg_catalog.=) $2::pg_catalog.text",
-							  SQL_ARGS(t->dst_table, MergeMark(t)), "look up the merged table");
-		if (v != NULL && strcmp(v, "t") == 0)
-			merged = lappend(merged, t->dst_table);
-	}
-	if (merged != NIL)
-	{
-		StringInfoData names;
-
-		initStringInfo(&names);
-		foreach(lc, merged)
-			appendStringInfo(&names, "%s%s", names.len ? ", " : "", (char *) lfirst(lc));
-		RemoteCommand(rc, psprintf("DROP TABLE %s", names.data), "drop the merged tables");
-		foreach(lc, merged)
-			MoveNote(m, m->src_name, psprintf("table %s", (char *) lfirst(lc)), "dropped");
-	}
+	if (left > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg_plural("%d object of the merge could not be removed: %s",
+							   "%d objects of the merge could not be removed: %s", left, left,
+							   error ? error : "?")));
 }
 
 /*

@@ -227,5 +227,20 @@ MergeRecordNew(Move *m)
 									  psprintf("%u", GetUserId())),
 							 SPI_OK_INSERT);
 	}
+	/*
+	 * What the merge will make on its server, recorded now, committed by
+	 * the caller before any of it is made: each merged table, the triggers
+	 * on each table merged, the lead's prepared transaction.
+	 */
+	foreach(lc, MoveGroup(m))
+	{
+		Move	   *t = lfirst(lc);
+		ListCell   *lt;
+
+		MoveRecordObject(t, m->src_name, MOVE_OBJECT_MERGED, t->dst_table);
+		foreach(lt, MergeOf(t)->tables)
+			MoveRecordObject(t, m->src_name, MOVE_OBJECT_MERGE_TRIGGER, lfirst(lt));
+	}
+	MoveRecordObject(m, m->src_name, MOVE_OBJECT_PREPARED, m->op.token);
 	(void) MergeLock(m->op.id, true);
 }

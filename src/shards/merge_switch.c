@@ -23,6 +23,7 @@
 #include "merge_records.h"
 #include "merge_switch.h"
 #include "move_common.h"
+#include "move_orphans.h"
 #include "move_parts.h"
 #include "move_plan.h"
 #include "move_schema.h"
@@ -273,11 +274,21 @@ MergeValidateKeys(Move *m)
 	}
 }
 
-/* Step: after the router's commit, the server's; the keys validated. */
+/*
+ * Step: after the router's commit, the server's (the prepared transaction
+ * committed by its record, as the records' policies say for a merge done:
+ * the records of the merged tables and triggers are forgotten, the tables
+ * serve and the triggers went with the tables merged); the keys validated.
+ */
 void
 MergeFinish(Move *m)
 {
-	MoveResolvePrepared(m, true);
+	char	   *error = NULL;
+
+	if (CleanupRecordedMerge(m, &error) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("%s", error ? error : "the server's transaction of the merge could not be committed")));
 	MoveReleaseParent(m);
 	MergeValidateKeys(m);
 	MergeRecordStep(m, MERGE_STEP_FINISH, "finished_at = pg_catalog.clock_timestamp(), error = NULL", NULL);

@@ -325,8 +325,12 @@ MoveTransitionNext(MoveStateId from, MoveTransitionStep step)
 
 /* Names of the kinds of recorded objects, as snowseq_move_object_kind labels them (MoveObjectKind order). */
 static const char *const MoveObjectNames[] = {
-	"publication", "replication slot", "subscription", "table", "fence", "prepared transaction", "view", "half copy"
+	"publication", "replication slot", "subscription", "table", "fence", "prepared transaction", "view", "half copy",
+	"merged table", "merge trigger"
 };
+
+/* Names of the cleanup policies, as snowseq_cleanup_policy labels them (MoveCleanupPolicy order). */
+static const char *const MoveCleanupPolicyNames[] = {"always", "on_failure", "on_success"};
 
 /* Names of the kinds, as snowseq_moves stores them (MoveKind order). */
 static const char *const MoveKindNames[] = {"whole", "prefix", "suffix"};
@@ -400,22 +404,56 @@ MoveObjectFromName(const char *name)
 	return MOVE_OBJECT_PUBLICATION; /* keep the compiler quiet */
 }
 
+/* The stored name of a cleanup policy. */
+const char *
+MoveCleanupPolicyName(MoveCleanupPolicy policy)
+{
+	Assert(policy >= MOVE_CLEANUP_ALWAYS && policy < lengthof(MoveCleanupPolicyNames));
+	return MoveCleanupPolicyNames[policy];
+}
+
 /*
- * Record an object a move is about to make on a server, in the current
- * router transaction, which commits before the object is made (as Citus
- * records its cleanup): a crash in between leaves a record whose object is
- * absent, which cleanup takes as dropped.  Recording it again changes
- * nothing; a catalog older than 1.3 records nothing.
+ * The cleanup policy of a kind of object.  A move's or a merge's table
+ * (the half copy, the merged table) serves once the operation is done,
+ * and a merge's triggers go with the tables its switch drops: those are
+ * removed only if the operation was undone.  Everything else (replication
+ * objects, fences, prepared transactions, which cleanup commits or rolls
+ * back as the operation ended, keep views, the tables of a way back) is
+ * removed whatever the outcome.
+ */
+MoveCleanupPolicy
+MoveObjectPolicy(MoveObjectKind kind)
+{
+	switch (kind)
+	{
+		case MOVE_OBJECT_COPY:
+		case MOVE_OBJECT_MERGED:
+		case MOVE_OBJECT_MERGE_TRIGGER:
+			return MOVE_CLEANUP_ON_FAILURE;
+		default:
+			return MOVE_CLEANUP_ALWAYS;
+	}
+}
+
+/*
+ * Record an object a move or a merge (m->merge set: m->op.id is the
+ * merge's id) is about to make on a server, with the policy of its kind,
+ * in the current router transaction, which commits before the object is
+ * made (as Citus records its cleanup): a crash in between leaves a record
+ * whose object is absent, which cleanup takes as dropped.  Recording it
+ * again changes nothing; a catalog older than 1.3 records nothing.
  */
 void
 MoveRecordObject(Move *m, const char *server, MoveObjectKind kind, const char *name)
 {
 	if (!MoveObjectsRecorded(m->op.ext))
 		return;
-	MoveRecordsRunParams(m->op.ext, psprintf("INSERT INTO %s (move_id, server, kind, name) VALUES ($1::pg_catalog.int8, "
-										  "$2::pg_catalog.name, $3::%s, $4::pg_catalog.text) ON CONFLICT DO NOTHING",
-										  MoveExt(m, "snowseq_move_objects"), MoveExt(m, "snowseq_move_object_kind")),
-						 SQL_ARGS(psprintf(INT64_FORMAT, m->op.id), server, MoveObjectName(kind), name),
+	MoveRecordsRunParams(m->op.ext, psprintf("INSERT INTO %s (%s, server, kind, name, policy) VALUES ($1::pg_catalog.int8, "
+										  "$2::pg_catalog.name, $3::%s, $4::pg_catalog.text, $5::%s) ON CONFLICT DO NOTHING",
+										  MoveExt(m, "snowseq_move_objects"), m->merge != NULL ? "merge_id" : "move_id",
+										  MoveExt(m, "snowseq_move_object_kind"), MoveExt(m, "snowseq_cleanup_policy")),
+						 SQL_ARGS(psprintf(INT64_FORMAT, m->op.id), server, MoveObjectName(kind), name,
+								  MoveCleanupPolicyName(MoveObjectPolicy(kind))),
 						 SPI_OK_INSERT);
 }
 

@@ -73,10 +73,28 @@ typedef enum MoveObjectKind
 	MOVE_OBJECT_FENCE,
 	MOVE_OBJECT_PREPARED,		/* a prepared transaction of the switch */
 	MOVE_OBJECT_VIEW,			/* a split's keep view on the source */
-	MOVE_OBJECT_COPY			/* a destination table the move creates,
+	MOVE_OBJECT_COPY,			/* a destination table the move creates,
 								 * under the source table's name, while it
 								 * carries the move's copy mark */
+	MOVE_OBJECT_MERGED,			/* a merge's merged table, while it carries
+								 * the merge's mark (MergeMark) */
+	MOVE_OBJECT_MERGE_TRIGGER	/* a merge's triggers on a table it merges
+								 * (the record names the table) */
 } MoveObjectKind;
+
+/*
+ * When cleanup removes a recorded object once its operation (move or
+ * merge) is over, as Citus's cleanup records have it: always, only if the
+ * operation was undone, or only if it was done; otherwise the record is
+ * forgotten and the object stays.  The labels of snowseq_cleanup_policy
+ * (MoveCleanupPolicyNames, move_common.c).
+ */
+typedef enum MoveCleanupPolicy
+{
+	MOVE_CLEANUP_ALWAYS = 0,
+	MOVE_CLEANUP_ON_FAILURE,
+	MOVE_CLEANUP_ON_SUCCESS
+} MoveCleanupPolicy;
 
 /* Which records of a move's group MoveForgetObjects forgets. */
 typedef enum MoveForget
@@ -270,6 +288,8 @@ extern const char *MoveKindName(MoveKind kind);
 extern char *MoveStateArray(int first,...);
 extern const char *MoveObjectName(MoveObjectKind kind);
 extern MoveObjectKind MoveObjectFromName(const char *name);
+extern const char *MoveCleanupPolicyName(MoveCleanupPolicy policy);
+extern MoveCleanupPolicy MoveObjectPolicy(MoveObjectKind kind);
 extern void MoveRecordObject(Move *m, const char *server, MoveObjectKind kind, const char *name);
 extern void MoveForgetObjects(Move *m, MoveForget which);
 extern void MoveForgetObject(Move *m, const char *server, MoveObjectKind kind, const char *name);

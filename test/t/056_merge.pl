@@ -118,6 +118,16 @@ sub merge_leftovers
 			UNION ALL SELECT 'prepared ' || gid FROM pg_prepared_xacts) l(x)});
 }
 
+# The records of the last merge's objects on the router (snowseq_move_objects):
+# kind, name and policy, one a line.
+sub merge_records
+{
+	return $router->safe_psql('postgres', q{
+		SELECT coalesce(string_agg(o.kind || ' ' || o.name || ' ' || o.policy, E'\n' ORDER BY o.kind, o.name), '')
+		FROM snowseq_move_objects o JOIN snowseq_merges g USING (merge_id)
+		WHERE coalesce(g.group_merge, g.merge_id) = (SELECT max(merge_id) FROM snowseq_merges WHERE group_merge IS NULL)});
+}
+
 # ---------------------------------------------------------------------
 # (1) A merge under two writers
 # ---------------------------------------------------------------------
@@ -219,6 +229,7 @@ is($node{s1}->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT i
 is($node{s1}->safe_psql('postgres', q{SELECT string_agg(tgname || ':' || tgenabled::text, ' ') FROM pg_trigger
 	WHERE tgrelid = 'items_g0_8191'::regclass AND NOT tgisinternal}), 'audit:O', '(1) and it is on the merged table');
 is(merge_leftovers($node{s1}), '', '(1) no merge trigger, marked table or prepared transaction is left');
+is(merge_records(), '', '(1) ... and no record of its objects: the merged tables serve, the triggers went with the tables merged');
 my $rec = $router->safe_psql('postgres', q{SELECT state, rows_copied > 0, pause_ms IS NOT NULL, switched_at IS NOT NULL
 	FROM snowseq_merges WHERE group_merge IS NULL});
 is($rec, 'done|t|t|t', '(1) its record: done, with the rows copied and the pause');
@@ -280,12 +291,24 @@ my ($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_move_genes('item
 like($err, qr/genes 8192 to 16383 of table "items" are in merge \d+ \(copy\)/, '(3) a move of its genes is refused');
 ($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_merge_partitions('notes', 8192, 32767)});
 like($err, qr/genes 8192 to 32767 of table "notes" are in merge \d+, which is not over/, '(3) so is another merge of them');
+# what it made and will make is recorded, each before it is made: its
+# prepared transaction too, which does not exist yet
+is(merge_records(), join("\n",
+	'prepared transaction ' . $router->safe_psql('postgres', q{SELECT token FROM snowseq_merges WHERE group_merge IS NULL
+		ORDER BY merge_id DESC LIMIT 1}) . ' always',
+	'merged table public.items_g8192_32767 on_failure', 'merged table public.notes_g8192_32767 on_failure',
+	'merge trigger public.items_2 on_failure', 'merge trigger public.items_2b on_failure',
+	'merge trigger public.notes_2 on_failure', 'merge trigger public.notes_2b on_failure'),
+	'(3) the merge recorded its merged tables, triggers and prepared transaction, with their policies');
+is($node{s2}->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0',
+	'(3) ... the prepared transaction before it is made');
 kill_merge($h, '(3)');
 $cleanup = $router->safe_psql('postgres', q{SELECT object || ': ' || action FROM snowseq_move_cleanup()});
 note "cleanup:\n$cleanup";
 like($cleanup, qr/^trigger snowseq_merge on public.items_2: dropped$/m, '(3) cleanup drops the triggers');
 like($cleanup, qr/^table public.items_g8192_32767: dropped$/m, '(3) ... and the merged tables');
 is(merge_leftovers($node{s2}), '', '(3) nothing of it is left on s2');
+is(merge_records(), '', '(3) ... and no record of its objects');
 is($router->safe_psql('postgres', q{SELECT count(*) || ' ' || count(DISTINCT item_id) FROM items WHERE item_id >= 8192::bigint << 48}),
 	$s2_rows, '(3) every row is there once');
 # cut again before its backfill, and no one runs cleanup: the router's
@@ -299,6 +322,9 @@ $locker = $router->background_psql('postgres');
 ok($router->poll_query_until('postgres', q{SELECT state = 'failed' FROM snowseq_merges WHERE group_merge IS NULL
 	ORDER BY merge_id DESC LIMIT 1}), '(3) the resolver undoes it at the router\'s start');
 is(merge_leftovers($node{s2}), '', '(3) ... and nothing of it is left on s2');
+is($node{s2}->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname ~ '_g8192_32767$'}), '0',
+	'(3) ... no merged table either');
+is(merge_records(), '', '(3) ... and no record of its objects on the router');
 
 # ---------------------------------------------------------------------
 # (4) Its server down after the router's commit: no ERROR; the resolver commits at the start

@@ -268,6 +268,20 @@ ok(scalar(name_patterns(q{"FROM pg_catalog.pg_replication_slots WHERE slot_name:
 		my @labels = defined $labels ? $labels =~ /'([^']+)'/g : ();
 		is(join(',', @labels), join(',', @names), "$script: the labels of snowseq_move_object_kind are MoveObjectNames, in order");
 	}
+	# and the cleanup policies of the records: MoveCleanupPolicyNames, the labels of snowseq_cleanup_policy
+	my ($pdef) = grep { $code{$_} =~ /\bMoveCleanupPolicyNames\[\]\s*=\s*\{/ } sort keys %code;
+	my ($plist) = defined $pdef ? $code{$pdef} =~ /\bMoveCleanupPolicyNames\[\]\s*=\s*\{(.*?)\}/s : ();
+	my @policies = defined $plist ? $plist =~ /"([^"]+)"/g : ();
+	ok(@policies >= 3, 'the cleanup policies of records are named in one array (MoveCleanupPolicyNames): ' . join(', ', @policies));
+	for my $script ('sql/snowseq--1.3.sql', 'sql/snowseq--1.2--1.3.sql')
+	{
+		open(my $fh, '<', $script) or die "$script: $!";
+		my $sql = do { local $/; <$fh> };
+		close($fh);
+		my ($labels) = $sql =~ /CREATE TYPE \@extschema\@\.snowseq_cleanup_policy AS ENUM\s*\((.*?)\);/s;
+		my @labels = defined $labels ? $labels =~ /'([^']+)'/g : ();
+		is(join(',', @labels), join(',', @policies), "$script: the labels of snowseq_cleanup_policy are MoveCleanupPolicyNames, in order");
+	}
 }
 
 # The records of moves are read and written as their owner (a router
