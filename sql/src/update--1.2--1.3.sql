@@ -168,6 +168,7 @@ DROP FUNCTION @extschema@.snowseq_shard_stats(regclass);
 --@include shard_stats
 
 --@include rebalance
+--@include rebalance_run
 --@include merges
 -- ---- the move to a neighbour's server, by its own name (1.3) ----
 -- snowseq_merge_shards moves a partition to another server and merges no
