@@ -188,8 +188,17 @@ sub check_phase
 # crash reset or a start.
 sub wait_ready
 {
-	$node->poll_query_until('postgres', 'SELECT true')
-	  or die "server did not come back after the crash";
+	# while the server resets, psql can exit before it reads its query, and
+	# the harness dies of the broken pipe: that is a try, not an answer
+	for my $try (1 .. 100)
+	{
+		my $up = eval { $node->poll_query_until('postgres', 'SELECT true') };
+		return if $up;
+		die "server did not come back after the crash" if defined $up;
+		note "asking again whether the server is up: $@";
+		usleep(100_000);
+	}
+	die "server did not come back after the crash";
 }
 
 for my $round (1 .. $ROUNDS)
