@@ -225,11 +225,21 @@ sub scenario
 	# ahead, past anything the base backup's state file plus the promotion
 	# margin would cover: only replayed reservations keep the promoted
 	# standby above it
+	# The number of batches is sized by what is left: each batch takes
+	# 4194304 consecutive clock values (1024 ms of logical time), so N
+	# batches raise the clock by at least N * 4194304 above where it stands
+	# now, whatever the speed of the machine (the lead bound only makes them
+	# wait for the wall clock)
+	my $now_id = $primary->safe_psql('postgres', 'SELECT snowseq_next()');
+	push @p_snow, $now_id;
+	my $left    = $backup_state->{clock} + 2 * $MARGIN - clock_of($now_id);
+	my $batches = $left > 0 ? int($left / 4194304) + 2 : 2;
+	$batches = 20 if $batches < 20;
 	my $snow  = snow_clients($primary, 2, 30000, "${mode}_primary_snow", 0.002);
 	my $gene  = gene_clients($primary, 2, 30000, "${mode}_primary_gene", 0.002);
-	my $burst = standby_clients($primary, 1, 20, "${mode}_primary_burst",
+	my $burst = standby_clients($primary, 1, $batches, "${mode}_primary_burst",
 		sub { "SELECT max(x) FROM (SELECT snowseq_next_n(4194304) x) s;\n" });
-	is(wait_clients($burst), 0, "$mode: a burst of 20 batches of 4194304 IDs completed");
+	is(wait_clients($burst), 0, "$mode: a burst of $batches batches of 4194304 IDs completed");
 	my $pb_ids = check_ids($burst, "$mode, primary burst (last ID of each batch)");
 	push @p_snow, @$pb_ids;
 	cmp_ok(clock_of(max_of(@$pb_ids)) - $backup_state->{clock}, '>', 2 * $MARGIN,
