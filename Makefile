@@ -68,6 +68,7 @@ SHARDS_OBJS = \
 	src/shards/shard_stats.o \
 	src/shards/rebalance_loads.o \
 	src/shards/rebalance_plan.o \
+	src/shards/rebalance_state.o \
 	src/shards/check_shards.o \
 	src/shards/shard_ddl.o \
 	src/shards/shard_ddl_xact.o \

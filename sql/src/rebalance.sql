@@ -21,6 +21,22 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_is_over(state @extschema@.snowseq_
 	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'abandoned']::@extschema@.snowseq_rebalance_state[]);
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_is_over(@extschema@.snowseq_rebalance_state) IS
 	'whether a rebalance in this state is over: done or abandoned';
+-- Over: the step is done (a failed one is tried again).
+CREATE FUNCTION @extschema@.snowseq_rebalance_step_is_over(state @extschema@.snowseq_rebalance_step_state)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN state OPERATOR(pg_catalog.=) 'done';
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_is_over(@extschema@.snowseq_rebalance_step_state) IS
+	'whether a step of a rebalance in this state is over: done';
+-- The state machines of a run and of a step (src/shards/rebalance_state.c):
+-- the state a step takes one to; every state the SQL sources store comes
+-- from here, and a step the state does not allow is an ERROR.
+CREATE FUNCTION @extschema@.snowseq_rebalance_next(state anyenum, step text)
+	RETURNS anyenum
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_next'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_next(anyenum, text) IS
+	'the state (snowseq_rebalance_state or snowseq_rebalance_step_state) that a step takes a rebalance run (begin, take, stop, abandon, fail, finish) or one of its steps (plan, begin, succeed, fail) to from state (NULL: not recorded yet); an ERROR for a step the state does not allow';
 CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	run_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	parent regclass NOT NULL,
@@ -61,7 +77,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_steps (
 	to_server name NOT NULL,
 	rows bigint,
 	bytes bigint,
-	state @extschema@.snowseq_rebalance_step_state NOT NULL DEFAULT 'planned',
+	state @extschema@.snowseq_rebalance_step_state NOT NULL,
 	move_id bigint,
 	rows_copied bigint,
 	error text,
@@ -346,6 +362,15 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_runner_alive(pid integer, started 
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, timestamptz) IS
 	'whether the session that started at started (NULL: at any time) with process id pid is there (it runs a rebalance)';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, timestamptz) FROM PUBLIC;
+-- Whether a live process drives a run now.
+CREATE FUNCTION @extschema@.snowseq_rebalance_driven(run @extschema@.snowseq_rebalance_runs)
+	RETURNS boolean
+	LANGUAGE sql STABLE PARALLEL SAFE
+	RETURN $1.state OPERATOR(pg_catalog.=) 'running'
+		AND @extschema@.snowseq_rebalance_runner_alive($1.runner_pid, $1.runner_start);
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_driven(@extschema@.snowseq_rebalance_runs) IS
+	'whether the run is running in a process that is there';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_driven(@extschema@.snowseq_rebalance_runs) FROM PUBLIC;
 
 -- The records of a run are written as the tables' owner (the guard refuses
 -- every other role), by these functions for the procedure: a role granted
@@ -414,7 +439,8 @@ BEGIN
 	END IF;
 	IF run.run_id IS NULL THEN
 		INSERT INTO @extschema@.snowseq_rebalance_runs (parent, strategy, threshold, drain, fill, sample, merge_below, state)
-			VALUES (run.parent, run.strategy, run.threshold, run.drain, run.fill, run.sample, run.merge_below, run.state)
+			VALUES (run.parent, run.strategy, run.threshold, run.drain, run.fill, run.sample, run.merge_below,
+				@extschema@.snowseq_rebalance_next(CAST(NULL AS @extschema@.snowseq_rebalance_state), 'begin'))
 			RETURNING * INTO saved;
 	ELSE
 		UPDATE @extschema@.snowseq_rebalance_runs r
@@ -464,7 +490,7 @@ BEGIN
 		INSERT INTO @extschema@.snowseq_rebalance_steps AS st (run_id, step, first_gene, last_gene, from_server,
 				to_server, rows, bytes, state, move_id, rows_copied, error, started_at, finished_at)
 			SELECT s.run_id, s.step, s.first_gene, s.last_gene, s.from_server, s.to_server, s.rows, s.bytes,
-				COALESCE(s.state, 'planned'), s.move_id, s.rows_copied, s.error, s.started_at, s.finished_at
+				COALESCE(s.state, @extschema@.snowseq_rebalance_next(CAST(NULL AS @extschema@.snowseq_rebalance_step_state), 'plan')), s.move_id, s.rows_copied, s.error, s.started_at, s.finished_at
 			FROM pg_catalog.unnest(steps) s
 			ON CONFLICT (run_id, step) DO UPDATE
 				SET state = excluded.state, move_id = excluded.move_id, rows_copied = excluded.rows_copied,
@@ -520,11 +546,9 @@ BEGIN
 	-- session runs stops (or is given up) now
 	UPDATE @extschema@.snowseq_rebalance_runs r
 		SET stop = CASE WHEN abandon THEN 'abandon' ELSE 'stop' END,
-			state = CASE WHEN r.state OPERATOR(pg_catalog.=) 'running'
-					AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start) THEN r.state
-				WHEN abandon THEN 'abandoned' ELSE 'stopped' END,
-			finished_at = CASE WHEN abandon AND NOT (r.state OPERATOR(pg_catalog.=) 'running'
-					AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start))
+			state = CASE WHEN @extschema@.snowseq_rebalance_driven(r) THEN r.state
+				ELSE @extschema@.snowseq_rebalance_next(r.state, CASE WHEN abandon THEN 'abandon' ELSE 'stop' END) END,
+			finished_at = CASE WHEN abandon AND NOT @extschema@.snowseq_rebalance_driven(r)
 				THEN pg_catalog.clock_timestamp() END
 		WHERE NOT @extschema@.snowseq_rebalance_is_over(r.state)
 			AND (snowseq_rebalance_stop.parent IS NULL OR r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_stop.parent)
@@ -587,7 +611,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_shard_standby_lag(name) FROM PUBLIC;
 -- the run is running again, in the worker of process runner, its stop and
 -- error cleared, its throttle set, a run with no step yet planned in the
 -- worker (three rounds, as a CALL's).  takeover true (the worker): the
--- worker's role is recorded, and a stop asked meanwhile is made; the
+-- worker's role and process are recorded, and a stop asked meanwhile is made; the
 -- run's state (NULL: no such run of the role's tables).
 CREATE FUNCTION @extschema@.snowseq_rebalance_job_record(job bigint, max_rows_per_second double precision,
 	max_lag_bytes bigint, runner integer, takeover boolean)
@@ -601,10 +625,11 @@ BEGIN
 	IF takeover THEN
 		UPDATE @extschema@.snowseq_rebalance_runs r
 			SET job_role = SESSION_USER,
-				state = CASE WHEN r.stop IS NULL THEN r.state WHEN r.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned' ELSE 'stopped' END,
+				state = CASE WHEN r.stop IS NULL THEN r.state ELSE @extschema@.snowseq_rebalance_next(r.state, r.stop) END,
 				finished_at = CASE WHEN r.stop OPERATOR(pg_catalog.=) 'abandon' THEN pg_catalog.clock_timestamp() ELSE r.finished_at END,
-				runner_pid = CASE WHEN r.stop IS NULL THEN r.runner_pid END,
-				runner_start = CASE WHEN r.stop IS NULL THEN r.runner_start END
+				-- the worker drives it from now (its driver records its start)
+				runner_pid = CASE WHEN r.stop IS NULL THEN pg_catalog.pg_backend_pid() END,
+				runner_start = NULL
 			WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_session_owns(r.parent)
 				-- the worker the start launched, or one resuming a run no
 				-- process runs: never a run another live process drives
@@ -626,7 +651,7 @@ BEGIN
 	UPDATE @extschema@.snowseq_rebalance_runs r
 		-- the role is the worker's, recorded as it takes the run over (a
 		-- session's SET ROLE or a definer's rights are not the worker's)
-		SET job_role = NULL, state = 'running', stop = NULL, error = NULL, finished_at = NULL,
+		SET job_role = NULL, state = @extschema@.snowseq_rebalance_next(r.state, 'take'), stop = NULL, error = NULL, finished_at = NULL,
 			max_rows_per_second = snowseq_rebalance_job_record.max_rows_per_second,
 			max_lag_bytes = snowseq_rebalance_job_record.max_lag_bytes, throttled_until = NULL, throttled_by = NULL,
 			runner_pid = runner, runner_start = NULL,
@@ -656,7 +681,8 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_job_failed(job bigint, message tex
 BEGIN
 	UPDATE @extschema@.snowseq_rebalance_runs r
 		SET error = message, throttled_until = NULL, throttled_by = NULL, runner_pid = NULL, runner_start = NULL,
-			state = CASE WHEN r.state OPERATOR(pg_catalog.=) 'running' THEN 'stopped' ELSE r.state END
+			state = CASE WHEN @extschema@.snowseq_rebalance_is_over(r.state) THEN r.state
+				ELSE @extschema@.snowseq_rebalance_next(r.state, 'fail') END
 		WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_session_owns(r.parent)
 			AND (r.runner_pid IS NULL OR r.runner_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
 				OR NOT @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start));
@@ -684,13 +710,13 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_throttled(bigint, times
 
 -- The parts of the run (snowseq_rebalance): its end, a step done, the move or
 -- merge of a step, the steps of a plan.
-CREATE FUNCTION @extschema@.snowseq_rebalance_finish(run @extschema@.snowseq_rebalance_runs, state text)
+CREATE FUNCTION @extschema@.snowseq_rebalance_finish(run @extschema@.snowseq_rebalance_runs, step text)
 	RETURNS @extschema@.snowseq_rebalance_runs
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	AS $finish$
 BEGIN
-	run.state := state;
-	IF @extschema@.snowseq_rebalance_is_over(CAST(state AS @extschema@.snowseq_rebalance_state)) THEN
+	run.state := @extschema@.snowseq_rebalance_next(run.state, step);
+	IF @extschema@.snowseq_rebalance_is_over(run.state) THEN
 		run.finished_at := pg_catalog.clock_timestamp();
 	END IF;
 	run.runner_pid := NULL;
@@ -699,7 +725,7 @@ BEGIN
 END
 $finish$;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_finish(@extschema@.snowseq_rebalance_runs, text) IS
-	'for snowseq_rebalance: record that the run is over (done, abandoned: and when) or stopped, no session running it';
+	'for snowseq_rebalance: record the step that ends its call (finish, abandon: over, and when; stop, fail: stopped), no session running it';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_finish(@extschema@.snowseq_rebalance_runs, text) FROM PUBLIC;
 CREATE FUNCTION @extschema@.snowseq_rebalance_step_done(s @extschema@.snowseq_rebalance_steps, move_id bigint,
 	rows_copied bigint)
@@ -707,7 +733,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_step_done(s @extschema@.snowseq_re
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	AS $done$
 BEGIN
-	s.state := 'done';
+	s.state := @extschema@.snowseq_rebalance_next(s.state, 'succeed');
 	s.move_id := CASE WHEN s.from_server OPERATOR(pg_catalog.<>) s.to_server THEN move_id END;
 	s.rows_copied := rows_copied;
 	s.error := NULL;
@@ -761,7 +787,7 @@ BEGIN
 	SELECT COALESCE(pg_catalog.max(st.step), 0) INTO n
 		FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
 	planned := ARRAY(SELECT ROW(run.run_id, n OPERATOR(pg_catalog.+) p.step, p.first_gene, p.last_gene,
-			p.from_server, p.to_server, p.rows, p.bytes, 'planned', NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
+			p.from_server, p.to_server, p.rows, p.bytes, NULL, NULL, NULL, NULL, NULL, NULL)::@extschema@.snowseq_rebalance_steps
 		FROM @extschema@.snowseq_rebalance_plan_from(run.parent, run.strategy, run.threshold, drain, run.fill, run.sample,
 			w0p, w0, w0x, w0_at, false, run.merge_below) p);
 	PERFORM @extschema@.snowseq_rebalance_save_steps(planned);
@@ -807,7 +833,7 @@ BEGIN
 	END LOOP;
 	SELECT pg_catalog.min(st.started_at), pg_catalog.sum(st.rows_copied) INTO since, copied
 		FROM @extschema@.snowseq_rebalance_steps st
-		WHERE st.run_id OPERATOR(pg_catalog.=) job AND st.state OPERATOR(pg_catalog.=) 'done';
+		WHERE st.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_rebalance_step_is_over(st.state);
 	until := since OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => copied OPERATOR(pg_catalog./) run.max_rows_per_second);
 	IF until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() AND run.stop IS NULL THEN
 		PERFORM @extschema@.snowseq_rebalance_job_throttled(job, until, pg_catalog.format(
@@ -838,12 +864,16 @@ CREATE PROCEDURE @extschema@.snowseq_rebalance_job_run(job bigint)
 	AS $job$
 DECLARE
 	tbl pg_catalog.regclass;
+	run @extschema@.snowseq_rebalance_runs;
 BEGIN
-	IF @extschema@.snowseq_rebalance_job_record(job, NULL, NULL, pg_catalog.pg_backend_pid(), true)
-			IS DISTINCT FROM 'running' THEN
-		RETURN;					-- rolled back, stopped or given up before the worker began
+	-- the run as the takeover left it (a statement of its own: a query in
+	-- the same statement would read the run as it was before)
+	PERFORM @extschema@.snowseq_rebalance_job_record(job, NULL, NULL, pg_catalog.pg_backend_pid(), true);
+	SELECT * INTO run FROM @extschema@.snowseq_rebalance_runs r WHERE r.run_id OPERATOR(pg_catalog.=) job;
+	IF NOT FOUND OR NOT @extschema@.snowseq_rebalance_driven(run) OR run.runner_pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() THEN
+		RETURN;					-- rolled back, stopped or given up before the worker began, or another's
 	END IF;
-	SELECT r.parent INTO tbl FROM @extschema@.snowseq_rebalance_runs r WHERE r.run_id OPERATOR(pg_catalog.=) job;
+	tbl := run.parent;
 	COMMIT;
 	CALL @extschema@.snowseq_rebalance(tbl);
 END
@@ -879,8 +909,7 @@ BEGIN
 	END IF;
 	SELECT * INTO run FROM @extschema@.snowseq_rebalance_open_run(parent);
 	IF FOUND THEN
-		IF run.state OPERATOR(pg_catalog.=) 'running' AND run.runner_pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
-			AND @extschema@.snowseq_rebalance_runner_alive(run.runner_pid, run.runner_start) THEN
+		IF @extschema@.snowseq_rebalance_driven(run) AND run.runner_pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() THEN
 			RAISE EXCEPTION 'rebalance % of table % is running in process %', run.run_id, parent, run.runner_pid
 				USING ERRCODE = 'object_in_use',
 					HINT = 'Wait for it (snowseq_rebalance_wait), or stop it between steps with snowseq_rebalance_stop().';
@@ -897,7 +926,6 @@ BEGIN
 		run.fill := fill;
 		run.sample := COALESCE(sample, CAST('10 s' AS pg_catalog.interval));
 		run.merge_below := merge_below;
-		run.state := 'running';
 		run := @extschema@.snowseq_rebalance_save_run(run);
 	END IF;
 	PERFORM @extschema@.snowseq_rebalance_job_record(run.run_id, max_rows_per_second, max_lag_bytes,
@@ -932,7 +960,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_status(job bigint DEFAULT NULL)
 BEGIN
 	RETURN QUERY
 	SELECT r.run_id, r.parent, r.state::pg_catalog.text, r.job_role IS NOT NULL, r.job_role,
-		r.state OPERATOR(pg_catalog.=) 'running' AND @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start),
+		@extschema@.snowseq_rebalance_driven(r),
 		st.done, st.total, cur.step,
 		CASE WHEN cur.step IS NOT NULL THEN pg_catalog.format(CASE WHEN cur.from_server OPERATOR(pg_catalog.=) cur.to_server
 			THEN 'merge of genes %s to %s on server %I' ELSE 'move of genes %s to %s from server %I to server %I' END,
@@ -942,17 +970,17 @@ BEGIN
 			GREATEST(st.left_rows OPERATOR(pg_catalog.-) COALESCE(mv.rows_copied, 0), 0)
 			OPERATOR(pg_catalog.*) st.secs OPERATOR(pg_catalog./) st.copied) END,
 		CASE WHEN r.throttled_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() THEN r.throttled_until END,
-		CASE WHEN r.state OPERATOR(pg_catalog.=) 'running' THEN r.throttled_by END,
+		CASE WHEN @extschema@.snowseq_rebalance_driven(r) THEN r.throttled_by END,
 		CASE WHEN @extschema@.snowseq_session_owns(r.parent) THEN r.error END,
 		r.started_at, r.finished_at
 	FROM @extschema@.snowseq_rebalance_runs r
-	CROSS JOIN LATERAL (SELECT pg_catalog.count(*) FILTER (WHERE s.state OPERATOR(pg_catalog.=) 'done')::integer AS done,
+	CROSS JOIN LATERAL (SELECT pg_catalog.count(*) FILTER (WHERE @extschema@.snowseq_rebalance_step_is_over(s.state))::integer AS done,
 			pg_catalog.count(*)::integer AS total,
-			COALESCE(pg_catalog.sum(s.rows_copied) FILTER (WHERE s.state OPERATOR(pg_catalog.=) 'done'), 0)::bigint AS copied,
+			COALESCE(pg_catalog.sum(s.rows_copied) FILTER (WHERE @extschema@.snowseq_rebalance_step_is_over(s.state)), 0)::bigint AS copied,
 			COALESCE(pg_catalog.sum(s.rows), 0)::bigint AS planned,
-			COALESCE(pg_catalog.sum(s.rows) FILTER (WHERE s.state OPERATOR(pg_catalog.<>) 'done'), 0)::bigint AS left_rows,
+			COALESCE(pg_catalog.sum(s.rows) FILTER (WHERE NOT @extschema@.snowseq_rebalance_step_is_over(s.state)), 0)::bigint AS left_rows,
 			pg_catalog.sum(pg_catalog.date_part('epoch', s.finished_at OPERATOR(pg_catalog.-) s.started_at))
-				FILTER (WHERE s.state OPERATOR(pg_catalog.=) 'done') AS secs
+				FILTER (WHERE @extschema@.snowseq_rebalance_step_is_over(s.state)) AS secs
 		FROM @extschema@.snowseq_rebalance_steps s WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id) st
 	LEFT JOIN LATERAL (SELECT s.* FROM @extschema@.snowseq_rebalance_steps s
 		WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id AND s.state OPERATOR(pg_catalog.=) 'running'

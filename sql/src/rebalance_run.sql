@@ -28,8 +28,7 @@ BEGIN
 	END IF;
 	SELECT * INTO run FROM @extschema@.snowseq_rebalance_open_run(parent);
 	IF FOUND THEN
-		IF run.state OPERATOR(pg_catalog.=) 'running' AND run.runner_pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
-			AND @extschema@.snowseq_rebalance_runner_alive(run.runner_pid, run.runner_start) THEN
+		IF @extschema@.snowseq_rebalance_driven(run) AND run.runner_pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() THEN
 			RAISE EXCEPTION 'rebalance % of table % is running in the session of process %', run.run_id, parent, run.runner_pid
 				USING ERRCODE = 'object_in_use',
 					HINT = 'Wait for it, or stop it between moves with snowseq_rebalance_stop().';
@@ -52,13 +51,12 @@ BEGIN
 		run.fill := fill;
 		run.sample := COALESCE(sample, CAST('10 s' AS pg_catalog.interval));
 		run.merge_below := merge_below;
-		run.state := 'running';
 		run := @extschema@.snowseq_rebalance_save_run(run);
 		nsteps := @extschema@.snowseq_rebalance_plan_steps(run, drain, w0p, w0, w0x, w0_at);
 		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
 			run.run_id, nsteps, parent, strategy, threshold;
 	END IF;
-	run.state := 'running';
+	run.state := @extschema@.snowseq_rebalance_next(run.state, 'take');
 	run.runner_pid := pg_catalog.pg_backend_pid();
 	run.runner_start := (SELECT a.backend_start FROM pg_catalog.pg_stat_activity a
 		WHERE a.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid());
@@ -70,8 +68,7 @@ BEGIN
 		SELECT * INTO run FROM @extschema@.snowseq_rebalance_runs r
 			WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id;
 		IF run.stop IS NOT NULL THEN
-			run := @extschema@.snowseq_rebalance_finish(run,
-				CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned' ELSE 'stopped' END);
+			run := @extschema@.snowseq_rebalance_finish(run, run.stop);
 			COMMIT;
 			RAISE NOTICE 'rebalance %: %', run.run_id,
 				CASE WHEN run.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned between moves'
@@ -80,7 +77,7 @@ BEGIN
 		END IF;
 
 		SELECT * INTO s FROM @extschema@.snowseq_rebalance_steps st
-			WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id AND st.state OPERATOR(pg_catalog.<>) 'done'
+			WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id AND NOT @extschema@.snowseq_rebalance_step_is_over(st.state)
 			ORDER BY st.step LIMIT 1;
 		IF NOT FOUND THEN
 			-- the plan estimated (writes assumed even over genes, and the
@@ -101,7 +98,7 @@ BEGIN
 					CONTINUE;
 				END IF;
 			END IF;
-			run := @extschema@.snowseq_rebalance_finish(run, 'done');
+			run := @extschema@.snowseq_rebalance_finish(run, 'finish');
 			COMMIT;
 			SELECT pg_catalog.count(*) AS moves, pg_catalog.sum(st.rows_copied) AS copied INTO mv
 				FROM @extschema@.snowseq_rebalance_steps st WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
@@ -142,7 +139,7 @@ BEGIN
 
 		SELECT pg_catalog.max(st.step) INTO nsteps FROM @extschema@.snowseq_rebalance_steps st
 			WHERE st.run_id OPERATOR(pg_catalog.=) run.run_id;
-		s.state := 'running';
+		s.state := @extschema@.snowseq_rebalance_next(s.state, 'begin');
 		s.started_at := pg_catalog.clock_timestamp();
 		s.finished_at := NULL;
 		PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
@@ -161,12 +158,12 @@ BEGIN
 			PERFORM @extschema@.snowseq_rebalance_step_done(s, mv.move_id, mv.rows_copied);
 			COMMIT;
 		ELSE
-			s.state := 'failed';
+			s.state := @extschema@.snowseq_rebalance_next(s.state, 'fail');
 			s.move_id := CASE WHEN NOT is_merge THEN mv.move_id END;
 			s.error := COALESCE(mv.error, CASE WHEN is_merge THEN 'the merge did not finish' ELSE 'the move did not finish' END);
 			s.finished_at := pg_catalog.clock_timestamp();
 			PERFORM @extschema@.snowseq_rebalance_save_steps(ARRAY[s]);
-			run := @extschema@.snowseq_rebalance_finish(run, 'stopped');
+			run := @extschema@.snowseq_rebalance_finish(run, 'fail');
 			COMMIT;
 			RAISE EXCEPTION 'rebalance %: step % (% %, genes % to % % server "%") failed: %', run.run_id, s.step,
 				CASE WHEN is_merge THEN 'merge' ELSE 'move' END, mv.move_id, s.first_gene, s.last_gene,

@@ -138,3 +138,32 @@ SELECT * FROM snowseq_rebalance_plan_json('{"strategy": "rows", "threshold": 1.2
 SELECT * FROM snowseq_rebalance_plan_json('{"strategy": "rows", "threshold": 1.25, "servers": ["a"],
 	"partitions": [{"first": 0, "last": 9, "server": "a", "rows": 1, "histogram": [[1]]}]}');
 SELECT * FROM snowseq_rebalance_plan_json('{"strategy": "writes", "threshold": 1.25, "servers": ["a"], "partitions": []}');
+
+-- The state machines of a rebalance run and of its steps
+-- (snowseq_rebalance_next): the state each step takes a run or step to
+-- from each state (NULL: not recorded yet), or refused.
+CREATE FUNCTION pg_temp.try_next(state anyenum, step text) RETURNS text
+	LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN snowseq_rebalance_next(state, step)::text;
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+	RETURN '-';
+END
+$$;
+SELECT coalesce(s::text, '(none)') AS run_state,
+	pg_temp.try_next(s, 'begin') AS "begin", pg_temp.try_next(s, 'take') AS take,
+	pg_temp.try_next(s, 'stop') AS stop, pg_temp.try_next(s, 'abandon') AS abandon,
+	pg_temp.try_next(s, 'fail') AS fail, pg_temp.try_next(s, 'finish') AS finish
+FROM unnest(array_prepend(NULL, enum_range(NULL::snowseq_rebalance_state))) WITH ORDINALITY AS u(s, n) ORDER BY n;
+SELECT coalesce(s::text, '(none)') AS step_state,
+	pg_temp.try_next(s, 'plan') AS plan, pg_temp.try_next(s, 'begin') AS "begin",
+	pg_temp.try_next(s, 'succeed') AS succeed, pg_temp.try_next(s, 'fail') AS fail
+FROM unnest(array_prepend(NULL, enum_range(NULL::snowseq_rebalance_step_state))) WITH ORDINALITY AS u(s, n) ORDER BY n;
+-- a step the state does not allow, an unknown step, a NULL step, another type
+SELECT snowseq_rebalance_next('done'::snowseq_rebalance_state, 'take');
+SELECT snowseq_rebalance_next(NULL::snowseq_rebalance_step_state, 'succeed');
+SELECT snowseq_rebalance_next('running'::snowseq_rebalance_state, 'resume');
+SELECT snowseq_rebalance_next('running'::snowseq_rebalance_state, NULL);
+SELECT snowseq_rebalance_next('copy'::snowseq_move_state, 'begin');
+-- the result has the type of the state
+SELECT pg_typeof(snowseq_rebalance_next('stopped'::snowseq_rebalance_state, 'take'));

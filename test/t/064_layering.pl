@@ -221,6 +221,64 @@ for my $array (sort keys %sets)
 	is(scalar(@strings), 0, 'no merge code names a state by its stored string' . (@strings ? ' (' . join(', ', @strings) . ')' : ''));
 }
 
+# A rebalance run's state and its steps' likewise (issue 39: the driver
+# and the jobs wrote 'running', 'stopped', 'abandoned', 'done', 'failed' and
+# 'planned' at eleven places): rebalance_state.c declares both machines,
+# their names arrays follow the enum types, and the SQL sources store no
+# state they name themselves, only what snowseq_rebalance_next returns.
+sub stored_rebalance_states
+{
+	my ($sql, $labels) = @_;
+	my $l = join('|', map { quotemeta } @$labels);
+	my @hits;
+	while ($sql =~ /((?::=|\bTHEN|\bELSE|\bSET\s+state\s*=|,\s*state\s*=|\bCOALESCE\s*\([^,()]*,)\s*'(?:$l)')/g)
+	{
+		push @hits, $1 =~ s/\s+/ /gr;
+	}
+	# a new row's state as a literal among its values
+	while ($sql =~ /(\b(?:VALUES|ROW)\s*\([^;]*?'(?:$l)'[^;]*?\))/g)
+	{
+		push @hits, substr($1 =~ s/\s+/ /gr, 0, 60);
+	}
+	return @hits;
+}
+{
+	my ($file) = grep { m{src/shards/rebalance_state\.c$} } sort keys %code;
+	my $text = defined $file ? $code{$file} : '';
+	my %arrays = (RebalanceStateNames => 'snowseq_rebalance_state', RebalanceStepStateNames => 'snowseq_rebalance_step_state');
+	my $sources = join("\n", map { sql_text($_) } glob('sql/src/rebalance*.sql'));
+	my @all;
+	for my $array (sort keys %arrays)
+	{
+		my ($list) = $text =~ /\b$array\[\]\s*=\s*\{(.*?)\}/s;
+		my @names = defined $list ? $list =~ /"(\w+)"/g : ();
+		my ($def) = $sources =~ /CREATE TYPE \@extschema\@\.$arrays{$array} AS ENUM\s*\((.*?)\);/s;
+		my @labels = defined $def ? $def =~ /'([^']+)'/g : ();
+		ok(@names >= 4 && join(',', @names) eq join(',', @labels),
+			"$array (rebalance_state.c) names the labels of $arrays{$array}, in order (" . join(',', @names) . ')');
+		push @all, @labels;
+	}
+	for my $table (qw(RebalanceRunTransitions RebalanceStepTransitions))
+	{
+		my ($list) = $text =~ /\b$table\[\]\s*=\s*\{(.*?)\n\};/s;
+		my @rows = defined $list ? $list =~ /\{(\w+),\s*"(\w+)",\s*(\w+)\}/g : ();
+		ok(@rows >= 3 * 6, "the steps of a rebalance " . ($table =~ /Run/ ? 'run' : 'step') . " are one declared table of (state, step, next state) ($table): " . (@rows / 3) . ' rows');
+	}
+	my %uniq = map { $_ => 1 } @all;
+	my @hits = stored_rebalance_states($sources, [ sort keys %uniq ]);
+	is(scalar(@hits), 0, 'the SQL sources store no rebalance state they name, only snowseq_rebalance_next\'s' . (@hits ? ': ' . join('; ', @hits) : ''));
+	my @driven = $sources =~ /\bstate\s+OPERATOR\(pg_catalog\.=\)\s+'running'\s+AND\s+\@extschema\@\.snowseq_rebalance_runner_alive/g;
+	is(scalar(@driven), 1, 'a run driven by a live process is one function (snowseq_rebalance_driven)');
+	# the check itself, on what the sources wrote before
+	ok(scalar(stored_rebalance_states(q{state = CASE WHEN r.stop IS NULL THEN r.state WHEN r.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned' ELSE 'stopped' END,}, [ sort keys %uniq ])) == 2
+		  && scalar(stored_rebalance_states(q{	s.state := 'done';}, [ sort keys %uniq ])) == 1
+		  && scalar(stored_rebalance_states(q{SET job_role = NULL, state = 'running', stop = NULL}, [ sort keys %uniq ])) == 1
+		  && scalar(stored_rebalance_states(q{COALESCE(s.state, 'planned'), s.move_id}, [ sort keys %uniq ])) == 1
+		  && scalar(stored_rebalance_states(q{ROW(run.run_id, p.rows, 'planned', NULL)::x}, [ sort keys %uniq ])) == 1
+		  && scalar(stored_rebalance_states(q{IF run.state OPERATOR(pg_catalog.=) 'running' THEN}, [ sort keys %uniq ])) == 0,
+		'the check finds a state stored by a CASE, an assignment, a SET, a COALESCE and a row, and passes a state compared');
+}
+
 # Cleanup finds what moves made by their records (snowseq_move_objects),
 # never by their names (issue 30): no regular expression, LIKE or SIMILAR
 # TO pattern in the SQL text of any C file, and the kinds of recorded
