@@ -38,8 +38,6 @@ typedef enum MergeStep
 	MERGE_STEP_UNDO_LEFT		/* (not switched) -> rollback: undone, with
 								 * something left to remove */
 } MergeStep;
-/* a merge not over */
-#define MERGE_NOT_OVER	MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_NONE)
 
 /* The table of a Move of a merge. */
 static inline MergeTable *

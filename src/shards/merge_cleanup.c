@@ -267,7 +267,7 @@ MergeCleanup(const char *ext, Oid parent, MoveOp *collect, bool at_start, int el
 									   psprintf("AND EXISTS (SELECT 1 FROM %s.snowseq_merges g WHERE (g.merge_id OPERATOR(pg_catalog.=) m.merge_id "
 												"OR g.group_merge OPERATOR(pg_catalog.=) m.merge_id) AND g.parent OPERATOR(pg_catalog.=) %u)",
 												ext, parent) : ""),
-						 SQL_ARGS(MERGE_NOT_OVER), SPI_OK_SELECT);
+						 SQL_ARGS(MergeStatesOver()), SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;

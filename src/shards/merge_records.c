@@ -124,11 +124,34 @@ MergeStateRead(Move *m)
 																			 MoveExt(m, "snowseq_merges"), m->op.id)));
 }
 
-/* Whether a merge in a state is over (done or failed: nothing left to do). */
+/* Whether a merge in a state is over: entered by a step of MergeTransitions and left by none (done, failed). */
 bool
 MergeStateOver(MoveStateId state)
 {
-	return state == MOVE_STATE_DONE || state == MOVE_STATE_FAILED;
+	bool		entered = false;
+
+	for (int i = 0; i < lengthof(MergeTransitions); i++)
+	{
+		if (MergeTransitions[i].from == state)
+			return false;
+		entered |= MergeTransitions[i].to == state;
+	}
+	return entered;
+}
+
+/* The states of a merge that are over, as an array parameter's value ($n::pg_catalog.text[]). */
+char *
+MergeStatesOver(void)
+{
+	MoveStateId from[lengthof(MergeTransitions)];
+	MoveStateId to[lengthof(MergeTransitions)];
+
+	for (int i = 0; i < lengthof(MergeTransitions); i++)
+	{
+		from[i] = MergeTransitions[i].from;
+		to[i] = MergeTransitions[i].to;
+	}
+	return MoveStatesOverOf(from, to, lengthof(MergeTransitions));
 }
 
 /* The comment that marks the merged table as the merge's until its switch. */
@@ -164,7 +187,7 @@ MergeRecordNew(Move *m)
 											"OR new_part_name OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])) "
 											"ORDER BY move_id LIMIT 1",
 											MoveExt(m, "snowseq_moves"), t->parent, m->first, m->last),
-								   SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE),
+								   SQL_ARGS(MoveStatesOver(),
 											SqlTextArray(MergeOf(t)->parts)));
 		if (v != NULL)
 			ereport(ERROR,
@@ -177,7 +200,7 @@ MergeRecordNew(Move *m)
 											"AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
 											"ORDER BY merge_id LIMIT 1",
 											MoveExt(m, "snowseq_merges"), t->parent, m->first, m->last),
-								   SQL_ARGS(MERGE_NOT_OVER));
+								   SQL_ARGS(MergeStatesOver()));
 		if (v != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_IN_USE),

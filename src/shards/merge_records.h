@@ -14,6 +14,7 @@ extern void MergeRecordSet(Move *m, const char *sets, int nargs, const char *con
 extern void MergeRecordStep(Move *m, MergeStep step, const char *sets, const char *arg);
 extern MoveStateId MergeStateRead(Move *m);
 extern bool MergeStateOver(MoveStateId state);
+extern char *MergeStatesOver(void);
 extern char *MergeMark(Move *m);
 extern void MergeRecordNew(Move *m);
 

@@ -813,7 +813,7 @@ CleanupMoves(const char *ext, Oid parent, MoveOp *collect, bool at_start, int el
 				 psprintf("AND (parent OPERATOR(pg_catalog.=) %u OR EXISTS (SELECT 1 FROM %s.snowseq_moves g "
 						  "WHERE g.group_move OPERATOR(pg_catalog.=) m.move_id AND g.parent OPERATOR(pg_catalog.=) %u)) ",
 						  parent, ext, parent)),
-		SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
+		SQL_ARGS(MoveStatesOver()),
 		SPI_OK_SELECT);
 	rows = SPI_tuptable;
 	n = SPI_processed;

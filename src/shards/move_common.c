@@ -313,6 +313,48 @@ static const char *const MoveStepNames[] = {
 	"stay revertable", "be finalized", "finish", "be reverted", "be undone", "be undone"
 };
 
+/*
+ * The states of a machine that are over: entered by a step (or the first,
+ * prepare) and left by none.  The one list of them in C: moves and merges
+ * take it from their tables (MoveStatesOver, MergeStatesOver), and 064
+ * checks that each kind's _is_over function in SQL names the same.
+ */
+char *
+MoveStatesOverOf(const MoveStateId *from, const MoveStateId *to, int n)
+{
+	List	   *names = NIL;
+
+	for (int s = MOVE_STATE_NONE + 1; s < lengthof(MoveStateNames); s++)
+	{
+		bool		entered = false;
+		bool		left = false;
+
+		for (int i = 0; i < n; i++)
+		{
+			entered |= to[i] == s;
+			left |= from[i] == s;
+		}
+		if (entered && !left)
+			names = lappend(names, (char *) MoveStateNames[s]);
+	}
+	return SqlTextArray(names);
+}
+
+/* The states of a move that are over, as an array parameter's value ($n::pg_catalog.text[]). */
+char *
+MoveStatesOver(void)
+{
+	MoveStateId from[lengthof(MoveTransitions)];
+	MoveStateId to[lengthof(MoveTransitions)];
+
+	for (int i = 0; i < lengthof(MoveTransitions); i++)
+	{
+		from[i] = MoveTransitions[i].from;
+		to[i] = MoveTransitions[i].to;
+	}
+	return MoveStatesOverOf(from, to, lengthof(MoveTransitions));
+}
+
 /* The state a step takes a move to from a state (MOVE_STATE_NONE: the step is not allowed there). */
 MoveStateId
 MoveTransitionNext(MoveStateId from, MoveTransitionStep step)

@@ -286,6 +286,8 @@ extern MoveStateId MoveTransitionNext(MoveStateId from, MoveTransitionStep step)
 extern MoveStateId MoveStateFromName(const char *name);
 extern const char *MoveKindName(MoveKind kind);
 extern char *MoveStateArray(int first,...);
+extern char *MoveStatesOverOf(const MoveStateId *from, const MoveStateId *to, int n);
+extern char *MoveStatesOver(void);
 extern const char *MoveObjectName(MoveObjectKind kind);
 extern MoveObjectKind MoveObjectFromName(const char *name);
 extern const char *MoveCleanupPolicyName(MoveCleanupPolicy policy);

@@ -402,7 +402,7 @@ CleanupRecorded(MoveOp *collect)
 					MoveOpExt(collect, "snowseq_move_objects"), MoveOpExt(collect, "snowseq_merges"), MoveOpExt(collect, "snowseq_merges"))),
 		   SQL_ARGS(MoveObjectName(MOVE_OBJECT_PREPARED),
 					MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_ROLLBACK, MOVE_STATE_REVERTED, MOVE_STATE_NONE),
-					MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_NONE)),
+					MergeStatesOver()),
 		   SPI_OK_SELECT);
 	(void) CleanupRecordedRows(collect, NULL, SPI_tuptable, SPI_processed, NULL);
 }

@@ -301,7 +301,7 @@ MoveRecordNew(Move *m)
 										  "FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
 										  "AND state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) ORDER BY move_id",
 										  MoveExt(m, "snowseq_moves"), m->parent),
-						 SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED, MOVE_STATE_NONE)),
+						 SQL_ARGS(MoveStatesOver()),
 						 SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -347,14 +347,14 @@ MoveRecordNew(Move *m)
 
 	/* nor a merge of these genes that is not over (merge.c) */
 	{
-		char	   *merge = MoveRecordsValueParams(m->op.ext, m->op.cxt,
-												   psprintf("SELECT merge_id::pg_catalog.text OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) state OPERATOR(pg_catalog.||) ')' "
-															"FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
-															"AND state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($1::pg_catalog.text[]) "
-															"AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
-															"ORDER BY merge_id LIMIT 1",
-															MoveExt(m, "snowseq_merges"), m->parent, m->first, m->last),
-												   SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_NONE)));
+		char	   *merge = MoveRecordsValue(m->op.ext, m->op.cxt,
+											 psprintf("SELECT merge_id::pg_catalog.text OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) state OPERATOR(pg_catalog.||) ')' "
+													  "FROM %s WHERE parent OPERATOR(pg_catalog.=) %u "
+													  "AND NOT %s(state) "
+													  "AND last_gene OPERATOR(pg_catalog.>=) %d AND first_gene OPERATOR(pg_catalog.<=) %d "
+													  "ORDER BY merge_id LIMIT 1",
+													  MoveExt(m, "snowseq_merges"), m->parent, MoveExt(m, "snowseq_merge_is_over"),
+													  m->first, m->last));
 
 		if (merge != NULL)
 			ereport(ERROR,

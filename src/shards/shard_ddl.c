@@ -64,6 +64,7 @@
 #include "utils/syscache.h"
 
 #include "merge.h"
+#include "merge_records.h"
 #include "move_common.h"
 #include "move_group.h"
 #include "compat.h"
@@ -140,9 +141,8 @@ DdlCheckNoMove(Oid relid)
 										   "WHERE state::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($2::pg_catalog.text[]) "
 										   "ORDER BY merge_id LIMIT 1))",
 										   ext, ext),
-								  SQL_ARGS(MoveStateArray(MOVE_STATE_DONE, MOVE_STATE_FAILED, MOVE_STATE_REVERTED,
-														  MOVE_STATE_NONE),
-										   MERGE_NOT_OVER));
+								  SQL_ARGS(MoveStatesOver(),
+										   MergeStatesOver()));
 	SPI_finish();
 	if (busy != NULL)
 		ereport(ERROR,

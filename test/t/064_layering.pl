@@ -221,6 +221,29 @@ for my $array (sort keys %sets)
 	is(scalar(@strings), 0, 'no merge code names a state by its stored string' . (@strings ? ' (' . join(', ', @strings) . ')' : ''));
 }
 
+# What is over is said once: the states a machine enters and never leaves.
+# C takes them from MoveTransitions and MergeTransitions (MoveStatesOver,
+# MergeStatesOver: no list of its own, issue 39), SQL from each kind's
+# _is_over function, and the two agree.
+{
+	my %over;
+	for my $t ([ 'MoveTransitions', 'src/shards/move_common.c', 'MOVE_STEP', 'snowseq_move_is_over' ],
+		[ 'MergeTransitions', 'src/shards/merge_records.c', 'MERGE_STEP', 'snowseq_merge_is_over' ])
+	{
+		my ($table, $file, $step, $fn) = @$t;
+		my ($list) = ($code{$file} // '') =~ /\b$table\[\]\s*=\s*\{(.*?)\n\};/s;
+		my @rows = defined $list ? $list =~ /\{MOVE_STATE_(\w+),\s*${step}_\w+,\s*MOVE_STATE_(\w+)\}/g : ();
+		my (%from, %to);
+		for (my $i = 0; $i < @rows; $i += 2) { $from{ lc $rows[$i] } = 1; $to{ lc $rows[ $i + 1 ] } = 1; }
+		my @c = sort grep { !$from{$_} } keys %to;
+		my ($body) = slurp_file('sql/snowseq--1.3.sql') =~ /CREATE FUNCTION \@extschema\@\.$fn\(.*?RETURN (.*?);\n/s;
+		my @sql = sort(($body // '') =~ /'(\w+)'/g);
+		is(join(',', @sql), join(',', @c), "$fn names the states $table enters and never leaves (" . join(',', @c) . ')');
+	}
+	my @lists = grep { $code{$_} =~ /MoveStateArray\(MOVE_STATE_DONE, MOVE_STATE_FAILED, (?:MOVE_STATE_REVERTED, )?MOVE_STATE_NONE\)|MERGE_NOT_OVER/ } sort keys %code;
+	is(join(',', @lists), '', 'no C file lists the states over itself (MoveStatesOver, MergeStatesOver)');
+}
+
 # A rebalance run's state and its steps' likewise (issue 39: the driver
 # and the jobs wrote 'running', 'stopped', 'abandoned', 'done', 'failed' and
 # 'planned' at eleven places): rebalance_state.c declares both machines,
