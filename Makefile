@@ -69,6 +69,7 @@ SHARDS_OBJS = \
 	src/shards/rebalance_loads.o \
 	src/shards/rebalance_plan.o \
 	src/shards/rebalance_state.o \
+	src/shards/rebalance_rights.o \
 	src/shards/check_shards.o \
 	src/shards/shard_ddl.o \
 	src/shards/shard_ddl_xact.o \
@@ -107,7 +108,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 # snowseq preloaded.  The instance is UTF8 with the C locale whatever the
 # environment says: without a locale (LANG unset) initdb would make it
 # SQL_ASCII, and the gene vectors of non-ASCII keys would not hold.
-REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid public_uuid auto_keys rebalance_plan
+REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid public_uuid auto_keys rebalance_plan rebalance_rights
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/snowseq.conf \
 	--temp-instance=./tmp_check_regress --encoding=UTF8 --no-locale
 

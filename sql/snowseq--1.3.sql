@@ -1593,37 +1593,49 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_driven(@extschema@.snowseq_
 -- The records of a run are written as the tables' owner (the guard refuses
 -- every other role), by these functions for the procedure: a role granted
 -- them (a router administrator, with the procedure) runs rebalances
--- without any right on the tables but SELECT.  SECURITY DEFINER, so the
--- search path is pg_catalog and pg_temp only, and every name qualified.
--- Each records runs of the tables whose owner's privileges the session's
--- role has (snowseq_session_owns: SET ROLE's role, which no SECURITY
--- DEFINER function changes), and no other: a role granted them plants no
--- run for a table of another role that its owner would then run.
-CREATE FUNCTION @extschema@.snowseq_session_owns(rel regclass)
+-- without any right on the tables but SELECT.  Each is two functions: the
+-- one granted, in C (snowseq_rebalance_as_caller, src/shards/
+-- rebalance_rights.c), notes the role that calls it (the current user,
+-- inside whatever SECURITY DEFINER function calls it) and runs the other,
+-- its body <name>_impl, SECURITY DEFINER (the search path pg_catalog and
+-- pg_temp only, every name qualified) and granted to no one.  Each records
+-- runs of the tables whose owner's privileges that caller has
+-- (snowseq_caller_owns), and no other: a role granted them plants no run
+-- for a table of another role that its owner would then run, and the code
+-- of a SECURITY DEFINER function that an owner calls acts with its own
+-- role's rights, not the owner's.
+CREATE FUNCTION @extschema@.snowseq_caller_owns(rel regclass)
 	RETURNS boolean
-	AS 'MODULE_PATHNAME', 'snowseq_session_owns'
+	AS 'MODULE_PATHNAME', 'snowseq_caller_owns'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_session_owns(regclass) IS
-	'whether the session''s role (as SET ROLE chose it) has the privileges of the owner of rel: the check of the rebalance''s record functions';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_session_owns(regclass) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.snowseq_caller_owns(regclass) IS
+	'whether the role that called the rebalance''s record function running now (outside one: the current user) has the privileges of the owner of rel: the check of those functions';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_caller_owns(regclass) FROM PUBLIC;
 -- The run of a table not finished, locked until the transaction ends (a
 -- second CALL waits for the first to decide), or no row.
-CREATE FUNCTION @extschema@.snowseq_rebalance_open_run(parent regclass)
+CREATE FUNCTION @extschema@.snowseq_rebalance_open_run_impl(parent regclass)
 	RETURNS SETOF @extschema@.snowseq_rebalance_runs
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $open$
 BEGIN
-	IF NOT @extschema@.snowseq_session_owns(parent) THEN
+	IF NOT @extschema@.snowseq_caller_owns(parent) THEN
 		RAISE EXCEPTION 'must be owner of table % to rebalance it', parent
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
 	RETURN QUERY SELECT r.* FROM @extschema@.snowseq_rebalance_runs r
-		WHERE r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_open_run.parent
+		WHERE r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_open_run_impl.parent
 			AND NOT @extschema@.snowseq_rebalance_is_over(r.state)
 		FOR UPDATE;
 END
 $open$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_open_run_impl(regclass) IS
+	'the body of snowseq_rebalance_open_run, run as the records'' owner for the role that called it (snowseq_caller_owns)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_open_run_impl(regclass) FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_rebalance_open_run(parent regclass)
+	RETURNS SETOF @extschema@.snowseq_rebalance_runs
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_as_caller'
+	LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_open_run(regclass) IS
 	'the rebalance of a table not finished (running or stopped), locked for the transaction: for snowseq_rebalance';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_open_run(regclass) FROM PUBLIC;
@@ -1631,7 +1643,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_open_run(regclass) FROM PUB
 -- sample and state), or the state, rounds, runner and end of one; its stop
 -- (set by snowseq_rebalance_stop at any time) is cleared only when asked,
 -- as a session takes the run on.
-CREATE FUNCTION @extschema@.snowseq_rebalance_save_run(run @extschema@.snowseq_rebalance_runs,
+CREATE FUNCTION @extschema@.snowseq_rebalance_save_run_impl(run @extschema@.snowseq_rebalance_runs,
 	clear_stop boolean DEFAULT false)
 	RETURNS @extschema@.snowseq_rebalance_runs
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -1651,7 +1663,7 @@ BEGIN
 				HINT = 'Pass a run_id of snowseq_rebalance_runs, or a NULL run_id to record a new run.';
 		END IF;
 	END IF;
-	IF tbl IS NULL OR NOT @extschema@.snowseq_session_owns(tbl) THEN
+	IF tbl IS NULL OR NOT @extschema@.snowseq_caller_owns(tbl) THEN
 		RAISE EXCEPTION 'must be owner of table % to record its rebalance', COALESCE(tbl::pg_catalog.text, 'NULL')
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
@@ -1674,12 +1686,20 @@ BEGIN
 	RETURN saved;
 END
 $save$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_save_run_impl(@extschema@.snowseq_rebalance_runs, boolean) IS
+	'the body of snowseq_rebalance_save_run, run as the records'' owner for the role that called it (snowseq_caller_owns)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_run_impl(@extschema@.snowseq_rebalance_runs, boolean) FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_rebalance_save_run(run @extschema@.snowseq_rebalance_runs,
+	clear_stop boolean DEFAULT false)
+	RETURNS @extschema@.snowseq_rebalance_runs
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_as_caller'
+	LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_save_run(@extschema@.snowseq_rebalance_runs, boolean) IS
 	'record a new rebalance, or the state, rounds, runner and end of one (clear_stop: and clear its stop): for snowseq_rebalance';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_run(@extschema@.snowseq_rebalance_runs, boolean) FROM PUBLIC;
 -- Steps of a run: new ones, or the state, move, rows copied, error and
 -- times of planned ones.
-CREATE FUNCTION @extschema@.snowseq_rebalance_save_steps(steps @extschema@.snowseq_rebalance_steps[])
+CREATE FUNCTION @extschema@.snowseq_rebalance_save_steps_impl(steps @extschema@.snowseq_rebalance_steps[])
 	RETURNS void
 	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
@@ -1699,7 +1719,7 @@ BEGIN
 	END IF;
 	SELECT r.parent INTO tbl FROM pg_catalog.unnest(steps) s
 		LEFT JOIN @extschema@.snowseq_rebalance_runs r ON r.run_id OPERATOR(pg_catalog.=) s.run_id
-		WHERE r.run_id IS NULL OR NOT @extschema@.snowseq_session_owns(r.parent)
+		WHERE r.run_id IS NULL OR NOT @extschema@.snowseq_caller_owns(r.parent)
 		LIMIT 1;
 	IF FOUND THEN
 		RAISE EXCEPTION 'must be owner of table % to record its rebalance', COALESCE(tbl::pg_catalog.text, '(no such run)')
@@ -1715,6 +1735,13 @@ BEGIN
 					error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at;
 END
 $steps$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_save_steps_impl(@extschema@.snowseq_rebalance_steps[]) IS
+	'the body of snowseq_rebalance_save_steps, run as the records'' owner for the role that called it (snowseq_caller_owns)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_steps_impl(@extschema@.snowseq_rebalance_steps[]) FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_rebalance_save_steps(steps @extschema@.snowseq_rebalance_steps[])
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_as_caller'
+	LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) IS
 	'record new steps of a rebalance, or the state, move, rows copied, error and times of its steps: for snowseq_rebalance';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_save_steps(@extschema@.snowseq_rebalance_steps[]) FROM PUBLIC;
@@ -1749,7 +1776,7 @@ REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance_sample(regclass, interval,
 
 -- Stop: writes the runs as their owner, for the roles granted it
 -- (SECURITY DEFINER: the search path is pg_catalog and pg_temp only).
-CREATE FUNCTION @extschema@.snowseq_rebalance_stop(parent regclass DEFAULT NULL, abandon boolean DEFAULT false)
+CREATE FUNCTION @extschema@.snowseq_rebalance_stop_impl(parent regclass DEFAULT NULL, abandon boolean DEFAULT false)
 	RETURNS integer
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
@@ -1769,13 +1796,20 @@ BEGIN
 			finished_at = CASE WHEN abandon AND NOT @extschema@.snowseq_rebalance_driven(r)
 				THEN pg_catalog.clock_timestamp() END
 		WHERE NOT @extschema@.snowseq_rebalance_is_over(r.state)
-			AND (snowseq_rebalance_stop.parent IS NULL OR r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_stop.parent)
-			-- the runs of the session role's own tables alone
-			AND @extschema@.snowseq_session_owns(r.parent);
+			AND (snowseq_rebalance_stop_impl.parent IS NULL OR r.parent OPERATOR(pg_catalog.=) snowseq_rebalance_stop_impl.parent)
+			-- the runs of the caller's own tables alone
+			AND @extschema@.snowseq_caller_owns(r.parent);
 	GET DIAGNOSTICS n = ROW_COUNT;
 	RETURN n;
 END
 $stop$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_stop_impl(regclass, boolean) IS
+	'the body of snowseq_rebalance_stop, run as the records'' owner for the role that called it (snowseq_caller_owns)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop_impl(regclass, boolean) FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_rebalance_stop(parent regclass DEFAULT NULL, abandon boolean DEFAULT false)
+	RETURNS integer
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_as_caller'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) IS
 	'stop the rebalances of a table (NULL: of every table) before their next move, resumable by CALL snowseq_rebalance; abandon => true gives them up (the next CALL plans anew); returns how many runs it marked';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FROM PUBLIC;
@@ -1825,13 +1859,13 @@ COMMENT ON FUNCTION @extschema@.snowseq_shard_standby_lag(name) IS
 REVOKE ALL ON FUNCTION @extschema@.snowseq_shard_standby_lag(name) FROM PUBLIC;
 
 -- The records of a job, as the runs' owner for the roles granted them (the
--- table's owner alone: snowseq_session_owns).  takeover false (the start):
+-- table's owner alone: snowseq_caller_owns).  takeover false (the start):
 -- the run is running again, in the worker of process runner, its stop and
 -- error cleared, its throttle set, a run with no step yet planned in the
 -- worker (three rounds, as a CALL's).  takeover true (the worker): the
 -- worker's role and process are recorded, and a stop asked meanwhile is made; the
 -- run's state (NULL: no such run of the role's tables).
-CREATE FUNCTION @extschema@.snowseq_rebalance_job_record(job bigint, max_rows_per_second double precision,
+CREATE FUNCTION @extschema@.snowseq_rebalance_job_record_impl(job bigint, max_rows_per_second double precision,
 	max_lag_bytes bigint, runner integer, takeover boolean)
 	RETURNS text
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
@@ -1848,7 +1882,7 @@ BEGIN
 				-- the worker drives it from now (its driver records its start)
 				runner_pid = CASE WHEN r.stop IS NULL THEN pg_catalog.pg_backend_pid() END,
 				runner_start = NULL
-			WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_session_owns(r.parent)
+			WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_caller_owns(r.parent)
 				-- the worker the start launched, or one resuming a run no
 				-- process runs: never a run another live process drives
 				AND (r.runner_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
@@ -1870,14 +1904,14 @@ BEGIN
 		-- the role is the worker's, recorded as it takes the run over (a
 		-- session's SET ROLE or a definer's rights are not the worker's)
 		SET job_role = NULL, state = @extschema@.snowseq_rebalance_next(r.state, 'take'), stop = NULL, error = NULL, finished_at = NULL,
-			max_rows_per_second = snowseq_rebalance_job_record.max_rows_per_second,
-			max_lag_bytes = snowseq_rebalance_job_record.max_lag_bytes, throttled_until = NULL, throttled_by = NULL,
+			max_rows_per_second = snowseq_rebalance_job_record_impl.max_rows_per_second,
+			max_lag_bytes = snowseq_rebalance_job_record_impl.max_lag_bytes, throttled_until = NULL, throttled_by = NULL,
 			runner_pid = runner, runner_start = NULL,
 			rounds = CASE WHEN EXISTS (SELECT FROM @extschema@.snowseq_rebalance_steps st
 				WHERE st.run_id OPERATOR(pg_catalog.=) job) THEN r.rounds ELSE 0 END
 		WHERE r.run_id OPERATOR(pg_catalog.=) job
 			AND NOT @extschema@.snowseq_rebalance_is_over(r.state)
-			AND @extschema@.snowseq_session_owns(r.parent)
+			AND @extschema@.snowseq_caller_owns(r.parent)
 		RETURNING r.state INTO st;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'rebalance job % is not an open run of a table of role %', job, SESSION_USER
@@ -1886,12 +1920,20 @@ BEGIN
 	RETURN st;
 END
 $record$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_record_impl(bigint, double precision, bigint, integer, boolean) IS
+	'the body of snowseq_rebalance_job_record, run as the records'' owner for the role that called it (snowseq_caller_owns)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_record_impl(bigint, double precision, bigint, integer, boolean) FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_rebalance_job_record(job bigint, max_rows_per_second double precision,
+	max_lag_bytes bigint, runner integer, takeover boolean)
+	RETURNS text
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_as_caller'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_record(bigint, double precision, bigint, integer, boolean) IS
 	'for snowseq_rebalance_start (takeover false: the run runs again in the worker of process runner, with the throttles) and its worker (takeover true: its role recorded, a stop asked meanwhile made; the state)';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_record(bigint, double precision, bigint, integer, boolean) FROM PUBLIC;
 -- The error that ended a job's worker: the run stops (unless another
 -- session runs it now), resumable as any stopped run.
-CREATE FUNCTION @extschema@.snowseq_rebalance_job_failed(job bigint, message text)
+CREATE FUNCTION @extschema@.snowseq_rebalance_job_failed_impl(job bigint, message text)
 	RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
@@ -1901,27 +1943,41 @@ BEGIN
 		SET error = message, throttled_until = NULL, throttled_by = NULL, runner_pid = NULL, runner_start = NULL,
 			state = CASE WHEN @extschema@.snowseq_rebalance_is_over(r.state) THEN r.state
 				ELSE @extschema@.snowseq_rebalance_next(r.state, 'fail') END
-		WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_session_owns(r.parent)
+		WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_caller_owns(r.parent)
 			AND (r.runner_pid IS NULL OR r.runner_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
 				OR NOT @extschema@.snowseq_rebalance_runner_alive(r.runner_pid, r.runner_start));
 END
 $failed$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_failed_impl(bigint, text) IS
+	'the body of snowseq_rebalance_job_failed, run as the records'' owner for the role that called it (snowseq_caller_owns)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_failed_impl(bigint, text) FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_rebalance_job_failed(job bigint, message text)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_as_caller'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_failed(bigint, text) IS
 	'for the worker of a background rebalance: record the error that ended it, and stop the run (unless another session runs it)';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_failed(bigint, text) FROM PUBLIC;
 -- Until when and why a run sleeps for a throttle (NULL: it does not).
-CREATE FUNCTION @extschema@.snowseq_rebalance_job_throttled(job bigint, throttled_until timestamptz, throttled_by text)
+CREATE FUNCTION @extschema@.snowseq_rebalance_job_throttled_impl(job bigint, throttled_until timestamptz, throttled_by text)
 	RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $throttled$
 BEGIN
 	UPDATE @extschema@.snowseq_rebalance_runs r
-		SET throttled_until = snowseq_rebalance_job_throttled.throttled_until,
-			throttled_by = snowseq_rebalance_job_throttled.throttled_by
-		WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_session_owns(r.parent);
+		SET throttled_until = snowseq_rebalance_job_throttled_impl.throttled_until,
+			throttled_by = snowseq_rebalance_job_throttled_impl.throttled_by
+		WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_caller_owns(r.parent);
 END
 $throttled$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_throttled_impl(bigint, timestamptz, text) IS
+	'the body of snowseq_rebalance_job_throttled, run as the records'' owner for the role that called it (snowseq_caller_owns)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_throttled_impl(bigint, timestamptz, text) FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_rebalance_job_throttled(job bigint, throttled_until timestamptz, throttled_by text)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_as_caller'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_job_throttled(bigint, timestamptz, text) IS
 	'for snowseq_rebalance_throttle: record until when (max_rows_per_second) and why the run sleeps for a throttle (NULL: it does not)';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_job_throttled(bigint, timestamptz, text) FROM PUBLIC;
@@ -2155,19 +2211,19 @@ COMMENT ON FUNCTION @extschema@.snowseq_rebalance_start(regclass, text, double p
 	'start a rebalance of the table in a background worker, as the current role (arguments as for snowseq_rebalance; max_rows_per_second, max_lag_bytes: the throttles, NULL none), or continue its run not finished there; returns the job (its run_id) at once; the worker goes on after this session, and again after a restart of the server';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_start(regclass, text, double precision, name[], name[], interval, double precision, double precision, bigint) FROM PUBLIC;
 
--- Whether the session's role (as SET ROLE chose it) has the privileges of
--- a role: the status's check of pg_monitor, in a SECURITY DEFINER function.
-CREATE FUNCTION @extschema@.snowseq_session_has_privs_of(role regrole)
+-- Whether the role that called the record function running now has the
+-- privileges of a role: the status's check of pg_monitor.
+CREATE FUNCTION @extschema@.snowseq_caller_has_privs_of(role regrole)
 	RETURNS boolean
-	AS 'MODULE_PATHNAME', 'snowseq_session_has_privs_of'
+	AS 'MODULE_PATHNAME', 'snowseq_caller_has_privs_of'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.snowseq_session_has_privs_of(regrole) IS
-	'whether the session''s role (as SET ROLE chose it) has the privileges of role: for SECURITY DEFINER functions, whose own role is their owner';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_session_has_privs_of(regrole) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.snowseq_caller_has_privs_of(regrole) IS
+	'whether the role that called the rebalance''s record function running now (outside one: the current user) has the privileges of role: the status''s check of pg_monitor';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_caller_has_privs_of(regrole) FROM PUBLIC;
 
--- Status: the runs of the tables the session's role owns (pg_monitor:
+-- Status: the runs of the tables the caller owns (pg_monitor:
 -- every run, without its error).
-CREATE FUNCTION @extschema@.snowseq_rebalance_status(job bigint DEFAULT NULL)
+CREATE FUNCTION @extschema@.snowseq_rebalance_status_impl(job bigint DEFAULT NULL)
 	RETURNS TABLE (run_id bigint, parent regclass, state text, background boolean, job_role name,
 		runner_alive boolean, steps_done integer, steps_total integer, step integer, step_running text,
 		rows_copied bigint, rows_planned bigint, time_left interval, throttled_until timestamptz,
@@ -2189,7 +2245,7 @@ BEGIN
 			OPERATOR(pg_catalog.*) st.secs OPERATOR(pg_catalog./) st.copied) END,
 		CASE WHEN r.throttled_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() THEN r.throttled_until END,
 		CASE WHEN @extschema@.snowseq_rebalance_driven(r) THEN r.throttled_by END,
-		CASE WHEN @extschema@.snowseq_session_owns(r.parent) THEN r.error END,
+		CASE WHEN @extschema@.snowseq_caller_owns(r.parent) THEN r.error END,
 		r.started_at, r.finished_at
 	FROM @extschema@.snowseq_rebalance_runs r
 	CROSS JOIN LATERAL (SELECT pg_catalog.count(*) FILTER (WHERE @extschema@.snowseq_rebalance_step_is_over(s.state))::integer AS done,
@@ -2212,9 +2268,9 @@ BEGIN
 			AND g.group_merge IS NULL AND g.first_gene OPERATOR(pg_catalog.=) cur.first_gene
 			AND g.last_gene OPERATOR(pg_catalog.=) cur.last_gene AND g.started_at OPERATOR(pg_catalog.>=) cur.started_at
 		LIMIT 1) mv ON true
-	WHERE (snowseq_rebalance_status.job IS NULL OR r.run_id OPERATOR(pg_catalog.=) snowseq_rebalance_status.job)
-		AND (@extschema@.snowseq_session_owns(r.parent)
-			OR @extschema@.snowseq_session_has_privs_of(CAST('pg_monitor' AS pg_catalog.regrole)))
+	WHERE (snowseq_rebalance_status_impl.job IS NULL OR r.run_id OPERATOR(pg_catalog.=) snowseq_rebalance_status_impl.job)
+		AND (@extschema@.snowseq_caller_owns(r.parent)
+			OR @extschema@.snowseq_caller_has_privs_of(CAST('pg_monitor' AS pg_catalog.regrole)))
 	ORDER BY r.run_id;
 	IF NOT FOUND AND job IS NOT NULL THEN
 		RAISE EXCEPTION 'rebalance job % does not exist', job
@@ -2224,6 +2280,16 @@ BEGIN
 	END IF;
 END
 $status$;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_status_impl(bigint) IS
+	'the body of snowseq_rebalance_status, run as the records'' owner for the role that called it (snowseq_caller_owns)';
+REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_status_impl(bigint) FROM PUBLIC;
+CREATE FUNCTION @extschema@.snowseq_rebalance_status(job bigint DEFAULT NULL)
+	RETURNS TABLE (run_id bigint, parent regclass, state text, background boolean, job_role name,
+		runner_alive boolean, steps_done integer, steps_total integer, step integer, step_running text,
+		rows_copied bigint, rows_planned bigint, time_left interval, throttled_until timestamptz,
+		throttled_by text, last_error text, started_at timestamptz, finished_at timestamptz)
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_as_caller'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_status(bigint) IS
 	'the rebalances (job: that one, an ERROR if the session''s role does not own its table) of the tables the session''s role owns (pg_monitor: all, without their errors): state, whether in the background and as which role, whether a process runs it, steps done of all, the step running, rows copied (the move running included) of the rows planned, time left at the copy rate of its steps done (throttles not counted), until when and why it sleeps for a throttle, the error that ended its worker';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_status(bigint) FROM PUBLIC;

@@ -158,7 +158,7 @@ sub check_library
 		WHERE c.relkind = 'v' ORDER BY 1});
 	ok(@calls && @views, "$what: record-returning functions (@calls) and views (@views) to read");
 	my @failed;
-	for my $sql ((map { "SELECT * FROM $_" } map { s/\(\)$/()/r } @calls), map { "SELECT * FROM $_" } @views)
+	for my $sql ((map { "SELECT * FROM $_" } map { s/\(.*\)$/()/r } @calls), map { "SELECT * FROM $_" } @views)
 	{
 		my ($rc, $out, $err) = $node->psql($db, $sql);
 		# status and reservations have rows on every installation; the
