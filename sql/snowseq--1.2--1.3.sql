@@ -509,6 +509,14 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_next(state anyenum, step text)
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_next(anyenum, text) IS
 	'the state (snowseq_rebalance_state or snowseq_rebalance_step_state) that a step takes a rebalance run (begin, take, stop, abandon, fail, finish) or one of its steps (plan, begin, succeed, fail) to from state (NULL: not recorded yet); an ERROR for a step the state does not allow';
+-- What the record functions store a state with: the new state if a step
+-- leads there from the committed one (or it is that one), else an ERROR.
+CREATE FUNCTION @extschema@.snowseq_rebalance_to(state anyenum, new_state anyenum)
+	RETURNS anyenum
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_to'
+	LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_to(anyenum, anyenum) IS
+	'new_state, if a step of the state machine of a rebalance run or step leads there from state (NULL: not recorded yet), or it is state; an ERROR otherwise: the check of the record functions against the committed state';
 CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	run_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	parent regclass NOT NULL,
@@ -842,7 +850,6 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_driven(run @extschema@.snowseq_reb
 		AND @extschema@.snowseq_rebalance_runner_alive($1.runner_pid, $1.runner_start);
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_driven(@extschema@.snowseq_rebalance_runs) IS
 	'whether the run is running in a process that is there';
-REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_driven(@extschema@.snowseq_rebalance_runs) FROM PUBLIC;
 
 -- The records of a run are written as the tables' owner (the guard refuses
 -- every other role), by these functions for the procedure: a role granted
@@ -861,7 +868,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_driven(@extschema@.snowseq_
 CREATE FUNCTION @extschema@.snowseq_caller_owns(rel regclass)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_caller_owns'
-	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION @extschema@.snowseq_caller_owns(regclass) IS
 	'whether the role that called the rebalance''s record function running now (outside one: the current user) has the privileges of the owner of rel: the check of those functions';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_caller_owns(regclass) FROM PUBLIC;
@@ -928,7 +935,7 @@ BEGIN
 			RETURNING * INTO saved;
 	ELSE
 		UPDATE @extschema@.snowseq_rebalance_runs r
-			SET state = run.state, stop = CASE WHEN clear_stop THEN NULL ELSE r.stop END, rounds = run.rounds, runner_pid = run.runner_pid,
+			SET state = @extschema@.snowseq_rebalance_to(r.state, run.state), stop = CASE WHEN clear_stop THEN NULL ELSE r.stop END, rounds = run.rounds, runner_pid = run.runner_pid,
 				runner_start = run.runner_start, finished_at = run.finished_at
 			WHERE r.run_id OPERATOR(pg_catalog.=) run.run_id
 			RETURNING * INTO saved;
@@ -982,10 +989,15 @@ BEGIN
 		INSERT INTO @extschema@.snowseq_rebalance_steps AS st (run_id, step, first_gene, last_gene, from_server,
 				to_server, rows, bytes, state, move_id, rows_copied, error, started_at, finished_at)
 			SELECT s.run_id, s.step, s.first_gene, s.last_gene, s.from_server, s.to_server, s.rows, s.bytes,
-				COALESCE(s.state, @extschema@.snowseq_rebalance_next(CAST(NULL AS @extschema@.snowseq_rebalance_step_state), 'plan')), s.move_id, s.rows_copied, s.error, s.started_at, s.finished_at
+				-- a new step is planned; a recorded one goes where a step leads
+				CASE WHEN EXISTS (SELECT FROM @extschema@.snowseq_rebalance_steps o
+						WHERE o.run_id OPERATOR(pg_catalog.=) s.run_id AND o.step OPERATOR(pg_catalog.=) s.step) THEN s.state
+					ELSE @extschema@.snowseq_rebalance_to(CAST(NULL AS @extschema@.snowseq_rebalance_step_state),
+						COALESCE(s.state, @extschema@.snowseq_rebalance_next(CAST(NULL AS @extschema@.snowseq_rebalance_step_state), 'plan'))) END,
+				s.move_id, s.rows_copied, s.error, s.started_at, s.finished_at
 			FROM pg_catalog.unnest(steps) s
 			ON CONFLICT (run_id, step) DO UPDATE
-				SET state = excluded.state, move_id = excluded.move_id, rows_copied = excluded.rows_copied,
+				SET state = @extschema@.snowseq_rebalance_to(st.state, excluded.state), move_id = excluded.move_id, rows_copied = excluded.rows_copied,
 					error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at;
 END
 $steps$;
@@ -1137,6 +1149,7 @@ BEGIN
 				runner_pid = CASE WHEN r.stop IS NULL THEN pg_catalog.pg_backend_pid() END,
 				runner_start = NULL
 			WHERE r.run_id OPERATOR(pg_catalog.=) job AND @extschema@.snowseq_caller_owns(r.parent)
+				AND NOT @extschema@.snowseq_rebalance_is_over(r.state)
 				-- the worker the start launched, or one resuming a run no
 				-- process runs: never a run another live process drives
 				AND (r.runner_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
@@ -1470,7 +1483,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_start(regclass, text, doubl
 CREATE FUNCTION @extschema@.snowseq_caller_has_privs_of(role regrole)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_caller_has_privs_of'
-	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION @extschema@.snowseq_caller_has_privs_of(regrole) IS
 	'whether the role that called the rebalance''s record function running now (outside one: the current user) has the privileges of role: the status''s check of pg_monitor';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_caller_has_privs_of(regrole) FROM PUBLIC;
@@ -1621,6 +1634,7 @@ DECLARE
 	on_dest boolean;
 	is_merge boolean;					-- the step merges (one server)
 	throttled boolean;
+	mine boolean;						-- this process held the run already
 	t0 pg_catalog.timestamptz := pg_catalog.clock_timestamp();
 	w0p pg_catalog.oid[];			-- strategy writes: the first reading of the sample
 	w0 bigint[];
@@ -1660,11 +1674,15 @@ BEGIN
 		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
 			run.run_id, nsteps, parent, strategy, threshold;
 	END IF;
+	-- a session taking the run on clears the stop that ended it; the
+	-- process that already holds it (a worker that took it over, a session
+	-- whose CALL was cut) keeps a stop asked since, and stops below
+	mine := run.runner_pid IS NOT DISTINCT FROM pg_catalog.pg_backend_pid();
 	run.state := @extschema@.snowseq_rebalance_next(run.state, 'take');
 	run.runner_pid := pg_catalog.pg_backend_pid();
 	run.runner_start := (SELECT a.backend_start FROM pg_catalog.pg_stat_activity a
 		WHERE a.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid());
-	run := @extschema@.snowseq_rebalance_save_run(run, true);
+	run := @extschema@.snowseq_rebalance_save_run(run, NOT mine);
 	COMMIT;
 
 	LOOP

@@ -17,6 +17,7 @@ DECLARE
 	on_dest boolean;
 	is_merge boolean;					-- the step merges (one server)
 	throttled boolean;
+	mine boolean;						-- this process held the run already
 	t0 pg_catalog.timestamptz := pg_catalog.clock_timestamp();
 	w0p pg_catalog.oid[];			-- strategy writes: the first reading of the sample
 	w0 bigint[];
@@ -56,11 +57,15 @@ BEGIN
 		RAISE NOTICE 'rebalance %: % moves planned for table % (strategy %, threshold %)',
 			run.run_id, nsteps, parent, strategy, threshold;
 	END IF;
+	-- a session taking the run on clears the stop that ended it; the
+	-- process that already holds it (a worker that took it over, a session
+	-- whose CALL was cut) keeps a stop asked since, and stops below
+	mine := run.runner_pid IS NOT DISTINCT FROM pg_catalog.pg_backend_pid();
 	run.state := @extschema@.snowseq_rebalance_next(run.state, 'take');
 	run.runner_pid := pg_catalog.pg_backend_pid();
 	run.runner_start := (SELECT a.backend_start FROM pg_catalog.pg_stat_activity a
 		WHERE a.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid());
-	run := @extschema@.snowseq_rebalance_save_run(run, true);
+	run := @extschema@.snowseq_rebalance_save_run(run, NOT mine);
 	COMMIT;
 
 	LOOP

@@ -74,12 +74,31 @@ snowseq_rebalance_as_caller(PG_FUNCTION_ARGS)
 		name = psprintf("%s_impl", NameStr(proc->proname));
 		impl = LookupFuncName(list_make2(makeString(schema), makeString(name)), proc->pronargs,
 							  proc->proargtypes.values, true);
-		ReleaseSysCache(tup);
 		if (!OidIsValid(impl))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_FUNCTION),
 					 errmsg("function %s.%s, the body of a rebalance record function, does not exist", schema, name),
 					 errhint("ALTER EXTENSION snowseq UPDATE; makes it.")));
+		/* the body is snowseq's: SECURITY DEFINER, of the same result, owned as the function is */
+		{
+			HeapTuple	itup = SearchSysCache1(PROCOID, ObjectIdGetDatum(impl));
+			Form_pg_proc iproc;
+			bool		ok;
+
+			if (!HeapTupleIsValid(itup))
+				elog(ERROR, "cache lookup failed for function %u", impl);
+			iproc = (Form_pg_proc) GETSTRUCT(itup);
+			ok = iproc->prosecdef && !iproc->proisstrict && iproc->prorettype == proc->prorettype &&
+				iproc->proretset == proc->proretset && iproc->proowner == proc->proowner;
+			ReleaseSysCache(itup);
+			if (!ok)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+						 errmsg("function %s.%s is not the body of a rebalance record function", schema, name),
+						 errdetail("The body is SECURITY DEFINER, not STRICT, returns what the function does and has its owner."),
+						 errhint("ALTER EXTENSION snowseq UPDATE; or reinstalling the extension makes it again.")));
+		}
+		ReleaseSysCache(tup);
 		body = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(FmgrInfo));
 		fmgr_info_cxt(impl, body, fcinfo->flinfo->fn_mcxt);
 		fmgr_info_set_expr(fcinfo->flinfo->fn_expr, body);

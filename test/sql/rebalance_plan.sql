@@ -167,3 +167,17 @@ SELECT snowseq_rebalance_next('running'::snowseq_rebalance_state, NULL);
 SELECT snowseq_rebalance_next('copy'::snowseq_move_state, 'begin');
 -- the result has the type of the state
 SELECT pg_typeof(snowseq_rebalance_next('stopped'::snowseq_rebalance_state, 'take'));
+-- what the record functions store: a new state a step leads to from the
+-- committed one, or the same; else refused
+SELECT snowseq_rebalance_to('running'::snowseq_rebalance_state, 'done') AS finish,
+	snowseq_rebalance_to(NULL, 'running'::snowseq_rebalance_state) AS "begin",
+	snowseq_rebalance_to('stopped'::snowseq_rebalance_state, 'stopped') AS unchanged,
+	snowseq_rebalance_to('failed'::snowseq_rebalance_step_state, 'running') AS retried;
+SELECT snowseq_rebalance_to('done'::snowseq_rebalance_state, 'running');
+SELECT snowseq_rebalance_to(NULL, 'stopped'::snowseq_rebalance_state);
+SELECT snowseq_rebalance_to('planned'::snowseq_rebalance_step_state, 'done');
+-- a type of another schema with the name of snowseq's is not a state of it
+CREATE SCHEMA regress_rb_spoof;
+CREATE TYPE regress_rb_spoof.snowseq_rebalance_state AS ENUM ('running', 'zzz');
+SELECT snowseq_rebalance_next('zzz'::regress_rb_spoof.snowseq_rebalance_state, 'take');
+DROP SCHEMA regress_rb_spoof CASCADE;

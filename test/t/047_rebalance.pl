@@ -468,6 +468,16 @@ cmp_ok($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_moves'), '>'
 is($router->safe_psql('postgres', qq{SELECT count(*) FROM snowseq_moves WHERE mover = 'radmin'::regrole
 	AND state <> 'done'}), '0', 'every move it made is done');
 is(loads()->{$busiest}, 0, "$busiest holds no rows");
+# ... and resumes a stopped run of its table (the driver asks whether a
+# process drives it, snowseq_rebalance_driven, as the administrator)
+$router->safe_psql('postgres', q{SET ROLE radmin;
+	SELECT snowseq_rebalance_save_run(jsonb_populate_record(NULL::snowseq_rebalance_runs,
+		'{"parent": "items", "strategy": "rows", "threshold": 1000, "drain": [], "fill": [], "sample": "10 s", "merge_below": 0}'));
+	SELECT snowseq_rebalance_stop('items');});
+($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; CALL snowseq_rebalance('items')},
+	timeout => $PostgreSQL::Test::Utils::timeout_default * 3);
+is($rc, 0, 'the router administrator resumes a stopped run of its table') or diag($err);
+like($err, qr/resuming the run of table items.*rebalance \d+: done, 0 moves/s, 'which has nothing to move');
 settled('after the router administrator\'s drain', 8000 + scalar(@written));
 ($rc, $out, $err) = $router->psql('postgres', q{SET ROLE radmin; INSERT INTO snowseq_moves (parent, first_gene, last_gene)
 	VALUES ('items', 0, 1)});

@@ -290,6 +290,8 @@ sub stored_rebalance_states
 	my %uniq = map { $_ => 1 } @all;
 	my @hits = stored_rebalance_states($sources, [ sort keys %uniq ]);
 	is(scalar(@hits), 0, 'the SQL sources store no rebalance state they name, only snowseq_rebalance_next\'s' . (@hits ? ': ' . join('; ', @hits) : ''));
+	my @to = $sources =~ /\bstate = \@extschema\@\.snowseq_rebalance_to\((?:r|st)\.state, /g;
+	is(scalar(@to), 2, 'save_run and save_steps store a given state checked against the committed one (snowseq_rebalance_to)');
 	my @driven = $sources =~ /\bstate\s+OPERATOR\(pg_catalog\.=\)\s+'running'\s+AND\s+\@extschema\@\.snowseq_rebalance_runner_alive/g;
 	is(scalar(@driven), 1, 'a run driven by a live process is one function (snowseq_rebalance_driven)');
 	# the check itself, on what the sources wrote before

@@ -199,6 +199,21 @@ is(status($job, "rows_copied > 0 AND rows_copied = (SELECT sum(rows_copied) FROM
 	AND time_left > interval '0'"), 't', 'status: the rows its step done copied, and a time left from its rate');
 ok($router->poll_query_until('postgres', "SELECT $workers = 0"), 'the worker is gone');
 
+# A stop asked while the process that holds a run has not yet looked (a
+# worker between its takeover and its CALL, or a session whose CALL was
+# cut, idle): its CALL stops at once instead of clearing the stop and
+# moving on.  The run is put in that state by hand, held by the session
+# that then CALLs.
+{
+	my ($rc, $out, $err) = $router->psql('postgres', qq{
+		UPDATE snowseq_rebalance_runs SET state = 'running', stop = 'stop', runner_pid = pg_backend_pid(),
+			runner_start = NULL WHERE run_id = $job;
+		CALL snowseq_rebalance('items');}, timeout => $long);
+	like($err, qr/rebalance $job: stopped between moves/, 'a stop asked before the holder looked: its CALL stops')
+	  or diag($err);
+	is(status($job, 'state, steps_done, runner_alive'), 'stopped|1|f', 'status: stopped, no step run meanwhile');
+}
+
 # ---------------------------------------------------------------------
 # The throttle: one row per second; the job sleeps before its next step
 # ---------------------------------------------------------------------
