@@ -127,6 +127,8 @@ RebalanceJobLaunch(int64 run_id, Oid role, TransactionId starter, bool notify, i
 	return pid;
 }
 
+static void RebalanceJobLaunchable(Oid fn_oid, int64 run_id, Oid role);
+
 PG_FUNCTION_INFO_V1(snowseq_rebalance_job_launch);
 
 /*
@@ -154,7 +156,62 @@ snowseq_rebalance_job_launch(PG_FUNCTION_ARGS)
 						GetUserNameFromId(role, false)),
 				 errdetail("The job's worker connects as the role that starts it."),
 				 errhint("Start it as a role with LOGIN, or run CALL snowseq_rebalance in a session.")));
+	RebalanceJobLaunchable(fcinfo->flinfo->fn_oid, run_id, role);
 	PG_RETURN_INT32((int32) RebalanceJobLaunch(run_id, role, GetTopTransactionId(), true, ERROR));
+}
+
+/* The runs this transaction started a worker for (in TopMemoryContext), and the transaction. */
+static List *LaunchedRuns = NIL;
+static TransactionId LaunchedXid = InvalidTransactionId;
+
+/*
+ * A worker is started for a run not over of a table whose owner's
+ * privileges role has, once per transaction: a role granted the launch
+ * takes no worker slot for a run not its own, nor one slot after another
+ * in one open transaction (each worker waits for it).
+ */
+static void
+RebalanceJobLaunchable(Oid fn_oid, int64 run_id, Oid role)
+{
+	char	   *id = psprintf(INT64_FORMAT, run_id);
+	char	   *owner;
+	TransactionId xid = GetTopTransactionId();
+	ListCell   *lc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	owner = SpiValueParams(CurrentMemoryContext,
+						   psprintf("SELECT c.relowner FROM %s r JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.parent "
+									"WHERE r.run_id OPERATOR(pg_catalog.=) $1::pg_catalog.int8 AND NOT %s(r.state)",
+									ExtObject(fn_oid, "snowseq_rebalance_runs"), ExtObject(fn_oid, "snowseq_rebalance_is_over")),
+						   SQL_ARGS(id));
+	SPI_finish();
+	if (owner == NULL || !has_privs_of_role(role, (Oid) strtoul(owner, NULL, 10)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("rebalance job " INT64_FORMAT " is not an open run of a table of role \"%s\"", run_id,
+						GetUserNameFromId(role, false)),
+				 errhint("snowseq_rebalance_start records the run and starts its worker.")));
+	if (LaunchedXid != xid)
+	{
+		list_free_deep(LaunchedRuns);
+		LaunchedRuns = NIL;
+		LaunchedXid = xid;
+	}
+	foreach(lc, LaunchedRuns)
+		if (*(int64 *) lfirst(lc) == run_id)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("this transaction started a worker for rebalance job " INT64_FORMAT " already", run_id),
+					 errhint("Commit, then start it again: its worker waits for this transaction.")));
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		int64	   *v = palloc(sizeof(int64));
+
+		*v = run_id;
+		LaunchedRuns = lappend(LaunchedRuns, v);
+		MemoryContextSwitchTo(old);
+	}
 }
 
 PG_FUNCTION_INFO_V1(snowseq_shard_standby_lag);

@@ -144,6 +144,18 @@ is($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_rebalance_runs')
 is($rc, 0, 'a start in a transaction rolled back') or diag($err);
 ok($router->poll_query_until('postgres', "SELECT $workers = 0"), 'its worker ends');
 is($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_rebalance_runs'), '0', 'and it ran nothing');
+# the launch takes a worker slot for an open run of one's own table, once
+# per transaction: not for a run that does not exist, nor again for the
+# run a start launched (each worker would wait for the transaction)
+($rc, $out, $err) = $router->psql('postgres', q{SELECT snowseq_rebalance_job_launch(424242)});
+like($err, qr/rebalance job 424242 is not an open run of a table of role/, 'launch: an unknown run is refused');
+($rc, $out, $err) = $router->psql('postgres', q{BEGIN;
+	SELECT snowseq_rebalance_job_launch(snowseq_rebalance_start('items'));
+	ROLLBACK;});
+like($err, qr/this transaction started a worker for rebalance job \d+ already.*HINT:  Commit, then start it again/s,
+	'launch: a second worker for a run in one transaction is refused');
+ok($router->poll_query_until('postgres', "SELECT $workers = 0"), 'the first worker ends (its start rolled back)');
+is($router->safe_psql('postgres', 'SELECT count(*) FROM snowseq_rebalance_runs'), '0', 'and nothing ran');
 
 # ---------------------------------------------------------------------
 # Job 1 drains s2: failed, started again, stopped
