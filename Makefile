@@ -51,7 +51,9 @@ SHARDS_OBJS = \
 	src/shards/nodes.o \
 	src/shards/create_shards.o \
 	src/shards/move.o \
+	src/shards/machine.o \
 	src/shards/move_common.o \
+	src/shards/move_states.o \
 	src/shards/move_plan.o \
 	src/shards/move_parts.o \
 	src/shards/move_group.o \
@@ -108,7 +110,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 # snowseq preloaded.  The instance is UTF8 with the C locale whatever the
 # environment says: without a locale (LANG unset) initdb would make it
 # SQL_ASCII, and the gene vectors of non-ASCII keys would not hold.
-REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid public_uuid auto_keys rebalance_plan rebalance_rights
+REGRESS = api errors gene route security counter counter_rights crypt pubtext convert scatter uuid backfill gene_uuid public_uuid auto_keys rebalance_plan rebalance_rights states
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/snowseq.conf \
 	--temp-instance=./tmp_check_regress --encoding=UTF8 --no-locale
 

@@ -265,13 +265,44 @@ CREATE TYPE @extschema@.snowseq_move_state AS ENUM
 COMMENT ON TYPE @extschema@.snowseq_move_state IS
 	'the states of a move (snowseq_moves.state)';
 CREATE CAST (pg_catalog.text AS @extschema@.snowseq_move_state) WITH INOUT AS ASSIGNMENT;
--- Over: nothing of the move runs or is left (rollback has leftovers).
+-- What a state is, derived from the move's machine (src/shards/move_states.c):
+-- no statement names a state, it asks one of these.
 CREATE FUNCTION @extschema@.snowseq_move_is_over(state @extschema@.snowseq_move_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'reverted']::@extschema@.snowseq_move_state[]);
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_move_is_over(@extschema@.snowseq_move_state) IS
-	'whether a move in this state is over: done, failed or reverted';
+	'whether a move in this state is over: nothing of it runs or is left (done, failed or reverted)';
+CREATE FUNCTION @extschema@.snowseq_move_is_copying(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_copying'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_copying(@extschema@.snowseq_move_state) IS
+	'whether a move in this state copies rows';
+CREATE FUNCTION @extschema@.snowseq_move_is_undone(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_undone'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_undone(@extschema@.snowseq_move_state) IS
+	'whether a move in this state was undone before its switch, nothing left';
+CREATE FUNCTION @extschema@.snowseq_move_has_leftovers(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_has_leftovers'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_has_leftovers(@extschema@.snowseq_move_state) IS
+	'whether a move in this state was undone with objects left for snowseq_move_cleanup()';
+CREATE FUNCTION @extschema@.snowseq_move_is_revertable(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_revertable'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_revertable(@extschema@.snowseq_move_state) IS
+	'whether a move in this state is switched with its source kept current for a revert';
+CREATE FUNCTION @extschema@.snowseq_move_is_done(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_done'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_done(@extschema@.snowseq_move_state) IS
+	'whether a move in this state is finished';
 DROP VIEW @extschema@.snowseq_move_progress;
 ALTER TABLE @extschema@.snowseq_moves DROP CONSTRAINT snowseq_moves_state_check;
 ALTER TABLE @extschema@.snowseq_moves DROP CONSTRAINT snowseq_moves_token_key;
@@ -283,7 +314,7 @@ COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
 -- a revert that failed (over: its undo left nothing) leaves that name to
 -- the next revert of the move: unique among the moves not failed.
 CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
-	WHERE state OPERATOR(pg_catalog.<>) 'failed';
+	WHERE NOT @extschema@.snowseq_move_is_undone(state);
 
 -- What moves and merges create on any server, recorded in a router
 -- transaction that commits before each is made and removed once it is
@@ -349,7 +380,7 @@ CROSS JOIN LATERAL (VALUES
 ) x(wanted, server, kind, name)
 WHERE x.wanted
 	AND (NOT @extschema@.snowseq_move_is_over(lead.state)
-		OR (lead.state OPERATOR(pg_catalog.=) 'done' AND x.kind OPERATOR(pg_catalog.=) 'view'))
+		OR (@extschema@.snowseq_move_is_done(lead.state) AND x.kind OPERATOR(pg_catalog.=) 'view'))
 ON CONFLICT DO NOTHING;
 
 CREATE VIEW @extschema@.snowseq_move_progress AS
@@ -360,7 +391,7 @@ SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_s
 			OPERATOR(pg_catalog./) m.rows_total, 1) END AS percent,
 	m.bytes_copied, m.lag_bytes,
 	pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) m.started_at AS elapsed,
-	CASE WHEN m.state OPERATOR(pg_catalog.=) 'copy' AND m.rows_copied OPERATOR(pg_catalog.>) 0
+	CASE WHEN @extschema@.snowseq_move_is_copying(m.state) AND m.rows_copied OPERATOR(pg_catalog.>) 0
 		AND m.rows_total OPERATOR(pg_catalog.>=) m.rows_copied
 		THEN (m.progress_at OPERATOR(pg_catalog.-) m.copy_started_at) OPERATOR(pg_catalog.*)
 			((m.rows_total OPERATOR(pg_catalog.-) m.rows_copied)::pg_catalog.float8
@@ -371,7 +402,7 @@ SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_s
 		ORDER BY g.move_id) AS tables,
 	m.revertable_until, m.reverts
 FROM @extschema@.snowseq_moves m
-WHERE NOT @extschema@.snowseq_move_is_over(m.state) AND m.state OPERATOR(pg_catalog.<>) 'rollback'
+WHERE NOT @extschema@.snowseq_move_is_over(m.state) AND NOT @extschema@.snowseq_move_has_leftovers(m.state)
 	AND m.group_move IS NULL;
 COMMENT ON VIEW @extschema@.snowseq_move_progress IS
 	'moves under way (or interrupted): phase, rows copied of the total, bytes, lag and estimated time left';
@@ -426,6 +457,16 @@ GRANT SELECT (move_id, state, started_at, copy_started_at, blocked_at, switched_
 -- from its server's cumulative statistics: a new C symbol, so the 1.2
 -- definition never meets the wider row
 DROP FUNCTION @extschema@.snowseq_shard_stats(regclass);
+-- elastic shards read the map as the routing functions do, through their
+-- cache (snowseq_route_ranges)
+-- The map as the routing functions read it (their cache): what elastic
+-- shards read it through.
+CREATE FUNCTION @extschema@.snowseq_route_ranges(OUT first_gene integer, OUT last_gene integer, OUT shard text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_route_ranges'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.snowseq_route_ranges() IS
+	'the servers of snowseq_shard_map and the genes each holds (first to last), as shard_of routes them (1.3)';
 CREATE FUNCTION @extschema@.snowseq_shard_stats(parent regclass,
 	OUT first_gene integer, OUT last_gene integer, OUT shard text,
 	OUT partition regclass, OUT rows bigint, OUT bytes bigint,
@@ -486,20 +527,31 @@ CREATE TYPE @extschema@.snowseq_rebalance_step_state AS ENUM
 	('planned', 'running', 'failed', 'done');
 COMMENT ON TYPE @extschema@.snowseq_rebalance_step_state IS
 	'the states of a step of a rebalance (snowseq_rebalance_steps.state)';
--- Over: the run is neither running nor resumable.
+-- What a state is, derived from the machines (src/shards/rebalance_state.c).
 CREATE FUNCTION @extschema@.snowseq_rebalance_is_over(state @extschema@.snowseq_rebalance_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'abandoned']::@extschema@.snowseq_rebalance_state[]);
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_state_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_is_over(@extschema@.snowseq_rebalance_state) IS
-	'whether a rebalance in this state is over: done or abandoned';
--- Over: the step is done (a failed one is tried again).
+	'whether a rebalance in this state is over: neither running nor resumable (done or abandoned)';
 CREATE FUNCTION @extschema@.snowseq_rebalance_step_is_over(state @extschema@.snowseq_rebalance_step_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) 'done';
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_state_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_is_over(@extschema@.snowseq_rebalance_step_state) IS
-	'whether a step of a rebalance in this state is over: done';
+	'whether a step of a rebalance in this state is over (done; a failed one is tried again)';
+CREATE FUNCTION @extschema@.snowseq_rebalance_is_running(state anyenum)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_is_running'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_is_running(anyenum) IS
+	'whether a rebalance run or step in this state runs (the state its step begin leads to)';
+CREATE FUNCTION @extschema@.snowseq_rebalance_step_is_planned(state @extschema@.snowseq_rebalance_step_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_step_is_planned'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_is_planned(@extschema@.snowseq_rebalance_step_state) IS
+	'whether a step of a rebalance in this state is planned, not begun';
 -- The state machines of a run and of a step (src/shards/rebalance_state.c):
 -- the state a step takes one to; every state the SQL sources store comes
 -- from here, and a step the state does not allow is an ERROR.
@@ -684,7 +736,8 @@ BEGIN
 				HINT = 'A rebalance moves genes of a table partitioned by range on its bigint ID, whose partitions are foreign tables on the servers of snowseq_shard_map.';
 	END IF;
 
-	sv := ARRAY(SELECT CAST(s.shard AS pg_catalog.name) FROM @extschema@.snowseq_shard_map s
+	-- the map's servers as routing reads them (route.c's cache)
+	sv := ARRAY(SELECT CAST(s.shard AS pg_catalog.name) FROM @extschema@.snowseq_route_ranges() s
 		GROUP BY s.shard ORDER BY s.shard);
 	FOR i IN 1 .. COALESCE(pg_catalog.array_length(drain, 1), 0) LOOP
 		IF pg_catalog.array_position(sv, drain[i]) IS NULL THEN
@@ -801,7 +854,7 @@ BEGIN
 				'table', mv.source_table, 'oid', CAST(CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid) AS bigint))
 				ORDER BY mv.move_id)
 			FROM @extschema@.snowseq_moves mv
-			WHERE mv.state OPERATOR(pg_catalog.=) 'revertable' AND mv.parent OPERATOR(pg_catalog.=) ANY
+			WHERE @extschema@.snowseq_move_is_revertable(mv.state) AND mv.parent OPERATOR(pg_catalog.=) ANY
 				(ARRAY(SELECT m.member FROM @extschema@.snowseq_placement_group(snowseq_rebalance_plan_from.parent) m))), '[]'),
 		-- a cut by writes is sized by the rows written since the first reading
 		-- (their xmin): without its transaction ids, as even over its genes
@@ -846,7 +899,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, times
 CREATE FUNCTION @extschema@.snowseq_rebalance_driven(run @extschema@.snowseq_rebalance_runs)
 	RETURNS boolean
 	LANGUAGE sql STABLE PARALLEL SAFE
-	RETURN $1.state OPERATOR(pg_catalog.=) 'running'
+	RETURN @extschema@.snowseq_rebalance_is_running($1.state)
 		AND @extschema@.snowseq_rebalance_runner_alive($1.runner_pid, $1.runner_start);
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_driven(@extschema@.snowseq_rebalance_runs) IS
 	'whether the run is running in a process that is there';
@@ -1287,21 +1340,23 @@ COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_done(@extschema@.snowseq_
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_step_done(@extschema@.snowseq_rebalance_steps, bigint, bigint) FROM PUBLIC;
 -- The last move (from_server <> to_server) of a step's genes to its
 -- server, or merge of its genes, begun at since or later (NULL: any move;
--- a merge done).
+-- a merge done), and whether it is done (a move: or kept revertable).
 CREATE FUNCTION @extschema@.snowseq_rebalance_step_move(parent regclass, s @extschema@.snowseq_rebalance_steps,
-	since timestamptz, OUT move_id bigint, OUT state text, OUT error text, OUT rows_copied bigint)
+	since timestamptz, OUT move_id bigint, OUT done boolean, OUT error text, OUT rows_copied bigint)
 	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	AS $step$
 BEGIN
 	IF s.from_server OPERATOR(pg_catalog.=) s.to_server THEN
-		SELECT m.merge_id, m.state, m.error, m.rows_copied INTO move_id, state, error, rows_copied
+		SELECT m.merge_id, @extschema@.snowseq_merge_is_done(m.state), m.error, m.rows_copied INTO move_id, done, error, rows_copied
 			FROM @extschema@.snowseq_merges m
 			WHERE m.parent OPERATOR(pg_catalog.=) snowseq_rebalance_step_move.parent AND m.group_merge IS NULL
 				AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
-				AND (m.started_at OPERATOR(pg_catalog.>=) since OR since IS NULL AND m.state OPERATOR(pg_catalog.=) 'done')
+				AND (m.started_at OPERATOR(pg_catalog.>=) since OR since IS NULL AND @extschema@.snowseq_merge_is_done(m.state))
 			ORDER BY m.merge_id DESC LIMIT 1;
 	ELSE
-		SELECT COALESCE(m.group_move, m.move_id), m.state, m.error, m.rows_copied INTO move_id, state, error, rows_copied
+		SELECT COALESCE(m.group_move, m.move_id),
+				@extschema@.snowseq_move_is_done(m.state) OR @extschema@.snowseq_move_is_revertable(m.state),
+				m.error, m.rows_copied INTO move_id, done, error, rows_copied
 			FROM @extschema@.snowseq_moves m
 			WHERE m.parent OPERATOR(pg_catalog.=) snowseq_rebalance_step_move.parent
 				AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
@@ -1524,7 +1579,7 @@ BEGIN
 				FILTER (WHERE @extschema@.snowseq_rebalance_step_is_over(s.state)) AS secs
 		FROM @extschema@.snowseq_rebalance_steps s WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id) st
 	LEFT JOIN LATERAL (SELECT s.* FROM @extschema@.snowseq_rebalance_steps s
-		WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id AND s.state OPERATOR(pg_catalog.=) 'running'
+		WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id AND @extschema@.snowseq_rebalance_is_running(s.state)
 		ORDER BY s.step LIMIT 1) cur ON true
 	LEFT JOIN LATERAL (SELECT m.rows_copied FROM @extschema@.snowseq_moves m
 		WHERE m.parent OPERATOR(pg_catalog.=) r.parent AND m.first_gene OPERATOR(pg_catalog.=) cur.first_gene
@@ -1571,6 +1626,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_wait(job bigint)
 	AS $wait$
 DECLARE
 	st record;
+	run_state @extschema@.snowseq_rebalance_state;
 	nap double precision := 0.05;
 	orphan pg_catalog.timestamptz;
 BEGIN
@@ -1592,12 +1648,14 @@ BEGIN
 		-- transaction first read them
 		PERFORM pg_catalog.pg_stat_clear_snapshot();
 		SELECT * INTO st FROM @extschema@.snowseq_rebalance_status(job);
-		IF st.state OPERATOR(pg_catalog.=) 'stopped' AND st.last_error IS NOT NULL THEN
-			RAISE EXCEPTION 'rebalance job % failed: %', job, st.last_error
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					HINT = 'Fix the cause and resume it with snowseq_rebalance_start, or give it up with snowseq_rebalance_stop(abandon => true).';
-		END IF;
-		IF st.state OPERATOR(pg_catalog.<>) 'running' THEN
+		run_state := st.state;
+		IF NOT @extschema@.snowseq_rebalance_is_running(run_state) THEN
+			-- stopped (resumable) by its worker's error
+			IF NOT @extschema@.snowseq_rebalance_is_over(run_state) AND st.last_error IS NOT NULL THEN
+				RAISE EXCEPTION 'rebalance job % failed: %', job, st.last_error
+					USING ERRCODE = 'object_not_in_prerequisite_state',
+						HINT = 'Fix the cause and resume it with snowseq_rebalance_start, or give it up with snowseq_rebalance_stop(abandon => true).';
+			END IF;
 			RETURN st.state;
 		END IF;
 		orphan := CASE WHEN NOT st.runner_alive THEN COALESCE(orphan, pg_catalog.clock_timestamp()) END;
@@ -1711,7 +1769,7 @@ BEGIN
 				END IF;
 				-- drained servers have left the map
 				IF @extschema@.snowseq_rebalance_plan_steps(run, ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d
-						WHERE EXISTS (SELECT FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)),
+						WHERE EXISTS (SELECT FROM @extschema@.snowseq_route_ranges() sm WHERE sm.shard OPERATOR(pg_catalog.=) d)),
 						w0p, w0, w0x, w0_at) OPERATOR(pg_catalog.>) 0 THEN
 					run.rounds := run.rounds OPERATOR(pg_catalog.+) 1;
 					run := @extschema@.snowseq_rebalance_save_run(run);
@@ -1731,7 +1789,7 @@ BEGIN
 
 		-- a move interrupted (a router crash) is finished or undone first;
 		-- the map says whether its genes are on the destination
-		IF s.state OPERATOR(pg_catalog.<>) 'planned' THEN
+		IF NOT @extschema@.snowseq_rebalance_step_is_planned(s.state) THEN
 			FOR mv IN SELECT c.move_id, c.server, c.object, c.action FROM @extschema@.snowseq_move_cleanup() c LOOP
 				RAISE NOTICE 'rebalance %: step % was cut: move %: %', run.run_id, s.step, mv.move_id,
 					pg_catalog.concat_ws(' ', mv.action, mv.object,
@@ -1748,7 +1806,7 @@ BEGIN
 			SELECT pg_catalog.bool_and(@extschema@.snowseq_route_gene(g) OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
 				FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g;
 		END IF;
-		IF on_dest AND s.state OPERATOR(pg_catalog.<>) 'planned' THEN
+		IF on_dest AND NOT @extschema@.snowseq_rebalance_step_is_planned(s.state) THEN
 			PERFORM @extschema@.snowseq_rebalance_step_done(s, mv.move_id, mv.rows_copied);
 			COMMIT;
 			RAISE NOTICE 'rebalance %: step % (genes % to %) was done by % %', run.run_id, s.step,
@@ -1776,7 +1834,7 @@ BEGIN
 			CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
 		END IF;
 		SELECT * INTO mv FROM @extschema@.snowseq_rebalance_step_move(run.parent, s, s.started_at);
-		IF mv.state OPERATOR(pg_catalog.=) 'done' OR mv.state OPERATOR(pg_catalog.=) 'revertable' THEN
+		IF mv.done THEN
 			PERFORM @extschema@.snowseq_rebalance_step_done(s, mv.move_id, mv.rows_copied);
 			COMMIT;
 		ELSE
@@ -1813,13 +1871,19 @@ CREATE TYPE @extschema@.snowseq_merge_state AS ENUM
 COMMENT ON TYPE @extschema@.snowseq_merge_state IS
 	'the states of a merge (snowseq_merges.state)';
 CREATE CAST (pg_catalog.text AS @extschema@.snowseq_merge_state) WITH INOUT AS ASSIGNMENT;
--- Over: nothing of the merge runs or is left (rollback has leftovers).
+-- What a state is, derived from the merge's machine (src/shards/move_states.c).
 CREATE FUNCTION @extschema@.snowseq_merge_is_over(state @extschema@.snowseq_merge_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed']::@extschema@.snowseq_merge_state[]);
+	AS 'MODULE_PATHNAME', 'snowseq_merge_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_merge_is_over(@extschema@.snowseq_merge_state) IS
-	'whether a merge in this state is over: done or failed';
+	'whether a merge in this state is over: nothing of it runs or is left (done or failed)';
+CREATE FUNCTION @extschema@.snowseq_merge_is_done(state @extschema@.snowseq_merge_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_merge_is_done'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_merge_is_done(@extschema@.snowseq_merge_state) IS
+	'whether a merge in this state is finished';
 CREATE TABLE @extschema@.snowseq_merges (
 	merge_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	group_merge bigint,

@@ -10,57 +10,57 @@
 
 -- VOLATILE: every call returns a new ID.  PARALLEL SAFE: the state is one
 -- counter in shared memory, shared by parallel workers and the leader alike.
-CREATE FUNCTION snowseq_next() RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_next() RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_next'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_next() IS
+COMMENT ON FUNCTION @extschema@.snowseq_next() IS
 	'next snowflake ID of this node: unique, greater than every ID issued before';
 
 -- Not for PUBLIC: one call takes up to a second of the clock's capacity at
 -- once (2^(seq_bits+10) IDs), which other callers would wait for.  Grant it
 -- to the roles that load in bulk.
-CREATE FUNCTION snowseq_next_n(n integer) RETURNS SETOF bigint
+CREATE FUNCTION @extschema@.snowseq_next_n(n integer) RETURNS SETOF bigint
 	AS 'MODULE_PATHNAME', 'snowseq_next_n'
 	LANGUAGE C VOLATILE STRICT PARALLEL SAFE ROWS 1000;
-COMMENT ON FUNCTION snowseq_next_n(integer) IS
+COMMENT ON FUNCTION @extschema@.snowseq_next_n(integer) IS
 	'n consecutive snowflake IDs taken in one atomic step (bulk loads; needs EXECUTE granted)';
-REVOKE ALL ON FUNCTION snowseq_next_n(integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_next_n(integer) FROM PUBLIC;
 
 -- STABLE, not IMMUTABLE: the layout and epoch are settings read at server
 -- start, so the same ID may parse differently after a reconfiguration.
-CREATE FUNCTION snowseq_parse(id bigint, OUT ts timestamptz, OUT node integer, OUT seq integer)
+CREATE FUNCTION @extschema@.snowseq_parse(id bigint, OUT ts timestamptz, OUT node integer, OUT seq integer)
 	AS 'MODULE_PATHNAME', 'snowseq_parse'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_parse(bigint) IS
+COMMENT ON FUNCTION @extschema@.snowseq_parse(bigint) IS
 	'time, node and sequence fields of a snowflake ID';
 
-CREATE FUNCTION snowseq_time(id bigint) RETURNS timestamptz
+CREATE FUNCTION @extschema@.snowseq_time(id bigint) RETURNS timestamptz
 	AS 'MODULE_PATHNAME', 'snowseq_time'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_time(bigint) IS 'instant a snowflake ID was issued at';
+COMMENT ON FUNCTION @extschema@.snowseq_time(bigint) IS 'instant a snowflake ID was issued at';
 
-CREATE FUNCTION snowseq_node(id bigint) RETURNS integer
+CREATE FUNCTION @extschema@.snowseq_node(id bigint) RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_node'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_node(bigint) IS 'node that issued a snowflake ID';
+COMMENT ON FUNCTION @extschema@.snowseq_node(bigint) IS 'node that issued a snowflake ID';
 
-CREATE FUNCTION snowseq_min_id(ts timestamptz) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_min_id(ts timestamptz) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_min_id'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_min_id(timestamptz) IS
+COMMENT ON FUNCTION @extschema@.snowseq_min_id(timestamptz) IS
 	'smallest snowflake ID issued at or after ts: WHERE id >= snowseq_min_id(...) uses the primary key';
 
-CREATE FUNCTION snowseq_max_id(ts timestamptz) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_max_id(ts timestamptz) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_max_id'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_max_id(timestamptz) IS
+COMMENT ON FUNCTION @extschema@.snowseq_max_id(timestamptz) IS
 	'largest snowflake ID issued in the time unit of ts or before';
 
 ------------------------------------------------------------------------
 -- Status and administration
 ------------------------------------------------------------------------
 
-CREATE FUNCTION snowseq_status(
+CREATE FUNCTION @extschema@.snowseq_status(
 	OUT node_id integer, OUT time_bits integer, OUT node_bits integer,
 	OUT seq_bits integer, OUT time_unit_ms integer, OUT epoch timestamptz,
 	OUT last_time timestamptz, OUT wall_clock timestamptz, OUT drift interval,
@@ -72,11 +72,11 @@ CREATE FUNCTION snowseq_status(
 	OUT time_field_ends timestamptz, OUT lifetime_left interval)
 	AS 'MODULE_PATHNAME', 'snowseq_status_1_1'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_status() IS
+COMMENT ON FUNCTION @extschema@.snowseq_status() IS
 	'node, layout, logical clock, drift, lead, lifetime and counters of the snowseq generator';
 
-CREATE VIEW snowseq_status AS SELECT * FROM @extschema@.snowseq_status();
-COMMENT ON VIEW snowseq_status IS 'the snowseq generator at a glance';
+CREATE VIEW @extschema@.snowseq_status AS SELECT * FROM @extschema@.snowseq_status();
+COMMENT ON VIEW @extschema@.snowseq_status IS 'the snowseq generator at a glance';
 
 CREATE FUNCTION @extschema@.snowseq_reservations(
 	OUT kind text, OUT counter bigint, OUT bound bigint, OUT low_water bigint,
@@ -91,12 +91,12 @@ CREATE VIEW @extschema@.snowseq_reservations AS SELECT * FROM @extschema@.snowse
 COMMENT ON VIEW @extschema@.snowseq_reservations IS 'snowseq durable reservations';
 
 -- PARALLEL UNSAFE: rewrites the state file.
-CREATE FUNCTION snowseq_reset_state(segment_floor bigint DEFAULT NULL) RETURNS text
+CREATE FUNCTION @extschema@.snowseq_reset_state(segment_floor bigint DEFAULT NULL) RETURNS text
 	AS 'MODULE_PATHNAME', 'snowseq_reset_state'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_reset_state(bigint) IS
+COMMENT ON FUNCTION @extschema@.snowseq_reset_state(bigint) IS
 	'adopt the configured layout, epoch and node id after a deliberate change, above every ID issued before (needs EXECUTE granted)';
-REVOKE ALL ON FUNCTION snowseq_reset_state(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_reset_state(bigint) FROM PUBLIC;
 
 -- Converting tables, scattered writes, UUIDv7
 ------------------------------------------------------------------------
@@ -104,7 +104,7 @@ REVOKE ALL ON FUNCTION snowseq_reset_state(bigint) FROM PUBLIC;
 -- Changes a table's default, drops sequences: not for PUBLIC.  A caller
 -- granted EXECUTE must own the table (checked before any lock is taken).
 -- PARALLEL UNSAFE: DDL.
-CREATE FUNCTION snowseq_convert(tab regclass, col name, keep_sequence boolean DEFAULT false)
+CREATE FUNCTION @extschema@.snowseq_convert(tab regclass, col name, keep_sequence boolean DEFAULT false)
 	RETURNS text
 	AS 'MODULE_PATHNAME', 'snowseq_convert'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
@@ -114,13 +114,13 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_convert(regclass, name, boolean) FROM
 
 -- IMMUTABLE: a fixed bijection of [0, 2^63), whatever the configuration,
 -- so it can be used in defaults, generated columns and partition keys.
-CREATE FUNCTION snowseq_scatter(id bigint, bits integer) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_scatter(id bigint, bits integer) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_scatter'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_scatter(bigint, integer) IS
 	'the low bits of an ID, XORed with a hash of the rest, moved to the top: spreads new rows over range partitions';
 
-CREATE FUNCTION snowseq_unscatter(value bigint, bits integer) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_unscatter(value bigint, bits integer) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_unscatter'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_unscatter(bigint, integer) IS
@@ -128,14 +128,14 @@ COMMENT ON FUNCTION @extschema@.snowseq_unscatter(bigint, integer) IS
 
 -- VOLATILE PARALLEL SAFE, as snowseq_next(): one value of the same
 -- cluster-wide clock per call.
-CREATE FUNCTION snowseq_uuid() RETURNS uuid
+CREATE FUNCTION @extschema@.snowseq_uuid() RETURNS uuid
 	AS 'MODULE_PATHNAME', 'snowseq_uuid'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_uuid() IS
 	'RFC 9562 version 7 UUID from the snowseq clock: greater than every UUID and ID issued before, carries the node id';
 
 -- IMMUTABLE: reads the 48-bit Unix time in ms of any version 7 UUID.
-CREATE FUNCTION snowseq_uuid_time(id uuid) RETURNS timestamptz
+CREATE FUNCTION @extschema@.snowseq_uuid_time(id uuid) RETURNS timestamptz
 	AS 'MODULE_PATHNAME', 'snowseq_uuid_time'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_uuid_time(uuid) IS
@@ -147,14 +147,14 @@ COMMENT ON FUNCTION @extschema@.snowseq_uuid_time(uuid) IS
 -- clock per call.  Not STRICT: a NULL instant is an ERROR, not a NULL ID.
 -- EXECUTE is a GRANT: a caller backfilling a late instant holds every
 -- other backfill of the server to later instants.
-CREATE FUNCTION snowseq_id_at(ts timestamptz) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_id_at(ts timestamptz) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_id_at'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_id_at(timestamptz) IS
 	'new snowflake ID whose time field is that of the past instant ts, with snowseq.backfill_node_id: never equal to an ID of the clock or another (needs EXECUTE granted)';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_id_at(timestamptz) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_uuid_at(ts timestamptz) RETURNS uuid
+CREATE FUNCTION @extschema@.snowseq_uuid_at(ts timestamptz) RETURNS uuid
 	AS 'MODULE_PATHNAME', 'snowseq_uuid_at'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_uuid_at(timestamptz) IS
@@ -162,13 +162,13 @@ COMMENT ON FUNCTION @extschema@.snowseq_uuid_at(timestamptz) IS
 REVOKE ALL ON FUNCTION @extschema@.snowseq_uuid_at(timestamptz) FROM PUBLIC;
 
 -- STABLE: depends on the layout settings, as snowseq_min_id().
-CREATE FUNCTION snowseq_uuid_min(ts timestamptz) RETURNS uuid
+CREATE FUNCTION @extschema@.snowseq_uuid_min(ts timestamptz) RETURNS uuid
 	AS 'MODULE_PATHNAME', 'snowseq_uuid_min'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_uuid_min(timestamptz) IS
 	'smallest UUID of the time unit of ts: WHERE id >= snowseq_uuid_min(...) uses the primary key';
 
-CREATE FUNCTION snowseq_uuid_max(ts timestamptz) RETURNS uuid
+CREATE FUNCTION @extschema@.snowseq_uuid_max(ts timestamptz) RETURNS uuid
 	AS 'MODULE_PATHNAME', 'snowseq_uuid_max'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_uuid_max(timestamptz) IS
@@ -179,47 +179,47 @@ COMMENT ON FUNCTION @extschema@.snowseq_uuid_max(timestamptz) IS
 
 -- IMMUTABLE: a fixed hash of the key bytes.  Not STRICT: a NULL key is an
 -- ERROR, never a NULL gene.
-CREATE FUNCTION snowseq_gene(key text) RETURNS integer
+CREATE FUNCTION @extschema@.snowseq_gene(key text) RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_gene_text'
 	LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION snowseq_gene(key bigint) RETURNS integer
+CREATE FUNCTION @extschema@.snowseq_gene(key bigint) RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_gene_int8'
 	LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION snowseq_gene(key bytea) RETURNS integer
+CREATE FUNCTION @extschema@.snowseq_gene(key bytea) RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_gene_bytea'
 	LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_gene(text) IS 'gene (0..32767) of a text key, hashed as UTF-8';
-COMMENT ON FUNCTION snowseq_gene(bigint) IS 'gene (0..32767) of a bigint key, hashed as 8 bytes little-endian';
-COMMENT ON FUNCTION snowseq_gene(bytea) IS 'gene (0..32767) of a bytea key';
+COMMENT ON FUNCTION @extschema@.snowseq_gene(text) IS 'gene (0..32767) of a text key, hashed as UTF-8';
+COMMENT ON FUNCTION @extschema@.snowseq_gene(bigint) IS 'gene (0..32767) of a bigint key, hashed as 8 bytes little-endian';
+COMMENT ON FUNCTION @extschema@.snowseq_gene(bytea) IS 'gene (0..32767) of a bytea key';
 
-CREATE FUNCTION snowseq_gene_next(key text) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_gene_next(key text) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_gene_next_text'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION snowseq_gene_next(key bigint) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_gene_next(key bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_gene_next_int8'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION snowseq_gene_next(key bytea) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_gene_next(key bytea) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_gene_next_bytea'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_gene_next(text) IS 'next gene ID of a text key: gene << 48 | segment';
-COMMENT ON FUNCTION snowseq_gene_next(bigint) IS 'next gene ID of a bigint key: gene << 48 | segment';
-COMMENT ON FUNCTION snowseq_gene_next(bytea) IS 'next gene ID of a bytea key: gene << 48 | segment';
+COMMENT ON FUNCTION @extschema@.snowseq_gene_next(text) IS 'next gene ID of a text key: gene << 48 | segment';
+COMMENT ON FUNCTION @extschema@.snowseq_gene_next(bigint) IS 'next gene ID of a bigint key: gene << 48 | segment';
+COMMENT ON FUNCTION @extschema@.snowseq_gene_next(bytea) IS 'next gene ID of a bytea key: gene << 48 | segment';
 
-CREATE FUNCTION snowseq_fill_gene_id() RETURNS trigger
+CREATE FUNCTION @extschema@.snowseq_fill_gene_id() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'snowseq_fill_gene_id'
 	LANGUAGE C;
-COMMENT ON FUNCTION snowseq_fill_gene_id() IS
+COMMENT ON FUNCTION @extschema@.snowseq_fill_gene_id() IS
 	'BEFORE INSERT trigger: snowseq_fill_gene_id(''id_column'', ''key_column'') fills a NULL ID from the key';
 
 -- VOLATILE PARALLEL SAFE, as snowseq_gene_next(): one value of this
 -- node's 128-bit segment counter per call; a NULL key is an ERROR.
-CREATE FUNCTION snowseq_gene_uuid(key text) RETURNS uuid
+CREATE FUNCTION @extschema@.snowseq_gene_uuid(key text) RETURNS uuid
 	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_text'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION snowseq_gene_uuid(key bigint) RETURNS uuid
+CREATE FUNCTION @extschema@.snowseq_gene_uuid(key bigint) RETURNS uuid
 	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_int8'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
-CREATE FUNCTION snowseq_gene_uuid(key bytea) RETURNS uuid
+CREATE FUNCTION @extschema@.snowseq_gene_uuid(key bytea) RETURNS uuid
 	AS 'MODULE_PATHNAME', 'snowseq_gene_uuid_bytea'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_gene_uuid(text) IS
@@ -239,23 +239,23 @@ CREATE FUNCTION shard_of(id bigint) RETURNS integer
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION shard_of(bigint) IS 'gene of a gene ID (id >> 48), the key to its shard';
 
-CREATE FUNCTION snowseq_gene_range(gene integer) RETURNS int8range
+CREATE FUNCTION @extschema@.snowseq_gene_range(gene integer) RETURNS int8range
 	AS 'MODULE_PATHNAME', 'snowseq_gene_range'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_gene_range(integer) IS 'the IDs of one gene: [gene << 48, (gene + 1) << 48)';
+COMMENT ON FUNCTION @extschema@.snowseq_gene_range(integer) IS 'the IDs of one gene: [gene << 48, (gene + 1) << 48)';
 
-CREATE FUNCTION snowseq_key_range(key text) RETURNS int8range
+CREATE FUNCTION @extschema@.snowseq_key_range(key text) RETURNS int8range
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
 	RETURN @extschema@.snowseq_gene_range(@extschema@.snowseq_gene(key));
-CREATE FUNCTION snowseq_key_range(key bigint) RETURNS int8range
+CREATE FUNCTION @extschema@.snowseq_key_range(key bigint) RETURNS int8range
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
 	RETURN @extschema@.snowseq_gene_range(@extschema@.snowseq_gene(key));
-CREATE FUNCTION snowseq_key_range(key bytea) RETURNS int8range
+CREATE FUNCTION @extschema@.snowseq_key_range(key bytea) RETURNS int8range
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
 	RETURN @extschema@.snowseq_gene_range(@extschema@.snowseq_gene(key));
-COMMENT ON FUNCTION snowseq_key_range(text) IS 'the IDs of the gene of a text key';
-COMMENT ON FUNCTION snowseq_key_range(bigint) IS 'the IDs of the gene of a bigint key';
-COMMENT ON FUNCTION snowseq_key_range(bytea) IS 'the IDs of the gene of a bytea key';
+COMMENT ON FUNCTION @extschema@.snowseq_key_range(text) IS 'the IDs of the gene of a text key';
+COMMENT ON FUNCTION @extschema@.snowseq_key_range(bigint) IS 'the IDs of the gene of a bigint key';
+COMMENT ON FUNCTION @extschema@.snowseq_key_range(bytea) IS 'the IDs of the gene of a bytea key';
 
 -- PostgreSQL 15 cannot prune partitions on "bigint <@ int8range".  This
 -- operator means exactly what the built-in one means, but is written as an
@@ -265,7 +265,7 @@ COMMENT ON FUNCTION snowseq_key_range(bytea) IS 'the IDs of the gene of a bytea 
 -- empty range, and one that ends before the smallest bigint, give bounds
 -- no ID satisfies (and upper - 1 is never computed for them); an unbounded
 -- side gives the extreme; a NULL range NULL.
-CREATE FUNCTION snowseq_in_range(id bigint, r int8range) RETURNS boolean
+CREATE FUNCTION @extschema@.snowseq_in_range(id bigint, r int8range) RETURNS boolean
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
 	RETURN id OPERATOR(pg_catalog.>=) CASE
 			WHEN pg_catalog.isempty(r) OR pg_catalog.upper(r) OPERATOR(pg_catalog.=) '-9223372036854775808'::bigint
@@ -277,7 +277,7 @@ CREATE FUNCTION snowseq_in_range(id bigint, r int8range) RETURNS boolean
 				THEN '-9223372036854775808'::bigint
 			WHEN NOT pg_catalog.isempty(r)
 				THEN COALESCE(pg_catalog.upper(r) OPERATOR(pg_catalog.-) 1, '9223372036854775807'::bigint) END;
-COMMENT ON FUNCTION snowseq_in_range(bigint, int8range) IS
+COMMENT ON FUNCTION @extschema@.snowseq_in_range(bigint, int8range) IS
 	'id <@ r, written so that partition pruning sees the bounds';
 CREATE OPERATOR <@ (
 	LEFTARG = bigint, RIGHTARG = int8range,
@@ -286,10 +286,10 @@ CREATE OPERATOR <@ (
 );
 -- the commutator, a real operator: "range @> id" prunes too, and no shell
 -- operator is left to hide the built-in anyrange @> anyelement
-CREATE FUNCTION snowseq_range_contains(r int8range, id bigint) RETURNS boolean
+CREATE FUNCTION @extschema@.snowseq_range_contains(r int8range, id bigint) RETURNS boolean
 	LANGUAGE SQL IMMUTABLE PARALLEL SAFE
 	RETURN @extschema@.snowseq_in_range(id, r);
-COMMENT ON FUNCTION snowseq_range_contains(int8range, bigint) IS
+COMMENT ON FUNCTION @extschema@.snowseq_range_contains(int8range, bigint) IS
 	'r @> id, written so that partition pruning sees the bounds';
 CREATE OPERATOR @> (
 	LEFTARG = int8range, RIGHTARG = bigint,
@@ -298,11 +298,11 @@ CREATE OPERATOR @> (
 );
 
 -- The routing map: a gene belongs to the row with the smallest upper_gene >= it.
-CREATE TABLE snowseq_shard_map (
+CREATE TABLE @extschema@.snowseq_shard_map (
 	upper_gene integer PRIMARY KEY CHECK (upper_gene BETWEEN 0 AND 32767),
 	shard text NOT NULL
 );
-COMMENT ON TABLE snowseq_shard_map IS
+COMMENT ON TABLE @extschema@.snowseq_shard_map IS
 	'routing map: each shard holds the genes above the previous row''s upper_gene up to its own';
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.snowseq_shard_map', '');
 -- routing is for everyone, changing the map is not
@@ -312,7 +312,7 @@ GRANT SELECT ON @extschema@.snowseq_shard_map TO PUBLIC;
 -- its copy: ENABLE ALWAYS, so the triggers fire under
 -- session_replication_role = replica and in a logical replication
 -- subscriber too, whose apply fires row triggers only.
-CREATE FUNCTION snowseq_shard_map_changed() RETURNS trigger
+CREATE FUNCTION @extschema@.snowseq_shard_map_changed() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'snowseq_shard_map_changed'
 	LANGUAGE C;
 CREATE TRIGGER snowseq_shard_map_changed
@@ -326,37 +326,46 @@ ALTER TABLE @extschema@.snowseq_shard_map ENABLE ALWAYS TRIGGER snowseq_shard_ma
 
 -- STABLE: reads the map.  PARALLEL RESTRICTED: the map is cached per
 -- backend and kept current by invalidations the leader processes.
-CREATE FUNCTION snowseq_route(id bigint) RETURNS text
+CREATE FUNCTION @extschema@.snowseq_route(id bigint) RETURNS text
 	AS 'MODULE_PATHNAME', 'snowseq_route'
 	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
-COMMENT ON FUNCTION snowseq_route(bigint) IS 'shard that holds a gene ID, from snowseq_shard_map';
+COMMENT ON FUNCTION @extschema@.snowseq_route(bigint) IS 'shard that holds a gene ID, from snowseq_shard_map';
 
-CREATE FUNCTION snowseq_route_gene(gene integer) RETURNS text
+CREATE FUNCTION @extschema@.snowseq_route_gene(gene integer) RETURNS text
 	AS 'MODULE_PATHNAME', 'snowseq_route_gene'
 	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
-COMMENT ON FUNCTION snowseq_route_gene(integer) IS 'shard that holds a gene, from snowseq_shard_map';
+COMMENT ON FUNCTION @extschema@.snowseq_route_gene(integer) IS 'shard that holds a gene, from snowseq_shard_map';
 
-CREATE FUNCTION snowseq_route_key(key text) RETURNS text
+-- The map as the routing functions read it (their cache): what elastic
+-- shards read it through.
+CREATE FUNCTION @extschema@.snowseq_route_ranges(OUT first_gene integer, OUT last_gene integer, OUT shard text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'snowseq_route_ranges'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.snowseq_route_ranges() IS
+	'the servers of snowseq_shard_map and the genes each holds (first to last), as shard_of routes them (1.3)';
+
+CREATE FUNCTION @extschema@.snowseq_route_key(key text) RETURNS text
 	LANGUAGE SQL STABLE PARALLEL RESTRICTED
 	RETURN @extschema@.snowseq_route_gene(@extschema@.snowseq_gene(key));
-CREATE FUNCTION snowseq_route_key(key bigint) RETURNS text
+CREATE FUNCTION @extschema@.snowseq_route_key(key bigint) RETURNS text
 	LANGUAGE SQL STABLE PARALLEL RESTRICTED
 	RETURN @extschema@.snowseq_route_gene(@extschema@.snowseq_gene(key));
-CREATE FUNCTION snowseq_route_key(key bytea) RETURNS text
+CREATE FUNCTION @extschema@.snowseq_route_key(key bytea) RETURNS text
 	LANGUAGE SQL STABLE PARALLEL RESTRICTED
 	RETURN @extschema@.snowseq_route_gene(@extschema@.snowseq_gene(key));
-COMMENT ON FUNCTION snowseq_route_key(text) IS 'shard that holds the rows of a text key';
-COMMENT ON FUNCTION snowseq_route_key(bigint) IS 'shard that holds the rows of a bigint key';
-COMMENT ON FUNCTION snowseq_route_key(bytea) IS 'shard that holds the rows of a bytea key';
+COMMENT ON FUNCTION @extschema@.snowseq_route_key(text) IS 'shard that holds the rows of a text key';
+COMMENT ON FUNCTION @extschema@.snowseq_route_key(bigint) IS 'shard that holds the rows of a bigint key';
+COMMENT ON FUNCTION @extschema@.snowseq_route_key(bytea) IS 'shard that holds the rows of a bytea key';
 
 -- Creates tables and fills the map: not for PUBLIC.  A caller granted
 -- EXECUTE must own the table and be allowed to insert into the map.
-CREATE FUNCTION snowseq_create_shards(parent regclass, n integer) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_create_shards(parent regclass, n integer) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_create_shards'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_create_shards(regclass, integer) IS
+COMMENT ON FUNCTION @extschema@.snowseq_create_shards(regclass, integer) IS
 	'n range partitions of a table partitioned on its bigint ID, on gene boundaries, and the map to match';
-REVOKE ALL ON FUNCTION snowseq_create_shards(regclass, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_create_shards(regclass, integer) FROM PUBLIC;
 
 
 -- IMMUTABLE: the top 23 bits whatever the configuration, so it can be used
@@ -368,7 +377,7 @@ COMMENT ON FUNCTION @extschema@.shard_of(uuid) IS
 	'23-bit gene of a 128-bit gene ID; shard_of(id) >> 8 is the 15-bit gene of the same key';
 
 -- STABLE PARALLEL RESTRICTED, as snowseq_route(bigint): reads the cached map.
-CREATE FUNCTION snowseq_route(id uuid) RETURNS text
+CREATE FUNCTION @extschema@.snowseq_route(id uuid) RETURNS text
 	AS 'MODULE_PATHNAME', 'snowseq_route_uuid'
 	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION @extschema@.snowseq_route(uuid) IS
@@ -389,7 +398,7 @@ CREATE FUNCTION shard_of(id text) RETURNS integer
 COMMENT ON FUNCTION @extschema@.shard_of(text) IS
 	'shard_of of a bigint or uuid written as text (an untyped literal or parameter)';
 
-CREATE FUNCTION snowseq_route(id text) RETURNS text
+CREATE FUNCTION @extschema@.snowseq_route(id text) RETURNS text
 	LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
 	RETURN CASE WHEN pg_catalog.length(id) OPERATOR(pg_catalog.<=) 20
 				THEN @extschema@.snowseq_route(CAST(id AS pg_catalog.int8))
@@ -406,7 +415,7 @@ COMMENT ON FUNCTION @extschema@.snowseq_route(text) IS
 -- The definitions; pg_dump keeps them.  The values live in shared memory,
 -- made durable by the same reservations as the clock.  Everyone may read
 -- the definitions; creating and dropping needs INSERT and UPDATE on it.
-CREATE TABLE snowseq_counters (
+CREATE TABLE @extschema@.snowseq_counters (
 	name text PRIMARY KEY
 		CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
 			   AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 63),
@@ -421,7 +430,7 @@ CREATE TABLE snowseq_counters (
 	created timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	maximum bigint
 );
-COMMENT ON TABLE snowseq_counters IS
+COMMENT ON TABLE @extschema@.snowseq_counters IS
 	'named counters and serials: their definitions, written by snowseq''s functions alone (values: shared memory and the state file; records and rights: the floors in schema snowseq_state)';
 COMMENT ON COLUMN @extschema@.snowseq_counters.maximum IS
 	'a counter''s largest value; NULL: the largest bigint (a serial''s numbers are bounded by its digits)';
@@ -430,7 +439,7 @@ REVOKE ALL ON TABLE @extschema@.snowseq_counters FROM PUBLIC;
 
 -- every change of a definition, however applied, reaches the backends'
 -- copies
-CREATE FUNCTION snowseq_counters_changed() RETURNS trigger
+CREATE FUNCTION @extschema@.snowseq_counters_changed() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'snowseq_counters_changed'
 	LANGUAGE C;
 CREATE TRIGGER snowseq_counters_changed
@@ -452,48 +461,48 @@ COMMENT ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, bo
 	'a named counter owned by the calling role: values start, start + nodes, ... up to maximum on node 0, offset by node_id % nodes elsewhere; its owner may continue a dropped one (restart => true starts it over)';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_create_serial(name text, format text, time_zone text DEFAULT 'UTC',
+CREATE FUNCTION @extschema@.snowseq_create_serial(name text, format text, time_zone text DEFAULT 'UTC',
 	start bigint DEFAULT 1, nodes integer DEFAULT 1) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_create_serial'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_create_serial(text, text, text, bigint, integer) IS
+COMMENT ON FUNCTION @extschema@.snowseq_create_serial(text, text, text, bigint, integer) IS
 	'a formatted serial such as ''INV-YYYYMMDD-######'' owned by the calling role: its number starts again at start in each day, month or year of the format, in time_zone';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_create_serial(text, text, text, bigint, integer) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_drop_counter(name text) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_drop_counter(name text) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_drop_counter'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_drop_counter(text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_drop_counter(text) IS
 	'no more values from a counter or serial (its owner only); created again by its owner with the same definition it continues';
 
 -- VOLATILE; PARALLEL UNSAFE, as nextval() is: taking one may record the
 -- counter's floor (a sequence).  Not for PUBLIC: a role could burn
 -- another's numbers.
-CREATE FUNCTION snowseq_counter_next(name text) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_counter_next(name text) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_counter_next'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_counter_next(text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_counter_next(text) IS
 	'next value of a named counter (needs EXECUTE granted)';
-REVOKE ALL ON FUNCTION snowseq_counter_next(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_counter_next(text) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_serial(name text) RETURNS text
+CREATE FUNCTION @extschema@.snowseq_serial(name text) RETURNS text
 	AS 'MODULE_PATHNAME', 'snowseq_serial'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_serial(text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_serial(text) IS
 	'next formatted serial number (needs EXECUTE granted)';
-REVOKE ALL ON FUNCTION snowseq_serial(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_serial(text) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_counter_raise(name text, above bigint) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_counter_raise(name text, above bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_counter_raise'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_counter_raise(text, bigint) IS
+COMMENT ON FUNCTION @extschema@.snowseq_counter_raise(text, bigint) IS
 	'make the next value of a counter greater than above (a serial: the next number of its period); after a restore without its record, or taking over from a sequence; never lowers; returns that next value';
-REVOKE ALL ON FUNCTION snowseq_counter_raise(text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_counter_raise(text, bigint) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_counter_state(name text, OUT issued bigint, OUT reserved bigint)
+CREATE FUNCTION @extschema@.snowseq_counter_state(name text, OUT issued bigint, OUT reserved bigint)
 	AS 'MODULE_PATHNAME', 'snowseq_counter_state'
 	LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_counter_state(text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_counter_state(text) IS
 	'raw reservation of a counter of this database: last value taken and durable bound (for the snowseq_counter_status view)';
 
 
@@ -508,12 +517,12 @@ COMMENT ON FUNCTION snowseq_counter_state(text) IS
 -- Only a role with the counter owner's privileges may grant and revoke:
 -- the functions check it, EXECUTE is everyone's.  role is a role name as
 -- pg_roles has it, or 'public'.
-CREATE FUNCTION snowseq_grant_counter(name text, role text) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_grant_counter(name text, role text) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_grant_counter'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_grant_counter(text, text) IS
 	'lets a role (or public) draw from a counter or serial, raise it and see its state: GRANT USAGE on its floor, by its owner';
-CREATE FUNCTION snowseq_revoke_counter(name text, role text) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_revoke_counter(name text, role text) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_revoke_counter'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_revoke_counter(text, text) IS
@@ -566,7 +575,7 @@ GRANT SELECT ON @extschema@.snowseq_counter_status TO PUBLIC;
 -- trigger checks each change before the constraints do (their errors would
 -- print the row, key included) and tells every backend to reload its keys;
 -- DELETE and TRUNCATE are refused: versions are never reused.
-CREATE TABLE snowseq_key_store (
+CREATE TABLE @extschema@.snowseq_key_store (
 	version integer PRIMARY KEY,
 	state text NOT NULL,
 	key bytea,
@@ -582,7 +591,7 @@ CREATE UNIQUE INDEX snowseq_key_store_one_current ON @extschema@.snowseq_key_sto
 	WHERE state OPERATOR(pg_catalog.=) 'current';
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.snowseq_key_store', '');
 
-CREATE FUNCTION snowseq_key_store_trigger() RETURNS trigger
+CREATE FUNCTION @extschema@.snowseq_key_store_trigger() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'snowseq_key_store_trigger'
 	LANGUAGE C;
 COMMENT ON FUNCTION @extschema@.snowseq_key_store_trigger() IS
@@ -598,7 +607,7 @@ ALTER TABLE @extschema@.snowseq_key_store ENABLE ALWAYS TRIGGER snowseq_key_stor
 ALTER TABLE @extschema@.snowseq_key_store ENABLE ALWAYS TRIGGER snowseq_key_store_truncate;
 
 -- What may be known about the keys, without them.
-CREATE VIEW snowseq_keys AS
+CREATE VIEW @extschema@.snowseq_keys AS
 	SELECT version, state, check_bits, version_bits,
 		(1::bigint OPERATOR(pg_catalog.<<) (48 OPERATOR(pg_catalog.-) version_bits
 			OPERATOR(pg_catalog.-) check_bits)) OPERATOR(pg_catalog.-) 1 AS max_segment,
@@ -611,14 +620,14 @@ REVOKE ALL ON TABLE @extschema@.snowseq_keys FROM PUBLIC;
 -- STABLE: the result depends on the current key, a row of a table.  Not
 -- STRICT: NULL is an ERROR, never a NULL public ID.  PARALLEL SAFE: each
 -- worker reads the keys with the leader's snapshot.  EXECUTE is a GRANT.
-CREATE FUNCTION snowseq_encrypt(id bigint) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_encrypt(id bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_encrypt'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_encrypt(bigint) IS
 	'public ID of a gene ID: same gene, key version, FF1-AES256-encrypted segment';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_encrypt(bigint) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_decrypt(public_id bigint) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_decrypt(public_id bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_decrypt'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_decrypt(bigint) IS
@@ -626,7 +635,7 @@ COMMENT ON FUNCTION @extschema@.snowseq_decrypt(bigint) IS
 REVOKE ALL ON FUNCTION @extschema@.snowseq_decrypt(bigint) FROM PUBLIC;
 
 -- STRICT: a predicate, NULL for NULL.
-CREATE FUNCTION snowseq_is_public_id(public_id bigint) RETURNS boolean
+CREATE FUNCTION @extschema@.snowseq_is_public_id(public_id bigint) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_is_public_id'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_is_public_id(bigint) IS
@@ -635,21 +644,21 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_is_public_id(bigint) FROM PUBLIC;
 
 -- Key management changes the key table: VOLATILE, PARALLEL UNSAFE, for
 -- the roles an administrator grants it to.
-CREATE FUNCTION snowseq_new_key(check_bits integer DEFAULT 4) RETURNS integer
+CREATE FUNCTION @extschema@.snowseq_new_key(check_bits integer DEFAULT 4) RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_new_key'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_new_key(integer) IS
 	'makes a random key inside the server and returns its version; it decrypts at once, snowseq_use_key makes it encrypt';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_new_key(integer) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_use_key(version integer) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_use_key(version integer) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_use_key'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_use_key(integer) IS
 	'the key new public IDs are made with from now on; older keys keep decrypting';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_use_key(integer) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_retire_key(version integer) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_retire_key(version integer) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_retire_key'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_retire_key(integer) IS
@@ -663,7 +672,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_retire_key(integer) FROM PUBLIC;
 -- cluster, or applied by logical replication, need the wrap keys of the
 -- cluster that made them: import a copy of its keyring file.  Reads a
 -- server file and adds secrets: not for PUBLIC.
-CREATE FUNCTION snowseq_import_wrap_keys(path text) RETURNS integer
+CREATE FUNCTION @extschema@.snowseq_import_wrap_keys(path text) RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_import_wrap_keys'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
@@ -678,14 +687,14 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) FROM PUBLIC;
 -- markings and rights of snowseq_encrypt and snowseq_decrypt, whose keys
 -- they use: STABLE (the current key is a row of a table), not STRICT (NULL
 -- is an ERROR, never a NULL code or ID), PARALLEL SAFE, EXECUTE a GRANT.
-CREATE FUNCTION snowseq_public_text(id bigint) RETURNS text
+CREATE FUNCTION @extschema@.snowseq_public_text(id bigint) RETURNS text
 	AS 'MODULE_PATHNAME', 'snowseq_public_text'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_public_text(bigint) IS
 	'public ID of a gene ID as text: 14 characters of Crockford base32, the last a check character';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_public_text(bigint) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_from_public_text(code text) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_from_public_text(code text) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_from_public_text'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_from_public_text(text) IS
@@ -701,14 +710,14 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_from_public_text(text) FROM PUBLIC;
 -- a table), not STRICT (NULL is an ERROR, never a NULL ID), PARALLEL SAFE,
 -- EXECUTE a GRANT.  Names of their own: uuid overloads of snowseq_encrypt
 -- would make snowseq_encrypt('123') ambiguous.
-CREATE FUNCTION snowseq_encrypt_uuid(id uuid) RETURNS uuid
+CREATE FUNCTION @extschema@.snowseq_encrypt_uuid(id uuid) RETURNS uuid
 	AS 'MODULE_PATHNAME', 'snowseq_encrypt_uuid'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_encrypt_uuid(uuid) IS
 	'public form of a 128-bit gene ID: same gene, key version, FF1-AES256-encrypted segment';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_encrypt_uuid(uuid) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_decrypt_uuid(public_id uuid) RETURNS uuid
+CREATE FUNCTION @extschema@.snowseq_decrypt_uuid(public_id uuid) RETURNS uuid
 	AS 'MODULE_PATHNAME', 'snowseq_decrypt_uuid'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_decrypt_uuid(uuid) IS
@@ -716,7 +725,7 @@ COMMENT ON FUNCTION @extschema@.snowseq_decrypt_uuid(uuid) IS
 REVOKE ALL ON FUNCTION @extschema@.snowseq_decrypt_uuid(uuid) FROM PUBLIC;
 
 -- STRICT: a predicate, NULL for NULL.
-CREATE FUNCTION snowseq_is_public_uuid(public_id uuid) RETURNS boolean
+CREATE FUNCTION @extschema@.snowseq_is_public_uuid(public_id uuid) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_is_public_uuid'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_is_public_uuid(uuid) IS
@@ -834,14 +843,14 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_placement_group(regclass) FROM PUBLIC
 
 -- Asks every postgres_fdw server, through the caller's user mappings.
 -- PARALLEL UNSAFE: opens connections and subtransactions.
-CREATE FUNCTION snowseq_check_nodes(OUT server text, OUT node_id integer, OUT layout text,
+CREATE FUNCTION @extschema@.snowseq_check_nodes(OUT server text, OUT node_id integer, OUT layout text,
 	OUT epoch timestamptz, OUT version text, OUT cluster text, OUT problem text)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'snowseq_check_nodes'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_check_nodes() IS
+COMMENT ON FUNCTION @extschema@.snowseq_check_nodes() IS
 	'this server (server NULL) and every postgres_fdw server: node id, layout, epoch, snowseq version, cluster (system identifier), and what is wrong (a node id of another cluster, other layouts, unreachable)';
-REVOKE ALL ON FUNCTION snowseq_check_nodes() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_check_nodes() FROM PUBLIC;
 -- Elastic shards
 ------------------------------------------------------------------------
 
@@ -856,18 +865,49 @@ CREATE TYPE @extschema@.snowseq_move_state AS ENUM
 COMMENT ON TYPE @extschema@.snowseq_move_state IS
 	'the states of a move (snowseq_moves.state)';
 CREATE CAST (pg_catalog.text AS @extschema@.snowseq_move_state) WITH INOUT AS ASSIGNMENT;
--- Over: nothing of the move runs or is left (rollback has leftovers).
+-- What a state is, derived from the move's machine (src/shards/move_states.c):
+-- no statement names a state, it asks one of these.
 CREATE FUNCTION @extschema@.snowseq_move_is_over(state @extschema@.snowseq_move_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'reverted']::@extschema@.snowseq_move_state[]);
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_move_is_over(@extschema@.snowseq_move_state) IS
-	'whether a move in this state is over: done, failed or reverted';
+	'whether a move in this state is over: nothing of it runs or is left (done, failed or reverted)';
+CREATE FUNCTION @extschema@.snowseq_move_is_copying(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_copying'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_copying(@extschema@.snowseq_move_state) IS
+	'whether a move in this state copies rows';
+CREATE FUNCTION @extschema@.snowseq_move_is_undone(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_undone'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_undone(@extschema@.snowseq_move_state) IS
+	'whether a move in this state was undone before its switch, nothing left';
+CREATE FUNCTION @extschema@.snowseq_move_has_leftovers(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_has_leftovers'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_has_leftovers(@extschema@.snowseq_move_state) IS
+	'whether a move in this state was undone with objects left for snowseq_move_cleanup()';
+CREATE FUNCTION @extschema@.snowseq_move_is_revertable(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_revertable'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_revertable(@extschema@.snowseq_move_state) IS
+	'whether a move in this state is switched with its source kept current for a revert';
+CREATE FUNCTION @extschema@.snowseq_move_is_done(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_done'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_done(@extschema@.snowseq_move_state) IS
+	'whether a move in this state is finished';
 
 -- On a router: one row per move of a gene range, kept as history.  Not
 -- marked for pg_dump: the rows name replication objects of this cluster's
 -- own moves, which a restored copy must neither resume nor clean up.
-CREATE TABLE snowseq_moves (
+CREATE TABLE @extschema@.snowseq_moves (
 	move_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	parent regclass NOT NULL,
 	first_gene integer NOT NULL
@@ -914,17 +954,17 @@ CREATE TABLE snowseq_moves (
 -- a revert that failed (over: its undo left nothing) leaves that name to
 -- the next revert of the move: unique among the moves not failed.
 CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
-	WHERE state OPERATOR(pg_catalog.<>) 'failed';
+	WHERE NOT @extschema@.snowseq_move_is_undone(state);
 CREATE INDEX snowseq_moves_group_move ON @extschema@.snowseq_moves (group_move);
-COMMENT ON TABLE snowseq_moves IS
+COMMENT ON TABLE @extschema@.snowseq_moves IS
 	'gene-range moves run on this router: state, objects and timings';
-COMMENT ON COLUMN snowseq_moves.state IS
+COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
 	'prepare, copy, block, switch, switched: in progress (or interrupted); revertable: switched, the source kept current; done, failed, reverted: over; rollback: leftovers remain';
-COMMENT ON COLUMN snowseq_moves.part_lower IS
+COMMENT ON COLUMN @extschema@.snowseq_moves.part_lower IS
 	'lower bound of the partition the move cut, NULL for MINVALUE';
-COMMENT ON COLUMN snowseq_moves.part_upper IS
+COMMENT ON COLUMN @extschema@.snowseq_moves.part_upper IS
 	'upper bound of the partition the move cut, NULL for MAXVALUE';
-COMMENT ON COLUMN snowseq_moves.dest_created IS
+COMMENT ON COLUMN @extschema@.snowseq_moves.dest_created IS
 	'true: the move created dest_table (marked by a comment until done); false: it reused an empty one';
 COMMENT ON COLUMN @extschema@.snowseq_moves.mover IS
 	'the role that ran the move; the resolver at the router''s start acts as it';
@@ -948,14 +988,14 @@ COMMENT ON COLUMN @extschema@.snowseq_moves.reverts IS
 	'a revert: the move it reverts';
 COMMENT ON COLUMN @extschema@.snowseq_moves.back_lsn IS
 	'the destination''s WAL position when the move stopped replicating to it: replication back to the source starts there';
-COMMENT ON COLUMN snowseq_moves.pause_ms IS
+COMMENT ON COLUMN @extschema@.snowseq_moves.pause_ms IS
 	'how long writes to the moved genes were held back on the source';
 
 -- On a shard server: the fences the snowseq_fence trigger enforces.  A
 -- fence is open (no effect), block (writers of its IDs wait), reject (they
 -- fail and retry) or moved (the IDs live elsewhere now; writes are
 -- refused).  Not marked for pg_dump: rows name tables by OID.
-CREATE TABLE snowseq_fence (
+CREATE TABLE @extschema@.snowseq_fence (
 	fence_id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	token text NOT NULL UNIQUE,
 	relid oid NOT NULL,
@@ -966,74 +1006,74 @@ CREATE TABLE snowseq_fence (
 	to_server text NOT NULL,
 	updated_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
 );
-COMMENT ON TABLE snowseq_fence IS
+COMMENT ON TABLE @extschema@.snowseq_fence IS
 	'ID ranges of local tables being moved away (block, reject) or gone (moved); lo inclusive, hi exclusive, NULL unbounded';
 
-CREATE FUNCTION snowseq_fence() RETURNS trigger
+CREATE FUNCTION @extschema@.snowseq_fence() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'snowseq_fence'
 	LANGUAGE C;
-COMMENT ON FUNCTION snowseq_fence() IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence() IS
 	'trigger on a shard table: holds back, refuses or lets through writes of IDs in a fence (argument: the ID column)';
 
-CREATE FUNCTION snowseq_fence_open(token text, rel regclass, lo bigint, hi bigint, to_server text)
+CREATE FUNCTION @extschema@.snowseq_fence_open(token text, rel regclass, lo bigint, hi bigint, to_server text)
 	RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_fence_open'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_fence_open(text, regclass, bigint, bigint, text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence_open(text, regclass, bigint, bigint, text) IS
 	'an open fence on an ID range of a local table, for a move; returns its id';
-REVOKE ALL ON FUNCTION snowseq_fence_open(text, regclass, bigint, bigint, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_open(text, regclass, bigint, bigint, text) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_fence_state(fence_id integer, state text) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_fence_state(fence_id integer, state text) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_fence_state'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_fence_state(integer, text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence_state(integer, text) IS
 	'set a fence to open, block, reject or moved; every backend sees it at its next write';
-REVOKE ALL ON FUNCTION snowseq_fence_state(integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_state(integer, text) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_fence_drop(token text) RETURNS boolean
+CREATE FUNCTION @extschema@.snowseq_fence_drop(token text) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_fence_drop'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_fence_drop(text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence_drop(text) IS
 	'remove the fence of a move (unless it is a moved tombstone); true if one was removed';
-REVOKE ALL ON FUNCTION snowseq_fence_drop(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_drop(text) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_fence_clear(rel regclass) RETURNS integer
+CREATE FUNCTION @extschema@.snowseq_fence_clear(rel regclass) RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_fence_clear'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_fence_clear(regclass) IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence_clear(regclass) IS
 	'remove every fence of a table, tombstones included (an empty table about to receive a range)';
-REVOKE ALL ON FUNCTION snowseq_fence_clear(regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_clear(regclass) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_fence_wait(fence_id integer, timeout_ms integer) RETURNS boolean
+CREATE FUNCTION @extschema@.snowseq_fence_wait(fence_id integer, timeout_ms integer) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_fence_wait'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_fence_wait(integer, integer) IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence_wait(integer, integer) IS
 	'wait until every transaction that was writing to the fenced table has ended or waits on the fence; false on timeout';
-REVOKE ALL ON FUNCTION snowseq_fence_wait(integer, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_wait(integer, integer) FROM PUBLIC;
 
 -- Moves are procedures: they commit between steps, and CREATE and DROP
 -- SUBSCRIPTION run outside a transaction block on the destination.
-CREATE PROCEDURE snowseq_move_genes(parent regclass, first_gene integer, last_gene integer,
+CREATE PROCEDURE @extschema@.snowseq_move_genes(parent regclass, first_gene integer, last_gene integer,
 									to_server name)
 	AS 'MODULE_PATHNAME', 'snowseq_move_genes'
 	LANGUAGE C;
-COMMENT ON PROCEDURE snowseq_move_genes(regclass, integer, integer, name) IS
+COMMENT ON PROCEDURE @extschema@.snowseq_move_genes(regclass, integer, integer, name) IS
 	'move the rows of genes first_gene..last_gene of a sharded table to a postgres_fdw server, online';
-REVOKE ALL ON PROCEDURE snowseq_move_genes(regclass, integer, integer, name) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_genes(regclass, integer, integer, name) FROM PUBLIC;
 
-CREATE PROCEDURE snowseq_split_shard(parent regclass, at_gene integer, to_server name)
+CREATE PROCEDURE @extschema@.snowseq_split_shard(parent regclass, at_gene integer, to_server name)
 	AS 'MODULE_PATHNAME', 'snowseq_split_shard'
 	LANGUAGE C;
-COMMENT ON PROCEDURE snowseq_split_shard(regclass, integer, name) IS
+COMMENT ON PROCEDURE @extschema@.snowseq_split_shard(regclass, integer, name) IS
 	'move the genes from at_gene to the end of its partition to another server';
-REVOKE ALL ON PROCEDURE snowseq_split_shard(regclass, integer, name) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_split_shard(regclass, integer, name) FROM PUBLIC;
 
-CREATE PROCEDURE snowseq_merge_shards(parent regclass, gene integer)
+CREATE PROCEDURE @extschema@.snowseq_merge_shards(parent regclass, gene integer)
 	AS 'MODULE_PATHNAME', 'snowseq_merge_shards'
 	LANGUAGE C;
-COMMENT ON PROCEDURE snowseq_merge_shards(regclass, integer) IS
+COMMENT ON PROCEDURE @extschema@.snowseq_merge_shards(regclass, integer) IS
 	'move the partition holding gene to the server of its left neighbour (its right one for the first)';
-REVOKE ALL ON PROCEDURE snowseq_merge_shards(regclass, integer) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_merge_shards(regclass, integer) FROM PUBLIC;
 
 -- ---- the move to a neighbour's server, by its own name (1.3) ----
 -- snowseq_merge_shards moves a partition to another server and merges no
@@ -1046,15 +1086,15 @@ COMMENT ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, 
 	'move the partition holding gene to the server of its left neighbour (its right one for the first); snowseq_merge_shards is its older name';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_move_cleanup(
+CREATE FUNCTION @extschema@.snowseq_move_cleanup(
 	OUT move_id bigint, OUT parent regclass, OUT first_gene integer, OUT last_gene integer,
 	OUT server name, OUT object text, OUT action text)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'snowseq_move_cleanup'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_move_cleanup() IS
+COMMENT ON FUNCTION @extschema@.snowseq_move_cleanup() IS
 	'finish or undo interrupted moves and remove their replication slots, publications, subscriptions and copies; one row per object';
-REVOKE ALL ON FUNCTION snowseq_move_cleanup() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_move_cleanup() FROM PUBLIC;
 
 -- ---- moves: crash-safe switch (1.2) ----
 -- The source's part of a switch is a prepared transaction that the router's
@@ -1077,7 +1117,7 @@ SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_s
 			OPERATOR(pg_catalog./) m.rows_total, 1) END AS percent,
 	m.bytes_copied, m.lag_bytes,
 	pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) m.started_at AS elapsed,
-	CASE WHEN m.state OPERATOR(pg_catalog.=) 'copy' AND m.rows_copied OPERATOR(pg_catalog.>) 0
+	CASE WHEN @extschema@.snowseq_move_is_copying(m.state) AND m.rows_copied OPERATOR(pg_catalog.>) 0
 		AND m.rows_total OPERATOR(pg_catalog.>=) m.rows_copied
 		THEN (m.progress_at OPERATOR(pg_catalog.-) m.copy_started_at) OPERATOR(pg_catalog.*)
 			((m.rows_total OPERATOR(pg_catalog.-) m.rows_copied)::pg_catalog.float8
@@ -1088,7 +1128,7 @@ SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_s
 		ORDER BY g.move_id) AS tables,
 	m.revertable_until, m.reverts
 FROM @extschema@.snowseq_moves m
-WHERE NOT @extschema@.snowseq_move_is_over(m.state) AND m.state OPERATOR(pg_catalog.<>) 'rollback'
+WHERE NOT @extschema@.snowseq_move_is_over(m.state) AND NOT @extschema@.snowseq_move_has_leftovers(m.state)
 	AND m.group_move IS NULL;
 COMMENT ON VIEW @extschema@.snowseq_move_progress IS
 	'moves under way (or interrupted): phase, rows copied of the total, bytes, lag and estimated time left';
@@ -1232,20 +1272,31 @@ CREATE TYPE @extschema@.snowseq_rebalance_step_state AS ENUM
 	('planned', 'running', 'failed', 'done');
 COMMENT ON TYPE @extschema@.snowseq_rebalance_step_state IS
 	'the states of a step of a rebalance (snowseq_rebalance_steps.state)';
--- Over: the run is neither running nor resumable.
+-- What a state is, derived from the machines (src/shards/rebalance_state.c).
 CREATE FUNCTION @extschema@.snowseq_rebalance_is_over(state @extschema@.snowseq_rebalance_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'abandoned']::@extschema@.snowseq_rebalance_state[]);
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_state_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_is_over(@extschema@.snowseq_rebalance_state) IS
-	'whether a rebalance in this state is over: done or abandoned';
--- Over: the step is done (a failed one is tried again).
+	'whether a rebalance in this state is over: neither running nor resumable (done or abandoned)';
 CREATE FUNCTION @extschema@.snowseq_rebalance_step_is_over(state @extschema@.snowseq_rebalance_step_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) 'done';
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_state_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_is_over(@extschema@.snowseq_rebalance_step_state) IS
-	'whether a step of a rebalance in this state is over: done';
+	'whether a step of a rebalance in this state is over (done; a failed one is tried again)';
+CREATE FUNCTION @extschema@.snowseq_rebalance_is_running(state anyenum)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_is_running'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_is_running(anyenum) IS
+	'whether a rebalance run or step in this state runs (the state its step begin leads to)';
+CREATE FUNCTION @extschema@.snowseq_rebalance_step_is_planned(state @extschema@.snowseq_rebalance_step_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_step_is_planned'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_is_planned(@extschema@.snowseq_rebalance_step_state) IS
+	'whether a step of a rebalance in this state is planned, not begun';
 -- The state machines of a run and of a step (src/shards/rebalance_state.c):
 -- the state a step takes one to; every state the SQL sources store comes
 -- from here, and a step the state does not allow is an ERROR.
@@ -1430,7 +1481,8 @@ BEGIN
 				HINT = 'A rebalance moves genes of a table partitioned by range on its bigint ID, whose partitions are foreign tables on the servers of snowseq_shard_map.';
 	END IF;
 
-	sv := ARRAY(SELECT CAST(s.shard AS pg_catalog.name) FROM @extschema@.snowseq_shard_map s
+	-- the map's servers as routing reads them (route.c's cache)
+	sv := ARRAY(SELECT CAST(s.shard AS pg_catalog.name) FROM @extschema@.snowseq_route_ranges() s
 		GROUP BY s.shard ORDER BY s.shard);
 	FOR i IN 1 .. COALESCE(pg_catalog.array_length(drain, 1), 0) LOOP
 		IF pg_catalog.array_position(sv, drain[i]) IS NULL THEN
@@ -1547,7 +1599,7 @@ BEGIN
 				'table', mv.source_table, 'oid', CAST(CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid) AS bigint))
 				ORDER BY mv.move_id)
 			FROM @extschema@.snowseq_moves mv
-			WHERE mv.state OPERATOR(pg_catalog.=) 'revertable' AND mv.parent OPERATOR(pg_catalog.=) ANY
+			WHERE @extschema@.snowseq_move_is_revertable(mv.state) AND mv.parent OPERATOR(pg_catalog.=) ANY
 				(ARRAY(SELECT m.member FROM @extschema@.snowseq_placement_group(snowseq_rebalance_plan_from.parent) m))), '[]'),
 		-- a cut by writes is sized by the rows written since the first reading
 		-- (their xmin): without its transaction ids, as even over its genes
@@ -1592,7 +1644,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, times
 CREATE FUNCTION @extschema@.snowseq_rebalance_driven(run @extschema@.snowseq_rebalance_runs)
 	RETURNS boolean
 	LANGUAGE sql STABLE PARALLEL SAFE
-	RETURN $1.state OPERATOR(pg_catalog.=) 'running'
+	RETURN @extschema@.snowseq_rebalance_is_running($1.state)
 		AND @extschema@.snowseq_rebalance_runner_alive($1.runner_pid, $1.runner_start);
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_driven(@extschema@.snowseq_rebalance_runs) IS
 	'whether the run is running in a process that is there';
@@ -2033,21 +2085,23 @@ COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_done(@extschema@.snowseq_
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_step_done(@extschema@.snowseq_rebalance_steps, bigint, bigint) FROM PUBLIC;
 -- The last move (from_server <> to_server) of a step's genes to its
 -- server, or merge of its genes, begun at since or later (NULL: any move;
--- a merge done).
+-- a merge done), and whether it is done (a move: or kept revertable).
 CREATE FUNCTION @extschema@.snowseq_rebalance_step_move(parent regclass, s @extschema@.snowseq_rebalance_steps,
-	since timestamptz, OUT move_id bigint, OUT state text, OUT error text, OUT rows_copied bigint)
+	since timestamptz, OUT move_id bigint, OUT done boolean, OUT error text, OUT rows_copied bigint)
 	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	AS $step$
 BEGIN
 	IF s.from_server OPERATOR(pg_catalog.=) s.to_server THEN
-		SELECT m.merge_id, m.state, m.error, m.rows_copied INTO move_id, state, error, rows_copied
+		SELECT m.merge_id, @extschema@.snowseq_merge_is_done(m.state), m.error, m.rows_copied INTO move_id, done, error, rows_copied
 			FROM @extschema@.snowseq_merges m
 			WHERE m.parent OPERATOR(pg_catalog.=) snowseq_rebalance_step_move.parent AND m.group_merge IS NULL
 				AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
-				AND (m.started_at OPERATOR(pg_catalog.>=) since OR since IS NULL AND m.state OPERATOR(pg_catalog.=) 'done')
+				AND (m.started_at OPERATOR(pg_catalog.>=) since OR since IS NULL AND @extschema@.snowseq_merge_is_done(m.state))
 			ORDER BY m.merge_id DESC LIMIT 1;
 	ELSE
-		SELECT COALESCE(m.group_move, m.move_id), m.state, m.error, m.rows_copied INTO move_id, state, error, rows_copied
+		SELECT COALESCE(m.group_move, m.move_id),
+				@extschema@.snowseq_move_is_done(m.state) OR @extschema@.snowseq_move_is_revertable(m.state),
+				m.error, m.rows_copied INTO move_id, done, error, rows_copied
 			FROM @extschema@.snowseq_moves m
 			WHERE m.parent OPERATOR(pg_catalog.=) snowseq_rebalance_step_move.parent
 				AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
@@ -2270,7 +2324,7 @@ BEGIN
 				FILTER (WHERE @extschema@.snowseq_rebalance_step_is_over(s.state)) AS secs
 		FROM @extschema@.snowseq_rebalance_steps s WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id) st
 	LEFT JOIN LATERAL (SELECT s.* FROM @extschema@.snowseq_rebalance_steps s
-		WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id AND s.state OPERATOR(pg_catalog.=) 'running'
+		WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id AND @extschema@.snowseq_rebalance_is_running(s.state)
 		ORDER BY s.step LIMIT 1) cur ON true
 	LEFT JOIN LATERAL (SELECT m.rows_copied FROM @extschema@.snowseq_moves m
 		WHERE m.parent OPERATOR(pg_catalog.=) r.parent AND m.first_gene OPERATOR(pg_catalog.=) cur.first_gene
@@ -2317,6 +2371,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_wait(job bigint)
 	AS $wait$
 DECLARE
 	st record;
+	run_state @extschema@.snowseq_rebalance_state;
 	nap double precision := 0.05;
 	orphan pg_catalog.timestamptz;
 BEGIN
@@ -2338,12 +2393,14 @@ BEGIN
 		-- transaction first read them
 		PERFORM pg_catalog.pg_stat_clear_snapshot();
 		SELECT * INTO st FROM @extschema@.snowseq_rebalance_status(job);
-		IF st.state OPERATOR(pg_catalog.=) 'stopped' AND st.last_error IS NOT NULL THEN
-			RAISE EXCEPTION 'rebalance job % failed: %', job, st.last_error
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					HINT = 'Fix the cause and resume it with snowseq_rebalance_start, or give it up with snowseq_rebalance_stop(abandon => true).';
-		END IF;
-		IF st.state OPERATOR(pg_catalog.<>) 'running' THEN
+		run_state := st.state;
+		IF NOT @extschema@.snowseq_rebalance_is_running(run_state) THEN
+			-- stopped (resumable) by its worker's error
+			IF NOT @extschema@.snowseq_rebalance_is_over(run_state) AND st.last_error IS NOT NULL THEN
+				RAISE EXCEPTION 'rebalance job % failed: %', job, st.last_error
+					USING ERRCODE = 'object_not_in_prerequisite_state',
+						HINT = 'Fix the cause and resume it with snowseq_rebalance_start, or give it up with snowseq_rebalance_stop(abandon => true).';
+			END IF;
 			RETURN st.state;
 		END IF;
 		orphan := CASE WHEN NOT st.runner_alive THEN COALESCE(orphan, pg_catalog.clock_timestamp()) END;
@@ -2457,7 +2514,7 @@ BEGIN
 				END IF;
 				-- drained servers have left the map
 				IF @extschema@.snowseq_rebalance_plan_steps(run, ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d
-						WHERE EXISTS (SELECT FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)),
+						WHERE EXISTS (SELECT FROM @extschema@.snowseq_route_ranges() sm WHERE sm.shard OPERATOR(pg_catalog.=) d)),
 						w0p, w0, w0x, w0_at) OPERATOR(pg_catalog.>) 0 THEN
 					run.rounds := run.rounds OPERATOR(pg_catalog.+) 1;
 					run := @extschema@.snowseq_rebalance_save_run(run);
@@ -2477,7 +2534,7 @@ BEGIN
 
 		-- a move interrupted (a router crash) is finished or undone first;
 		-- the map says whether its genes are on the destination
-		IF s.state OPERATOR(pg_catalog.<>) 'planned' THEN
+		IF NOT @extschema@.snowseq_rebalance_step_is_planned(s.state) THEN
 			FOR mv IN SELECT c.move_id, c.server, c.object, c.action FROM @extschema@.snowseq_move_cleanup() c LOOP
 				RAISE NOTICE 'rebalance %: step % was cut: move %: %', run.run_id, s.step, mv.move_id,
 					pg_catalog.concat_ws(' ', mv.action, mv.object,
@@ -2494,7 +2551,7 @@ BEGIN
 			SELECT pg_catalog.bool_and(@extschema@.snowseq_route_gene(g) OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
 				FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g;
 		END IF;
-		IF on_dest AND s.state OPERATOR(pg_catalog.<>) 'planned' THEN
+		IF on_dest AND NOT @extschema@.snowseq_rebalance_step_is_planned(s.state) THEN
 			PERFORM @extschema@.snowseq_rebalance_step_done(s, mv.move_id, mv.rows_copied);
 			COMMIT;
 			RAISE NOTICE 'rebalance %: step % (genes % to %) was done by % %', run.run_id, s.step,
@@ -2522,7 +2579,7 @@ BEGIN
 			CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
 		END IF;
 		SELECT * INTO mv FROM @extschema@.snowseq_rebalance_step_move(run.parent, s, s.started_at);
-		IF mv.state OPERATOR(pg_catalog.=) 'done' OR mv.state OPERATOR(pg_catalog.=) 'revertable' THEN
+		IF mv.done THEN
 			PERFORM @extschema@.snowseq_rebalance_step_done(s, mv.move_id, mv.rows_copied);
 			COMMIT;
 		ELSE
@@ -2559,13 +2616,19 @@ CREATE TYPE @extschema@.snowseq_merge_state AS ENUM
 COMMENT ON TYPE @extschema@.snowseq_merge_state IS
 	'the states of a merge (snowseq_merges.state)';
 CREATE CAST (pg_catalog.text AS @extschema@.snowseq_merge_state) WITH INOUT AS ASSIGNMENT;
--- Over: nothing of the merge runs or is left (rollback has leftovers).
+-- What a state is, derived from the merge's machine (src/shards/move_states.c).
 CREATE FUNCTION @extschema@.snowseq_merge_is_over(state @extschema@.snowseq_merge_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed']::@extschema@.snowseq_merge_state[]);
+	AS 'MODULE_PATHNAME', 'snowseq_merge_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_merge_is_over(@extschema@.snowseq_merge_state) IS
-	'whether a merge in this state is over: done or failed';
+	'whether a merge in this state is over: nothing of it runs or is left (done or failed)';
+CREATE FUNCTION @extschema@.snowseq_merge_is_done(state @extschema@.snowseq_merge_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_merge_is_done'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_merge_is_done(@extschema@.snowseq_merge_state) IS
+	'whether a merge in this state is finished';
 CREATE TABLE @extschema@.snowseq_merges (
 	merge_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	group_merge bigint,

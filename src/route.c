@@ -20,6 +20,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "partitioning/partdesc.h"
 #include "miscadmin.h"
@@ -31,6 +32,7 @@
 #include "utils/partcache.h"
 #include "utils/rangetypes.h"
 #include "utils/rel.h"
+#include "utils/tuplestore.h"
 #include "utils/typcache.h"
 #include "utils/uuid.h"
 
@@ -171,6 +173,7 @@ PG_FUNCTION_INFO_V1(snowseq_route_gene);
 PG_FUNCTION_INFO_V1(snowseq_shard_map_changed);
 PG_FUNCTION_INFO_V1(shard_of_uuid);
 PG_FUNCTION_INFO_V1(snowseq_route_uuid);
+PG_FUNCTION_INFO_V1(snowseq_route_ranges);
 
 /*
  * The 23-bit gene of a 128-bit gene ID: its top 23 bits.  ERROR for a UUID
@@ -250,4 +253,33 @@ snowseq_shard_map_changed(PG_FUNCTION_ARGS)
 		elog(ERROR, "snowseq_shard_map_changed must be called as a trigger");
 	CacheInvalidateRelcache(td->tg_relation);
 	return PointerGetDatum(NULL);
+}
+
+/*
+ * snowseq_route_ranges(): the map as the routing functions read it, from
+ * this backend's cache under its rule (every change committed before the
+ * call, and the caller's own): each server's genes, first to last, in gene
+ * order.  What elastic shards read the map through (the rebalance's
+ * servers, snowseq_shard_stats), so they route as shard_of does.
+ */
+Datum
+snowseq_route_ranges(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			first = 0;
+
+	InitMaterializedSRF(fcinfo, 0);
+	CatCacheEnsure(&map_cache, fcinfo->flinfo->fn_oid, MapLoad);
+	for (int i = 0; i < map_len; i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = Int32GetDatum(first);
+		values[1] = Int32GetDatum(map[i].upper_gene);
+		values[2] = CStringGetTextDatum(map[i].shard);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		first = map[i].upper_gene + 1;
+	}
+	PG_RETURN_NULL();
 }

@@ -7,7 +7,7 @@
 -- The definitions; pg_dump keeps them.  The values live in shared memory,
 -- made durable by the same reservations as the clock.  Everyone may read
 -- the definitions; creating and dropping needs INSERT and UPDATE on it.
-CREATE TABLE snowseq_counters (
+CREATE TABLE @extschema@.snowseq_counters (
 	name text PRIMARY KEY
 		CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
 			   AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 63),
@@ -22,7 +22,7 @@ CREATE TABLE snowseq_counters (
 	created timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	maximum bigint
 );
-COMMENT ON TABLE snowseq_counters IS
+COMMENT ON TABLE @extschema@.snowseq_counters IS
 	'named counters and serials: their definitions, written by snowseq''s functions alone (values: shared memory and the state file; records and rights: the floors in schema snowseq_state)';
 COMMENT ON COLUMN @extschema@.snowseq_counters.maximum IS
 	'a counter''s largest value; NULL: the largest bigint (a serial''s numbers are bounded by its digits)';
@@ -31,7 +31,7 @@ REVOKE ALL ON TABLE @extschema@.snowseq_counters FROM PUBLIC;
 
 -- every change of a definition, however applied, reaches the backends'
 -- copies
-CREATE FUNCTION snowseq_counters_changed() RETURNS trigger
+CREATE FUNCTION @extschema@.snowseq_counters_changed() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'snowseq_counters_changed'
 	LANGUAGE C;
 CREATE TRIGGER snowseq_counters_changed
@@ -55,48 +55,48 @@ COMMENT ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, bo
 REVOKE ALL ON FUNCTION @extschema@.snowseq_create_counter(text, bigint, integer, boolean, bigint) FROM PUBLIC;
 --@end
 
-CREATE FUNCTION snowseq_create_serial(name text, format text, time_zone text DEFAULT 'UTC',
+CREATE FUNCTION @extschema@.snowseq_create_serial(name text, format text, time_zone text DEFAULT 'UTC',
 	start bigint DEFAULT 1, nodes integer DEFAULT 1) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_create_serial'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_create_serial(text, text, text, bigint, integer) IS
+COMMENT ON FUNCTION @extschema@.snowseq_create_serial(text, text, text, bigint, integer) IS
 	'a formatted serial such as ''INV-YYYYMMDD-######'' owned by the calling role: its number starts again at start in each day, month or year of the format, in time_zone';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_create_serial(text, text, text, bigint, integer) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_drop_counter(name text) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_drop_counter(name text) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_drop_counter'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_drop_counter(text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_drop_counter(text) IS
 	'no more values from a counter or serial (its owner only); created again by its owner with the same definition it continues';
 
 -- VOLATILE; PARALLEL UNSAFE, as nextval() is: taking one may record the
 -- counter's floor (a sequence).  Not for PUBLIC: a role could burn
 -- another's numbers.
-CREATE FUNCTION snowseq_counter_next(name text) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_counter_next(name text) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_counter_next'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_counter_next(text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_counter_next(text) IS
 	'next value of a named counter (needs EXECUTE granted)';
-REVOKE ALL ON FUNCTION snowseq_counter_next(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_counter_next(text) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_serial(name text) RETURNS text
+CREATE FUNCTION @extschema@.snowseq_serial(name text) RETURNS text
 	AS 'MODULE_PATHNAME', 'snowseq_serial'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_serial(text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_serial(text) IS
 	'next formatted serial number (needs EXECUTE granted)';
-REVOKE ALL ON FUNCTION snowseq_serial(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_serial(text) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_counter_raise(name text, above bigint) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_counter_raise(name text, above bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_counter_raise'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_counter_raise(text, bigint) IS
+COMMENT ON FUNCTION @extschema@.snowseq_counter_raise(text, bigint) IS
 	'make the next value of a counter greater than above (a serial: the next number of its period); after a restore without its record, or taking over from a sequence; never lowers; returns that next value';
-REVOKE ALL ON FUNCTION snowseq_counter_raise(text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_counter_raise(text, bigint) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_counter_state(name text, OUT issued bigint, OUT reserved bigint)
+CREATE FUNCTION @extschema@.snowseq_counter_state(name text, OUT issued bigint, OUT reserved bigint)
 	AS 'MODULE_PATHNAME', 'snowseq_counter_state'
 	LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION snowseq_counter_state(text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_counter_state(text) IS
 	'raw reservation of a counter of this database: last value taken and durable bound (for the snowseq_counter_status view)';
 
 
@@ -111,12 +111,12 @@ COMMENT ON FUNCTION snowseq_counter_state(text) IS
 -- Only a role with the counter owner's privileges may grant and revoke:
 -- the functions check it, EXECUTE is everyone's.  role is a role name as
 -- pg_roles has it, or 'public'.
-CREATE FUNCTION snowseq_grant_counter(name text, role text) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_grant_counter(name text, role text) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_grant_counter'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_grant_counter(text, text) IS
 	'lets a role (or public) draw from a counter or serial, raise it and see its state: GRANT USAGE on its floor, by its owner';
-CREATE FUNCTION snowseq_revoke_counter(name text, role text) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_revoke_counter(name text, role text) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_revoke_counter'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_revoke_counter(text, text) IS

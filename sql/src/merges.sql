@@ -13,13 +13,19 @@ CREATE TYPE @extschema@.snowseq_merge_state AS ENUM
 COMMENT ON TYPE @extschema@.snowseq_merge_state IS
 	'the states of a merge (snowseq_merges.state)';
 CREATE CAST (pg_catalog.text AS @extschema@.snowseq_merge_state) WITH INOUT AS ASSIGNMENT;
--- Over: nothing of the merge runs or is left (rollback has leftovers).
+-- What a state is, derived from the merge's machine (src/shards/move_states.c).
 CREATE FUNCTION @extschema@.snowseq_merge_is_over(state @extschema@.snowseq_merge_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed']::@extschema@.snowseq_merge_state[]);
+	AS 'MODULE_PATHNAME', 'snowseq_merge_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_merge_is_over(@extschema@.snowseq_merge_state) IS
-	'whether a merge in this state is over: done or failed';
+	'whether a merge in this state is over: nothing of it runs or is left (done or failed)';
+CREATE FUNCTION @extschema@.snowseq_merge_is_done(state @extschema@.snowseq_merge_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_merge_is_done'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_merge_is_done(@extschema@.snowseq_merge_state) IS
+	'whether a merge in this state is finished';
 CREATE TABLE @extschema@.snowseq_merges (
 	merge_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	group_merge bigint,

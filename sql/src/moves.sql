@@ -13,19 +13,50 @@ CREATE TYPE @extschema@.snowseq_move_state AS ENUM
 COMMENT ON TYPE @extschema@.snowseq_move_state IS
 	'the states of a move (snowseq_moves.state)';
 CREATE CAST (pg_catalog.text AS @extschema@.snowseq_move_state) WITH INOUT AS ASSIGNMENT;
--- Over: nothing of the move runs or is left (rollback has leftovers).
+-- What a state is, derived from the move's machine (src/shards/move_states.c):
+-- no statement names a state, it asks one of these.
 CREATE FUNCTION @extschema@.snowseq_move_is_over(state @extschema@.snowseq_move_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'reverted']::@extschema@.snowseq_move_state[]);
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_move_is_over(@extschema@.snowseq_move_state) IS
-	'whether a move in this state is over: done, failed or reverted';
+	'whether a move in this state is over: nothing of it runs or is left (done, failed or reverted)';
+CREATE FUNCTION @extschema@.snowseq_move_is_copying(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_copying'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_copying(@extschema@.snowseq_move_state) IS
+	'whether a move in this state copies rows';
+CREATE FUNCTION @extschema@.snowseq_move_is_undone(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_undone'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_undone(@extschema@.snowseq_move_state) IS
+	'whether a move in this state was undone before its switch, nothing left';
+CREATE FUNCTION @extschema@.snowseq_move_has_leftovers(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_has_leftovers'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_has_leftovers(@extschema@.snowseq_move_state) IS
+	'whether a move in this state was undone with objects left for snowseq_move_cleanup()';
+CREATE FUNCTION @extschema@.snowseq_move_is_revertable(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_revertable'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_revertable(@extschema@.snowseq_move_state) IS
+	'whether a move in this state is switched with its source kept current for a revert';
+CREATE FUNCTION @extschema@.snowseq_move_is_done(state @extschema@.snowseq_move_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_move_is_done'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_move_is_done(@extschema@.snowseq_move_state) IS
+	'whether a move in this state is finished';
 --@end
 
 -- On a router: one row per move of a gene range, kept as history.  Not
 -- marked for pg_dump: the rows name replication objects of this cluster's
 -- own moves, which a restored copy must neither resume nor clean up.
-CREATE TABLE snowseq_moves (
+CREATE TABLE @extschema@.snowseq_moves (
 	move_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	parent regclass NOT NULL,
 	first_gene integer NOT NULL
@@ -73,18 +104,18 @@ CREATE TABLE snowseq_moves (
 -- a revert that failed (over: its undo left nothing) leaves that name to
 -- the next revert of the move: unique among the moves not failed.
 CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
-	WHERE state OPERATOR(pg_catalog.<>) 'failed';
+	WHERE NOT @extschema@.snowseq_move_is_undone(state);
 --@end
 CREATE INDEX snowseq_moves_group_move ON @extschema@.snowseq_moves (group_move);
-COMMENT ON TABLE snowseq_moves IS
+COMMENT ON TABLE @extschema@.snowseq_moves IS
 	'gene-range moves run on this router: state, objects and timings';
-COMMENT ON COLUMN snowseq_moves.state IS
+COMMENT ON COLUMN @extschema@.snowseq_moves.state IS
 	'prepare, copy, block, switch, switched: in progress (or interrupted); revertable: switched, the source kept current; done, failed, reverted: over; rollback: leftovers remain';
-COMMENT ON COLUMN snowseq_moves.part_lower IS
+COMMENT ON COLUMN @extschema@.snowseq_moves.part_lower IS
 	'lower bound of the partition the move cut, NULL for MINVALUE';
-COMMENT ON COLUMN snowseq_moves.part_upper IS
+COMMENT ON COLUMN @extschema@.snowseq_moves.part_upper IS
 	'upper bound of the partition the move cut, NULL for MAXVALUE';
-COMMENT ON COLUMN snowseq_moves.dest_created IS
+COMMENT ON COLUMN @extschema@.snowseq_moves.dest_created IS
 	'true: the move created dest_table (marked by a comment until done); false: it reused an empty one';
 COMMENT ON COLUMN @extschema@.snowseq_moves.mover IS
 	'the role that ran the move; the resolver at the router''s start acts as it';
@@ -108,14 +139,14 @@ COMMENT ON COLUMN @extschema@.snowseq_moves.reverts IS
 	'a revert: the move it reverts';
 COMMENT ON COLUMN @extschema@.snowseq_moves.back_lsn IS
 	'the destination''s WAL position when the move stopped replicating to it: replication back to the source starts there';
-COMMENT ON COLUMN snowseq_moves.pause_ms IS
+COMMENT ON COLUMN @extschema@.snowseq_moves.pause_ms IS
 	'how long writes to the moved genes were held back on the source';
 
 -- On a shard server: the fences the snowseq_fence trigger enforces.  A
 -- fence is open (no effect), block (writers of its IDs wait), reject (they
 -- fail and retry) or moved (the IDs live elsewhere now; writes are
 -- refused).  Not marked for pg_dump: rows name tables by OID.
-CREATE TABLE snowseq_fence (
+CREATE TABLE @extschema@.snowseq_fence (
 	fence_id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	token text NOT NULL UNIQUE,
 	relid oid NOT NULL,
@@ -126,74 +157,74 @@ CREATE TABLE snowseq_fence (
 	to_server text NOT NULL,
 	updated_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
 );
-COMMENT ON TABLE snowseq_fence IS
+COMMENT ON TABLE @extschema@.snowseq_fence IS
 	'ID ranges of local tables being moved away (block, reject) or gone (moved); lo inclusive, hi exclusive, NULL unbounded';
 
-CREATE FUNCTION snowseq_fence() RETURNS trigger
+CREATE FUNCTION @extschema@.snowseq_fence() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'snowseq_fence'
 	LANGUAGE C;
-COMMENT ON FUNCTION snowseq_fence() IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence() IS
 	'trigger on a shard table: holds back, refuses or lets through writes of IDs in a fence (argument: the ID column)';
 
-CREATE FUNCTION snowseq_fence_open(token text, rel regclass, lo bigint, hi bigint, to_server text)
+CREATE FUNCTION @extschema@.snowseq_fence_open(token text, rel regclass, lo bigint, hi bigint, to_server text)
 	RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_fence_open'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_fence_open(text, regclass, bigint, bigint, text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence_open(text, regclass, bigint, bigint, text) IS
 	'an open fence on an ID range of a local table, for a move; returns its id';
-REVOKE ALL ON FUNCTION snowseq_fence_open(text, regclass, bigint, bigint, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_open(text, regclass, bigint, bigint, text) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_fence_state(fence_id integer, state text) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_fence_state(fence_id integer, state text) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_fence_state'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_fence_state(integer, text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence_state(integer, text) IS
 	'set a fence to open, block, reject or moved; every backend sees it at its next write';
-REVOKE ALL ON FUNCTION snowseq_fence_state(integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_state(integer, text) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_fence_drop(token text) RETURNS boolean
+CREATE FUNCTION @extschema@.snowseq_fence_drop(token text) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_fence_drop'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_fence_drop(text) IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence_drop(text) IS
 	'remove the fence of a move (unless it is a moved tombstone); true if one was removed';
-REVOKE ALL ON FUNCTION snowseq_fence_drop(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_drop(text) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_fence_clear(rel regclass) RETURNS integer
+CREATE FUNCTION @extschema@.snowseq_fence_clear(rel regclass) RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_fence_clear'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_fence_clear(regclass) IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence_clear(regclass) IS
 	'remove every fence of a table, tombstones included (an empty table about to receive a range)';
-REVOKE ALL ON FUNCTION snowseq_fence_clear(regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_clear(regclass) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_fence_wait(fence_id integer, timeout_ms integer) RETURNS boolean
+CREATE FUNCTION @extschema@.snowseq_fence_wait(fence_id integer, timeout_ms integer) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_fence_wait'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_fence_wait(integer, integer) IS
+COMMENT ON FUNCTION @extschema@.snowseq_fence_wait(integer, integer) IS
 	'wait until every transaction that was writing to the fenced table has ended or waits on the fence; false on timeout';
-REVOKE ALL ON FUNCTION snowseq_fence_wait(integer, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_wait(integer, integer) FROM PUBLIC;
 
 -- Moves are procedures: they commit between steps, and CREATE and DROP
 -- SUBSCRIPTION run outside a transaction block on the destination.
-CREATE PROCEDURE snowseq_move_genes(parent regclass, first_gene integer, last_gene integer,
+CREATE PROCEDURE @extschema@.snowseq_move_genes(parent regclass, first_gene integer, last_gene integer,
 									to_server name)
 	AS 'MODULE_PATHNAME', 'snowseq_move_genes'
 	LANGUAGE C;
-COMMENT ON PROCEDURE snowseq_move_genes(regclass, integer, integer, name) IS
+COMMENT ON PROCEDURE @extschema@.snowseq_move_genes(regclass, integer, integer, name) IS
 	'move the rows of genes first_gene..last_gene of a sharded table to a postgres_fdw server, online';
-REVOKE ALL ON PROCEDURE snowseq_move_genes(regclass, integer, integer, name) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_genes(regclass, integer, integer, name) FROM PUBLIC;
 
-CREATE PROCEDURE snowseq_split_shard(parent regclass, at_gene integer, to_server name)
+CREATE PROCEDURE @extschema@.snowseq_split_shard(parent regclass, at_gene integer, to_server name)
 	AS 'MODULE_PATHNAME', 'snowseq_split_shard'
 	LANGUAGE C;
-COMMENT ON PROCEDURE snowseq_split_shard(regclass, integer, name) IS
+COMMENT ON PROCEDURE @extschema@.snowseq_split_shard(regclass, integer, name) IS
 	'move the genes from at_gene to the end of its partition to another server';
-REVOKE ALL ON PROCEDURE snowseq_split_shard(regclass, integer, name) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_split_shard(regclass, integer, name) FROM PUBLIC;
 
-CREATE PROCEDURE snowseq_merge_shards(parent regclass, gene integer)
+CREATE PROCEDURE @extschema@.snowseq_merge_shards(parent regclass, gene integer)
 	AS 'MODULE_PATHNAME', 'snowseq_merge_shards'
 	LANGUAGE C;
-COMMENT ON PROCEDURE snowseq_merge_shards(regclass, integer) IS
+COMMENT ON PROCEDURE @extschema@.snowseq_merge_shards(regclass, integer) IS
 	'move the partition holding gene to the server of its left neighbour (its right one for the first)';
-REVOKE ALL ON PROCEDURE snowseq_merge_shards(regclass, integer) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_merge_shards(regclass, integer) FROM PUBLIC;
 
 -- ---- the move to a neighbour's server, by its own name (1.3) ----
 -- snowseq_merge_shards moves a partition to another server and merges no
@@ -206,15 +237,15 @@ COMMENT ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, 
 	'move the partition holding gene to the server of its left neighbour (its right one for the first); snowseq_merge_shards is its older name';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_move_cleanup(
+CREATE FUNCTION @extschema@.snowseq_move_cleanup(
 	OUT move_id bigint, OUT parent regclass, OUT first_gene integer, OUT last_gene integer,
 	OUT server name, OUT object text, OUT action text)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'snowseq_move_cleanup'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_move_cleanup() IS
+COMMENT ON FUNCTION @extschema@.snowseq_move_cleanup() IS
 	'finish or undo interrupted moves and remove their replication slots, publications, subscriptions and copies; one row per object';
-REVOKE ALL ON FUNCTION snowseq_move_cleanup() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_move_cleanup() FROM PUBLIC;
 
 -- ---- moves: crash-safe switch (1.2) ----
 -- The source's part of a switch is a prepared transaction that the router's
@@ -238,7 +269,7 @@ SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_s
 			OPERATOR(pg_catalog./) m.rows_total, 1) END AS percent,
 	m.bytes_copied, m.lag_bytes,
 	pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) m.started_at AS elapsed,
-	CASE WHEN m.state OPERATOR(pg_catalog.=) 'copy' AND m.rows_copied OPERATOR(pg_catalog.>) 0
+	CASE WHEN @extschema@.snowseq_move_is_copying(m.state) AND m.rows_copied OPERATOR(pg_catalog.>) 0
 		AND m.rows_total OPERATOR(pg_catalog.>=) m.rows_copied
 		THEN (m.progress_at OPERATOR(pg_catalog.-) m.copy_started_at) OPERATOR(pg_catalog.*)
 			((m.rows_total OPERATOR(pg_catalog.-) m.rows_copied)::pg_catalog.float8
@@ -249,7 +280,7 @@ SELECT m.move_id, m.parent, m.first_gene, m.last_gene, m.source_server, m.dest_s
 		ORDER BY g.move_id) AS tables,
 	m.revertable_until, m.reverts
 FROM @extschema@.snowseq_moves m
-WHERE NOT @extschema@.snowseq_move_is_over(m.state) AND m.state OPERATOR(pg_catalog.<>) 'rollback'
+WHERE NOT @extschema@.snowseq_move_is_over(m.state) AND NOT @extschema@.snowseq_move_has_leftovers(m.state)
 	AND m.group_move IS NULL;
 COMMENT ON VIEW @extschema@.snowseq_move_progress IS
 	'moves under way (or interrupted): phase, rows copied of the total, bytes, lag and estimated time left';

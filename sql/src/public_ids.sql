@@ -8,7 +8,7 @@
 -- trigger checks each change before the constraints do (their errors would
 -- print the row, key included) and tells every backend to reload its keys;
 -- DELETE and TRUNCATE are refused: versions are never reused.
-CREATE TABLE snowseq_key_store (
+CREATE TABLE @extschema@.snowseq_key_store (
 	version integer PRIMARY KEY,
 	state text NOT NULL,
 	key bytea,
@@ -24,7 +24,7 @@ CREATE UNIQUE INDEX snowseq_key_store_one_current ON @extschema@.snowseq_key_sto
 	WHERE state OPERATOR(pg_catalog.=) 'current';
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.snowseq_key_store', '');
 
-CREATE FUNCTION snowseq_key_store_trigger() RETURNS trigger
+CREATE FUNCTION @extschema@.snowseq_key_store_trigger() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'snowseq_key_store_trigger'
 	LANGUAGE C;
 COMMENT ON FUNCTION @extschema@.snowseq_key_store_trigger() IS
@@ -40,7 +40,7 @@ ALTER TABLE @extschema@.snowseq_key_store ENABLE ALWAYS TRIGGER snowseq_key_stor
 ALTER TABLE @extschema@.snowseq_key_store ENABLE ALWAYS TRIGGER snowseq_key_store_truncate;
 
 -- What may be known about the keys, without them.
-CREATE VIEW snowseq_keys AS
+CREATE VIEW @extschema@.snowseq_keys AS
 	SELECT version, state, check_bits, version_bits,
 		(1::bigint OPERATOR(pg_catalog.<<) (48 OPERATOR(pg_catalog.-) version_bits
 			OPERATOR(pg_catalog.-) check_bits)) OPERATOR(pg_catalog.-) 1 AS max_segment,
@@ -53,14 +53,14 @@ REVOKE ALL ON TABLE @extschema@.snowseq_keys FROM PUBLIC;
 -- STABLE: the result depends on the current key, a row of a table.  Not
 -- STRICT: NULL is an ERROR, never a NULL public ID.  PARALLEL SAFE: each
 -- worker reads the keys with the leader's snapshot.  EXECUTE is a GRANT.
-CREATE FUNCTION snowseq_encrypt(id bigint) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_encrypt(id bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_encrypt'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_encrypt(bigint) IS
 	'public ID of a gene ID: same gene, key version, FF1-AES256-encrypted segment';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_encrypt(bigint) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_decrypt(public_id bigint) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_decrypt(public_id bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_decrypt'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_decrypt(bigint) IS
@@ -68,7 +68,7 @@ COMMENT ON FUNCTION @extschema@.snowseq_decrypt(bigint) IS
 REVOKE ALL ON FUNCTION @extschema@.snowseq_decrypt(bigint) FROM PUBLIC;
 
 -- STRICT: a predicate, NULL for NULL.
-CREATE FUNCTION snowseq_is_public_id(public_id bigint) RETURNS boolean
+CREATE FUNCTION @extschema@.snowseq_is_public_id(public_id bigint) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_is_public_id'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_is_public_id(bigint) IS
@@ -77,21 +77,21 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_is_public_id(bigint) FROM PUBLIC;
 
 -- Key management changes the key table: VOLATILE, PARALLEL UNSAFE, for
 -- the roles an administrator grants it to.
-CREATE FUNCTION snowseq_new_key(check_bits integer DEFAULT 4) RETURNS integer
+CREATE FUNCTION @extschema@.snowseq_new_key(check_bits integer DEFAULT 4) RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_new_key'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_new_key(integer) IS
 	'makes a random key inside the server and returns its version; it decrypts at once, snowseq_use_key makes it encrypt';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_new_key(integer) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_use_key(version integer) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_use_key(version integer) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_use_key'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_use_key(integer) IS
 	'the key new public IDs are made with from now on; older keys keep decrypting';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_use_key(integer) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_retire_key(version integer) RETURNS void
+CREATE FUNCTION @extschema@.snowseq_retire_key(version integer) RETURNS void
 	AS 'MODULE_PATHNAME', 'snowseq_retire_key'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_retire_key(integer) IS
@@ -105,7 +105,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_retire_key(integer) FROM PUBLIC;
 -- cluster, or applied by logical replication, need the wrap keys of the
 -- cluster that made them: import a copy of its keyring file.  Reads a
 -- server file and adds secrets: not for PUBLIC.
-CREATE FUNCTION snowseq_import_wrap_keys(path text) RETURNS integer
+CREATE FUNCTION @extschema@.snowseq_import_wrap_keys(path text) RETURNS integer
 	AS 'MODULE_PATHNAME', 'snowseq_import_wrap_keys'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) IS
@@ -120,14 +120,14 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_import_wrap_keys(text) FROM PUBLIC;
 -- markings and rights of snowseq_encrypt and snowseq_decrypt, whose keys
 -- they use: STABLE (the current key is a row of a table), not STRICT (NULL
 -- is an ERROR, never a NULL code or ID), PARALLEL SAFE, EXECUTE a GRANT.
-CREATE FUNCTION snowseq_public_text(id bigint) RETURNS text
+CREATE FUNCTION @extschema@.snowseq_public_text(id bigint) RETURNS text
 	AS 'MODULE_PATHNAME', 'snowseq_public_text'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_public_text(bigint) IS
 	'public ID of a gene ID as text: 14 characters of Crockford base32, the last a check character';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_public_text(bigint) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_from_public_text(code text) RETURNS bigint
+CREATE FUNCTION @extschema@.snowseq_from_public_text(code text) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'snowseq_from_public_text'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_from_public_text(text) IS
@@ -143,14 +143,14 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_from_public_text(text) FROM PUBLIC;
 -- a table), not STRICT (NULL is an ERROR, never a NULL ID), PARALLEL SAFE,
 -- EXECUTE a GRANT.  Names of their own: uuid overloads of snowseq_encrypt
 -- would make snowseq_encrypt('123') ambiguous.
-CREATE FUNCTION snowseq_encrypt_uuid(id uuid) RETURNS uuid
+CREATE FUNCTION @extschema@.snowseq_encrypt_uuid(id uuid) RETURNS uuid
 	AS 'MODULE_PATHNAME', 'snowseq_encrypt_uuid'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_encrypt_uuid(uuid) IS
 	'public form of a 128-bit gene ID: same gene, key version, FF1-AES256-encrypted segment';
 REVOKE ALL ON FUNCTION @extschema@.snowseq_encrypt_uuid(uuid) FROM PUBLIC;
 
-CREATE FUNCTION snowseq_decrypt_uuid(public_id uuid) RETURNS uuid
+CREATE FUNCTION @extschema@.snowseq_decrypt_uuid(public_id uuid) RETURNS uuid
 	AS 'MODULE_PATHNAME', 'snowseq_decrypt_uuid'
 	LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_decrypt_uuid(uuid) IS
@@ -158,7 +158,7 @@ COMMENT ON FUNCTION @extschema@.snowseq_decrypt_uuid(uuid) IS
 REVOKE ALL ON FUNCTION @extschema@.snowseq_decrypt_uuid(uuid) FROM PUBLIC;
 
 -- STRICT: a predicate, NULL for NULL.
-CREATE FUNCTION snowseq_is_public_uuid(public_id uuid) RETURNS boolean
+CREATE FUNCTION @extschema@.snowseq_is_public_uuid(public_id uuid) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_is_public_uuid'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_is_public_uuid(uuid) IS

@@ -14,20 +14,31 @@ CREATE TYPE @extschema@.snowseq_rebalance_step_state AS ENUM
 	('planned', 'running', 'failed', 'done');
 COMMENT ON TYPE @extschema@.snowseq_rebalance_step_state IS
 	'the states of a step of a rebalance (snowseq_rebalance_steps.state)';
--- Over: the run is neither running nor resumable.
+-- What a state is, derived from the machines (src/shards/rebalance_state.c).
 CREATE FUNCTION @extschema@.snowseq_rebalance_is_over(state @extschema@.snowseq_rebalance_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'abandoned']::@extschema@.snowseq_rebalance_state[]);
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_state_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_is_over(@extschema@.snowseq_rebalance_state) IS
-	'whether a rebalance in this state is over: done or abandoned';
--- Over: the step is done (a failed one is tried again).
+	'whether a rebalance in this state is over: neither running nor resumable (done or abandoned)';
 CREATE FUNCTION @extschema@.snowseq_rebalance_step_is_over(state @extschema@.snowseq_rebalance_step_state)
 	RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN state OPERATOR(pg_catalog.=) 'done';
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_state_is_over'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_is_over(@extschema@.snowseq_rebalance_step_state) IS
-	'whether a step of a rebalance in this state is over: done';
+	'whether a step of a rebalance in this state is over (done; a failed one is tried again)';
+CREATE FUNCTION @extschema@.snowseq_rebalance_is_running(state anyenum)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_is_running'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_is_running(anyenum) IS
+	'whether a rebalance run or step in this state runs (the state its step begin leads to)';
+CREATE FUNCTION @extschema@.snowseq_rebalance_step_is_planned(state @extschema@.snowseq_rebalance_step_state)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'snowseq_rebalance_step_is_planned'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_is_planned(@extschema@.snowseq_rebalance_step_state) IS
+	'whether a step of a rebalance in this state is planned, not begun';
 -- The state machines of a run and of a step (src/shards/rebalance_state.c):
 -- the state a step takes one to; every state the SQL sources store comes
 -- from here, and a step the state does not allow is an ERROR.
@@ -212,7 +223,8 @@ BEGIN
 				HINT = 'A rebalance moves genes of a table partitioned by range on its bigint ID, whose partitions are foreign tables on the servers of snowseq_shard_map.';
 	END IF;
 
-	sv := ARRAY(SELECT CAST(s.shard AS pg_catalog.name) FROM @extschema@.snowseq_shard_map s
+	-- the map's servers as routing reads them (route.c's cache)
+	sv := ARRAY(SELECT CAST(s.shard AS pg_catalog.name) FROM @extschema@.snowseq_route_ranges() s
 		GROUP BY s.shard ORDER BY s.shard);
 	FOR i IN 1 .. COALESCE(pg_catalog.array_length(drain, 1), 0) LOOP
 		IF pg_catalog.array_position(sv, drain[i]) IS NULL THEN
@@ -329,7 +341,7 @@ BEGIN
 				'table', mv.source_table, 'oid', CAST(CAST(pg_catalog.to_regclass(mv.part_name) AS pg_catalog.oid) AS bigint))
 				ORDER BY mv.move_id)
 			FROM @extschema@.snowseq_moves mv
-			WHERE mv.state OPERATOR(pg_catalog.=) 'revertable' AND mv.parent OPERATOR(pg_catalog.=) ANY
+			WHERE @extschema@.snowseq_move_is_revertable(mv.state) AND mv.parent OPERATOR(pg_catalog.=) ANY
 				(ARRAY(SELECT m.member FROM @extschema@.snowseq_placement_group(snowseq_rebalance_plan_from.parent) m))), '[]'),
 		-- a cut by writes is sized by the rows written since the first reading
 		-- (their xmin): without its transaction ids, as even over its genes
@@ -374,7 +386,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_runner_alive(integer, times
 CREATE FUNCTION @extschema@.snowseq_rebalance_driven(run @extschema@.snowseq_rebalance_runs)
 	RETURNS boolean
 	LANGUAGE sql STABLE PARALLEL SAFE
-	RETURN $1.state OPERATOR(pg_catalog.=) 'running'
+	RETURN @extschema@.snowseq_rebalance_is_running($1.state)
 		AND @extschema@.snowseq_rebalance_runner_alive($1.runner_pid, $1.runner_start);
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_driven(@extschema@.snowseq_rebalance_runs) IS
 	'whether the run is running in a process that is there';
@@ -815,21 +827,23 @@ COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_done(@extschema@.snowseq_
 REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_step_done(@extschema@.snowseq_rebalance_steps, bigint, bigint) FROM PUBLIC;
 -- The last move (from_server <> to_server) of a step's genes to its
 -- server, or merge of its genes, begun at since or later (NULL: any move;
--- a merge done).
+-- a merge done), and whether it is done (a move: or kept revertable).
 CREATE FUNCTION @extschema@.snowseq_rebalance_step_move(parent regclass, s @extschema@.snowseq_rebalance_steps,
-	since timestamptz, OUT move_id bigint, OUT state text, OUT error text, OUT rows_copied bigint)
+	since timestamptz, OUT move_id bigint, OUT done boolean, OUT error text, OUT rows_copied bigint)
 	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	AS $step$
 BEGIN
 	IF s.from_server OPERATOR(pg_catalog.=) s.to_server THEN
-		SELECT m.merge_id, m.state, m.error, m.rows_copied INTO move_id, state, error, rows_copied
+		SELECT m.merge_id, @extschema@.snowseq_merge_is_done(m.state), m.error, m.rows_copied INTO move_id, done, error, rows_copied
 			FROM @extschema@.snowseq_merges m
 			WHERE m.parent OPERATOR(pg_catalog.=) snowseq_rebalance_step_move.parent AND m.group_merge IS NULL
 				AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
-				AND (m.started_at OPERATOR(pg_catalog.>=) since OR since IS NULL AND m.state OPERATOR(pg_catalog.=) 'done')
+				AND (m.started_at OPERATOR(pg_catalog.>=) since OR since IS NULL AND @extschema@.snowseq_merge_is_done(m.state))
 			ORDER BY m.merge_id DESC LIMIT 1;
 	ELSE
-		SELECT COALESCE(m.group_move, m.move_id), m.state, m.error, m.rows_copied INTO move_id, state, error, rows_copied
+		SELECT COALESCE(m.group_move, m.move_id),
+				@extschema@.snowseq_move_is_done(m.state) OR @extschema@.snowseq_move_is_revertable(m.state),
+				m.error, m.rows_copied INTO move_id, done, error, rows_copied
 			FROM @extschema@.snowseq_moves m
 			WHERE m.parent OPERATOR(pg_catalog.=) snowseq_rebalance_step_move.parent
 				AND m.first_gene OPERATOR(pg_catalog.=) s.first_gene AND m.last_gene OPERATOR(pg_catalog.=) s.last_gene
@@ -1052,7 +1066,7 @@ BEGIN
 				FILTER (WHERE @extschema@.snowseq_rebalance_step_is_over(s.state)) AS secs
 		FROM @extschema@.snowseq_rebalance_steps s WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id) st
 	LEFT JOIN LATERAL (SELECT s.* FROM @extschema@.snowseq_rebalance_steps s
-		WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id AND s.state OPERATOR(pg_catalog.=) 'running'
+		WHERE s.run_id OPERATOR(pg_catalog.=) r.run_id AND @extschema@.snowseq_rebalance_is_running(s.state)
 		ORDER BY s.step LIMIT 1) cur ON true
 	LEFT JOIN LATERAL (SELECT m.rows_copied FROM @extschema@.snowseq_moves m
 		WHERE m.parent OPERATOR(pg_catalog.=) r.parent AND m.first_gene OPERATOR(pg_catalog.=) cur.first_gene
@@ -1099,6 +1113,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_wait(job bigint)
 	AS $wait$
 DECLARE
 	st record;
+	run_state @extschema@.snowseq_rebalance_state;
 	nap double precision := 0.05;
 	orphan pg_catalog.timestamptz;
 BEGIN
@@ -1120,12 +1135,14 @@ BEGIN
 		-- transaction first read them
 		PERFORM pg_catalog.pg_stat_clear_snapshot();
 		SELECT * INTO st FROM @extschema@.snowseq_rebalance_status(job);
-		IF st.state OPERATOR(pg_catalog.=) 'stopped' AND st.last_error IS NOT NULL THEN
-			RAISE EXCEPTION 'rebalance job % failed: %', job, st.last_error
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					HINT = 'Fix the cause and resume it with snowseq_rebalance_start, or give it up with snowseq_rebalance_stop(abandon => true).';
-		END IF;
-		IF st.state OPERATOR(pg_catalog.<>) 'running' THEN
+		run_state := st.state;
+		IF NOT @extschema@.snowseq_rebalance_is_running(run_state) THEN
+			-- stopped (resumable) by its worker's error
+			IF NOT @extschema@.snowseq_rebalance_is_over(run_state) AND st.last_error IS NOT NULL THEN
+				RAISE EXCEPTION 'rebalance job % failed: %', job, st.last_error
+					USING ERRCODE = 'object_not_in_prerequisite_state',
+						HINT = 'Fix the cause and resume it with snowseq_rebalance_start, or give it up with snowseq_rebalance_stop(abandon => true).';
+			END IF;
 			RETURN st.state;
 		END IF;
 		orphan := CASE WHEN NOT st.runner_alive THEN COALESCE(orphan, pg_catalog.clock_timestamp()) END;

@@ -94,7 +94,7 @@ BEGIN
 				END IF;
 				-- drained servers have left the map
 				IF @extschema@.snowseq_rebalance_plan_steps(run, ARRAY(SELECT d FROM pg_catalog.unnest(run.drain) d
-						WHERE EXISTS (SELECT FROM @extschema@.snowseq_shard_map sm WHERE sm.shard OPERATOR(pg_catalog.=) d)),
+						WHERE EXISTS (SELECT FROM @extschema@.snowseq_route_ranges() sm WHERE sm.shard OPERATOR(pg_catalog.=) d)),
 						w0p, w0, w0x, w0_at) OPERATOR(pg_catalog.>) 0 THEN
 					run.rounds := run.rounds OPERATOR(pg_catalog.+) 1;
 					run := @extschema@.snowseq_rebalance_save_run(run);
@@ -114,7 +114,7 @@ BEGIN
 
 		-- a move interrupted (a router crash) is finished or undone first;
 		-- the map says whether its genes are on the destination
-		IF s.state OPERATOR(pg_catalog.<>) 'planned' THEN
+		IF NOT @extschema@.snowseq_rebalance_step_is_planned(s.state) THEN
 			FOR mv IN SELECT c.move_id, c.server, c.object, c.action FROM @extschema@.snowseq_move_cleanup() c LOOP
 				RAISE NOTICE 'rebalance %: step % was cut: move %: %', run.run_id, s.step, mv.move_id,
 					pg_catalog.concat_ws(' ', mv.action, mv.object,
@@ -131,7 +131,7 @@ BEGIN
 			SELECT pg_catalog.bool_and(@extschema@.snowseq_route_gene(g) OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
 				FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g;
 		END IF;
-		IF on_dest AND s.state OPERATOR(pg_catalog.<>) 'planned' THEN
+		IF on_dest AND NOT @extschema@.snowseq_rebalance_step_is_planned(s.state) THEN
 			PERFORM @extschema@.snowseq_rebalance_step_done(s, mv.move_id, mv.rows_copied);
 			COMMIT;
 			RAISE NOTICE 'rebalance %: step % (genes % to %) was done by % %', run.run_id, s.step,
@@ -159,7 +159,7 @@ BEGIN
 			CALL @extschema@.snowseq_move_genes(run.parent, s.first_gene, s.last_gene, s.to_server);
 		END IF;
 		SELECT * INTO mv FROM @extschema@.snowseq_rebalance_step_move(run.parent, s, s.started_at);
-		IF mv.state OPERATOR(pg_catalog.=) 'done' OR mv.state OPERATOR(pg_catalog.=) 'revertable' THEN
+		IF mv.done THEN
 			PERFORM @extschema@.snowseq_rebalance_step_done(s, mv.move_id, mv.rows_copied);
 			COMMIT;
 		ELSE

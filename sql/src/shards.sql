@@ -64,11 +64,11 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_placement_group(regclass) FROM PUBLIC
 
 -- Asks every postgres_fdw server, through the caller's user mappings.
 -- PARALLEL UNSAFE: opens connections and subtransactions.
-CREATE FUNCTION snowseq_check_nodes(OUT server text, OUT node_id integer, OUT layout text,
+CREATE FUNCTION @extschema@.snowseq_check_nodes(OUT server text, OUT node_id integer, OUT layout text,
 	OUT epoch timestamptz, OUT version text, OUT cluster text, OUT problem text)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'snowseq_check_nodes'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION snowseq_check_nodes() IS
+COMMENT ON FUNCTION @extschema@.snowseq_check_nodes() IS
 	'this server (server NULL) and every postgres_fdw server: node id, layout, epoch, snowseq version, cluster (system identifier), and what is wrong (a node id of another cluster, other layouts, unreachable)';
-REVOKE ALL ON FUNCTION snowseq_check_nodes() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.snowseq_check_nodes() FROM PUBLIC;

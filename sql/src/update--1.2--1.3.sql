@@ -154,7 +154,7 @@ CROSS JOIN LATERAL (VALUES
 ) x(wanted, server, kind, name)
 WHERE x.wanted
 	AND (NOT @extschema@.snowseq_move_is_over(lead.state)
-		OR (lead.state OPERATOR(pg_catalog.=) 'done' AND x.kind OPERATOR(pg_catalog.=) 'view'))
+		OR (@extschema@.snowseq_move_is_done(lead.state) AND x.kind OPERATOR(pg_catalog.=) 'view'))
 ON CONFLICT DO NOTHING;
 
 --@include move_progress
@@ -165,6 +165,9 @@ ON CONFLICT DO NOTHING;
 -- from its server's cumulative statistics: a new C symbol, so the 1.2
 -- definition never meets the wider row
 DROP FUNCTION @extschema@.snowseq_shard_stats(regclass);
+-- elastic shards read the map as the routing functions do, through their
+-- cache (snowseq_route_ranges)
+--@include route_ranges
 --@include shard_stats
 
 --@include rebalance

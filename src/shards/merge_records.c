@@ -60,12 +60,7 @@ MergeRecordSet(Move *m, const char *sets, int nargs, const char *const *values)
  * or rollback while something is left; a rollback retried goes on); from
  * "switched" only forward, to done.
  */
-static const struct
-{
-	MoveStateId from;
-	MergeStep	step;
-	MoveStateId to;
-}			MergeTransitions[] = {
+static const MachineRow MergeTransitions[] = {
 	{MOVE_STATE_PREPARE, MERGE_STEP_COPY, MOVE_STATE_COPY},
 	{MOVE_STATE_COPY, MERGE_STEP_BLOCK, MOVE_STATE_SWITCH},
 	{MOVE_STATE_SWITCH, MERGE_STEP_SWITCH, MOVE_STATE_SWITCHED},
@@ -80,6 +75,12 @@ static const struct
 	{MOVE_STATE_ROLLBACK, MERGE_STEP_UNDO_LEFT, MOVE_STATE_ROLLBACK},
 };
 
+/*
+ * The machine of a merge: its states are named as a move's (merge.h), the
+ * labels of snowseq_merge_state a subset of snowseq_move_state's.
+ */
+const Machine MergeMachine = {MergeTransitions, lengthof(MergeTransitions), MoveStateNames, MOVE_STATE_COUNT};
+
 /* Names of the steps, for the error of a step its state does not allow (MergeStep order). */
 static const char *const MergeStepNames[] = {"start its copy", "hold writes back", "switch the router", "finish", "be undone", "be undone"};
 
@@ -93,21 +94,21 @@ void
 MergeRecordStep(Move *m, MergeStep step, const char *sets, const char *arg)
 {
 	MoveStateId from;
-	const char *to = NULL;
+	MoveStateId next;
+	const char *to;
 
 	from = MoveStateFromName(MoveRecordsValue(m->op.ext, m->op.cxt,
 											  psprintf("SELECT state FROM %s WHERE merge_id OPERATOR(pg_catalog.=) " INT64_FORMAT " FOR UPDATE",
 													   MoveExt(m, "snowseq_merges"), m->op.id)));
-	for (int i = 0; i < lengthof(MergeTransitions); i++)
-		if (MergeTransitions[i].from == from && MergeTransitions[i].step == step)
-			to = MoveStateName(MergeTransitions[i].to);
-	if (to == NULL)
+	next = MachineNext(&MergeMachine, from, step);
+	if (next == MOVE_STATE_NONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("merge " INT64_FORMAT " cannot %s in state \"%s\"",
 						m->op.id, MergeStepNames[step], from == MOVE_STATE_NONE ? "(no record)" : MoveStateName(from)),
 				 errdetail("Another session changed the merge's record meanwhile, or the record was edited."),
 				 errhint("SELECT * FROM snowseq_move_progress; shows the merge; SELECT * FROM snowseq_move_cleanup(); resolves an interrupted one.")));
+	to = MoveStateName(next);
 	if (arg != NULL)
 		MergeRecordSet(m, psprintf("state = $1::pg_catalog.text%s%s", sets ? ", " : "", sets ? sets : ""),
 					   SQL_ARGS(to, arg));
@@ -124,34 +125,18 @@ MergeStateRead(Move *m)
 																			 MoveExt(m, "snowseq_merges"), m->op.id)));
 }
 
-/* Whether a merge in a state is over: entered by a step of MergeTransitions and left by none (done, failed). */
+/* Whether a merge in a state is over (MergeTransitions: entered, never left). */
 bool
 MergeStateOver(MoveStateId state)
 {
-	bool		entered = false;
-
-	for (int i = 0; i < lengthof(MergeTransitions); i++)
-	{
-		if (MergeTransitions[i].from == state)
-			return false;
-		entered |= MergeTransitions[i].to == state;
-	}
-	return entered;
+	return MachineOver(&MergeMachine, state);
 }
 
 /* The states of a merge that are over, as an array parameter's value ($n::pg_catalog.text[]). */
 char *
 MergeStatesOver(void)
 {
-	MoveStateId from[lengthof(MergeTransitions)];
-	MoveStateId to[lengthof(MergeTransitions)];
-
-	for (int i = 0; i < lengthof(MergeTransitions); i++)
-	{
-		from[i] = MergeTransitions[i].from;
-		to[i] = MergeTransitions[i].to;
-	}
-	return MoveStatesOverOf(from, to, lengthof(MergeTransitions));
+	return MachineStatesOver(&MergeMachine);
 }
 
 /* The comment that marks the merged table as the merge's until its switch. */

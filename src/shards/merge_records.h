@@ -8,6 +8,7 @@
 
 #include "merge.h"
 
+extern const Machine MergeMachine;
 extern bool MergeLock(int64 id, bool wait);
 extern void MergeUnlock(int64 id);
 extern void MergeRecordSet(Move *m, const char *sets, int nargs, const char *const *values);

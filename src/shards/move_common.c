@@ -261,10 +261,11 @@ MoveNote(Move *m, const char *server, const char *object, const char *action)
 }
 
 /* Names of the states, as snowseq_moves stores them (MoveStateId order). */
-static const char *const MoveStateNames[] = {
+const char *const MoveStateNames[] = {
 	NULL, "prepare", "copy", "block", "switch", "switched", "done", "failed", "rollback",
 	"revertable", "reverted"
 };
+StaticAssertDecl(lengthof(MoveStateNames) == MOVE_STATE_COUNT, "a name for each move state");
 
 /*
  * The state machine of a move: for each step, the states it starts from and
@@ -275,12 +276,7 @@ static const char *const MoveStateNames[] = {
  * only forward.  "block" is a state of 1.0's moves, read and resolved, never
  * entered.
  */
-static const struct
-{
-	MoveStateId from;
-	MoveTransitionStep step;
-	MoveStateId to;
-}			MoveTransitions[] = {
+static const MachineRow MoveTransitions[] = {
 	/* forward, step by step */
 	{MOVE_STATE_PREPARE, MOVE_STEP_COPY, MOVE_STATE_COPY},
 	{MOVE_STATE_COPY, MOVE_STEP_BLOCK, MOVE_STATE_SWITCH},
@@ -307,62 +303,20 @@ static const struct
 	{MOVE_STATE_ROLLBACK, MOVE_STEP_UNDO_LEFT, MOVE_STATE_ROLLBACK}, /* some still left */
 };
 
+/* The machine of a move (machine.h derives what is over and the like). */
+const Machine MoveMachine = {MoveTransitions, lengthof(MoveTransitions), MoveStateNames, MOVE_STATE_COUNT};
+
 /* Names of the steps, for the error of a step its state does not allow (MoveTransitionStep order). */
 static const char *const MoveStepNames[] = {
 	"start its copy", "hold writes back", "switch the router", "record what the switch left",
 	"stay revertable", "be finalized", "finish", "be reverted", "be undone", "be undone"
 };
 
-/*
- * The states of a machine that are over: entered by a step (or the first,
- * prepare) and left by none.  The one list of them in C: moves and merges
- * take it from their tables (MoveStatesOver, MergeStatesOver), and 064
- * checks that each kind's _is_over function in SQL names the same.
- */
-char *
-MoveStatesOverOf(const MoveStateId *from, const MoveStateId *to, int n)
-{
-	List	   *names = NIL;
-
-	for (int s = MOVE_STATE_NONE + 1; s < lengthof(MoveStateNames); s++)
-	{
-		bool		entered = false;
-		bool		left = false;
-
-		for (int i = 0; i < n; i++)
-		{
-			entered |= to[i] == s;
-			left |= from[i] == s;
-		}
-		if (entered && !left)
-			names = lappend(names, (char *) MoveStateNames[s]);
-	}
-	return SqlTextArray(names);
-}
-
 /* The states of a move that are over, as an array parameter's value ($n::pg_catalog.text[]). */
 char *
 MoveStatesOver(void)
 {
-	MoveStateId from[lengthof(MoveTransitions)];
-	MoveStateId to[lengthof(MoveTransitions)];
-
-	for (int i = 0; i < lengthof(MoveTransitions); i++)
-	{
-		from[i] = MoveTransitions[i].from;
-		to[i] = MoveTransitions[i].to;
-	}
-	return MoveStatesOverOf(from, to, lengthof(MoveTransitions));
-}
-
-/* The state a step takes a move to from a state (MOVE_STATE_NONE: the step is not allowed there). */
-MoveStateId
-MoveTransitionNext(MoveStateId from, MoveTransitionStep step)
-{
-	for (int i = 0; i < lengthof(MoveTransitions); i++)
-		if (MoveTransitions[i].from == from && MoveTransitions[i].step == step)
-			return MoveTransitions[i].to;
-	return MOVE_STATE_NONE;
+	return MachineStatesOver(&MoveMachine);
 }
 
 /* Names of the kinds of recorded objects, as snowseq_move_object_kind labels them (MoveObjectKind order). */
@@ -631,7 +585,7 @@ MoveRecordStep(Move *m, MoveTransitionStep step, const char *sets)
 	from = MoveStateFromName(MoveRecordsValue(m->op.ext, m->op.cxt,
 											  psprintf("SELECT state FROM %s WHERE move_id OPERATOR(pg_catalog.=) " INT64_FORMAT " FOR UPDATE",
 													   MoveExt(m, "snowseq_moves"), m->op.id)));
-	to = MoveTransitionNext(from, step);
+	to = MachineNext(&MoveMachine, from, step);
 	if (to == MOVE_STATE_NONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

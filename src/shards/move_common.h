@@ -14,6 +14,7 @@
 #include "nodes/pg_list.h"
 #include "utils/timestamp.h"
 
+#include "machine.h"
 #include "move_schema.h"
 #include "remote.h"
 
@@ -36,6 +37,8 @@ typedef enum MoveStateId
 	MOVE_STATE_REVERTABLE,		/* switched, the source kept current */
 	MOVE_STATE_REVERTED			/* switched back (by a revert of its own) */
 } MoveStateId;
+
+#define MOVE_STATE_COUNT (MOVE_STATE_REVERTED + 1)
 
 /*
  * The steps that change a move's stored state (MoveTransitions in
@@ -281,12 +284,12 @@ typedef struct MoveCleanupItem
 typedef void (*MoveStep) (Move *m);
 
 /* move_common.c: the Move, its sessions and record, running a step */
+extern const char *const MoveStateNames[];
+extern const Machine MoveMachine;
 extern const char *MoveStateName(MoveStateId state);
-extern MoveStateId MoveTransitionNext(MoveStateId from, MoveTransitionStep step);
 extern MoveStateId MoveStateFromName(const char *name);
 extern const char *MoveKindName(MoveKind kind);
 extern char *MoveStateArray(int first,...);
-extern char *MoveStatesOverOf(const MoveStateId *from, const MoveStateId *to, int n);
 extern char *MoveStatesOver(void);
 extern const char *MoveObjectName(MoveObjectKind kind);
 extern MoveObjectKind MoveObjectFromName(const char *name);

@@ -168,7 +168,9 @@ static TransactionId LaunchedXid = InvalidTransactionId;
  * A worker is started for a run not over of a table whose owner's
  * privileges role has, once per transaction: a role granted the launch
  * takes no worker slot for a run not its own, nor one slot after another
- * in one open transaction (each worker waits for it).
+ * in one open transaction (each worker waits for it).  A run stays listed
+ * when the subtransaction that launched it rolls back: its worker was
+ * started all the same, and waits for this transaction.
  */
 static void
 RebalanceJobLaunchable(Oid fn_oid, int64 run_id, Oid role)

@@ -26,6 +26,8 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "machine.h"
+
 /* The kinds of machine, by the enum type of the state. */
 typedef enum RebalanceMachine
 {
@@ -48,30 +50,34 @@ enum
 };
 static const char *const RebalanceStepStateNames[] = {NULL, "planned", "running", "failed", "done"};
 
-/* One row of a machine: from a state, a step, to a state. */
-typedef struct RebalanceTransition
+/* The steps of each, as the SQL callers name them (snowseq_rebalance_next). */
+enum
 {
-	int			from;
-	const char *step;
-	int			to;
-} RebalanceTransition;
+	RUN_BEGIN, RUN_TAKE, RUN_STOP, RUN_ABANDON, RUN_FAIL, RUN_FINISH
+};
+static const char *const RebalanceRunSteps[] = {"begin", "take", "stop", "abandon", "fail", "finish"};
+enum
+{
+	STEP_PLAN, STEP_BEGIN, STEP_SUCCEED, STEP_FAIL
+};
+static const char *const RebalanceStepSteps[] = {"plan", "begin", "succeed", "fail"};
 
 /*
  * A run (snowseq_rebalance_state): running while a process drives it or is
  * to; stopped (resumable) by a stop asked for or by a step that failed;
  * done or abandoned, over.
  */
-static const RebalanceTransition RebalanceRunTransitions[] = {
-	{RUN_NONE, "begin", RUN_RUNNING},	/* a new run */
-	{RUN_RUNNING, "take", RUN_RUNNING},	/* a session or worker takes it on */
-	{RUN_STOPPED, "take", RUN_RUNNING},	/* resumed */
-	{RUN_RUNNING, "stop", RUN_STOPPED},
-	{RUN_STOPPED, "stop", RUN_STOPPED},
-	{RUN_RUNNING, "abandon", RUN_ABANDONED},
-	{RUN_STOPPED, "abandon", RUN_ABANDONED},
-	{RUN_RUNNING, "fail", RUN_STOPPED},	/* a step failed, or its worker */
-	{RUN_STOPPED, "fail", RUN_STOPPED},
-	{RUN_RUNNING, "finish", RUN_DONE},
+static const MachineRow RebalanceRunTransitions[] = {
+	{RUN_NONE, RUN_BEGIN, RUN_RUNNING},	/* a new run */
+	{RUN_RUNNING, RUN_TAKE, RUN_RUNNING},	/* a session or worker takes it on */
+	{RUN_STOPPED, RUN_TAKE, RUN_RUNNING},	/* resumed */
+	{RUN_RUNNING, RUN_STOP, RUN_STOPPED},
+	{RUN_STOPPED, RUN_STOP, RUN_STOPPED},
+	{RUN_RUNNING, RUN_ABANDON, RUN_ABANDONED},
+	{RUN_STOPPED, RUN_ABANDON, RUN_ABANDONED},
+	{RUN_RUNNING, RUN_FAIL, RUN_STOPPED},	/* a step failed, or its worker */
+	{RUN_STOPPED, RUN_FAIL, RUN_STOPPED},
+	{RUN_RUNNING, RUN_FINISH, RUN_DONE},
 };
 
 /*
@@ -79,14 +85,30 @@ static const RebalanceTransition RebalanceRunTransitions[] = {
  * its move or merge runs (and after a cut, until the driver looks at it
  * again), failed (retried by the next call), done.
  */
-static const RebalanceTransition RebalanceStepTransitions[] = {
-	{STEP_NONE, "plan", STEP_PLANNED},
-	{STEP_PLANNED, "begin", STEP_RUNNING},
-	{STEP_RUNNING, "begin", STEP_RUNNING},	/* cut, and begun again */
-	{STEP_FAILED, "begin", STEP_RUNNING},	/* retried */
-	{STEP_RUNNING, "succeed", STEP_DONE},
-	{STEP_FAILED, "succeed", STEP_DONE},	/* cut after its move was done */
-	{STEP_RUNNING, "fail", STEP_FAILED},
+static const MachineRow RebalanceStepTransitions[] = {
+	{STEP_NONE, STEP_PLAN, STEP_PLANNED},
+	{STEP_PLANNED, STEP_BEGIN, STEP_RUNNING},
+	{STEP_RUNNING, STEP_BEGIN, STEP_RUNNING},	/* cut, and begun again */
+	{STEP_FAILED, STEP_BEGIN, STEP_RUNNING},	/* retried */
+	{STEP_RUNNING, STEP_SUCCEED, STEP_DONE},
+	{STEP_FAILED, STEP_SUCCEED, STEP_DONE},	/* cut after its move was done */
+	{STEP_RUNNING, STEP_FAIL, STEP_FAILED},
+};
+
+/* A machine of a rebalance: its rows and states, its steps' names, what it is of. */
+typedef struct RebalanceMachineOf
+{
+	Machine		m;
+	const char *const *steps;
+	int			nsteps;
+	const char *what;
+} RebalanceMachineOf;
+
+static const RebalanceMachineOf Machines[] = {
+	[REBALANCE_RUN] = {{RebalanceRunTransitions, lengthof(RebalanceRunTransitions), RebalanceStateNames, lengthof(RebalanceStateNames)},
+	RebalanceRunSteps, lengthof(RebalanceRunSteps), "run"},
+	[REBALANCE_STEP] = {{RebalanceStepTransitions, lengthof(RebalanceStepTransitions), RebalanceStepStateNames, lengthof(RebalanceStepStateNames)},
+	RebalanceStepSteps, lengthof(RebalanceStepSteps), "step"},
 };
 
 /*
@@ -113,60 +135,56 @@ MachineOf(FunctionCallInfo fcinfo, Oid typid)
 	return REBALANCE_RUN;		/* keep the compiler quiet */
 }
 
-/* A machine: its rows, its names and what it is of. */
-typedef struct Machine
-{
-	const RebalanceTransition *rows;
-	int			nrows;
-	const char *const *names;
-	int			nnames;
-	const char *what;
-} Machine;
-
-static Machine
+/*
+ * The machine of argument argno: by the type of the expression passed, or
+ * (a call with no expression) the type the function declares.
+ */
+static const RebalanceMachineOf *
 MachineFor(FunctionCallInfo fcinfo, int argno)
 {
 	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, argno);
-	Machine		m;
 
 	if (!OidIsValid(typid))
+	{
+		Oid		   *argtypes;
+		int			nargs;
+
+		(void) get_func_signature(fcinfo->flinfo->fn_oid, &argtypes, &nargs);
+		if (argno < nargs && argtypes[argno] != ANYENUMOID)
+			typid = argtypes[argno];
+	}
+	if (!OidIsValid(typid))
 		elog(ERROR, "could not determine the type of the state");
-	if (MachineOf(fcinfo, typid) == REBALANCE_RUN)
-	{
-		m.rows = RebalanceRunTransitions;
-		m.nrows = lengthof(RebalanceRunTransitions);
-		m.names = RebalanceStateNames;
-		m.nnames = lengthof(RebalanceStateNames);
-		m.what = "run";
-	}
-	else
-	{
-		m.rows = RebalanceStepTransitions;
-		m.nrows = lengthof(RebalanceStepTransitions);
-		m.names = RebalanceStepStateNames;
-		m.nnames = lengthof(RebalanceStepStateNames);
-		m.what = "step";
-	}
-	return m;
+	return &Machines[MachineOf(fcinfo, typid)];
 }
 
 /* The state of argument argno in a machine (0: NULL, not recorded yet). */
 static int
-StateArg(FunctionCallInfo fcinfo, const Machine *m, int argno)
+StateArg(FunctionCallInfo fcinfo, const RebalanceMachineOf *r, int argno)
 {
 	char	   *label;
+	int			state;
 
 	if (PG_ARGISNULL(argno))
 		return 0;
 	label = DatumGetCString(DirectFunctionCall1(enum_out, PG_GETARG_DATUM(argno)));
-	for (int i = 1; i < m->nnames; i++)
-		if (strcmp(m->names[i], label) == 0)
+	state = MachineStateOf(&r->m, label);
+	if (state < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" is not a state of a rebalance %s that snowseq knows", label, r->what),
+				 errhint("Install the snowseq library of the extension's version.")));
+	return state;
+}
+
+/* The step of a name in a machine (-1: none). */
+static int
+StepOf(const RebalanceMachineOf *r, const char *name)
+{
+	for (int i = 0; i < r->nsteps; i++)
+		if (strcmp(r->steps[i], name) == 0)
 			return i;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("\"%s\" is not a state of a rebalance %s that snowseq knows", label, m->what),
-			 errhint("Install the snowseq library of the extension's version.")));
-	return 0;					/* keep the compiler quiet */
+	return -1;
 }
 
 PG_FUNCTION_INFO_V1(snowseq_rebalance_next);
@@ -179,34 +197,35 @@ PG_FUNCTION_INFO_V1(snowseq_rebalance_next);
 Datum
 snowseq_rebalance_next(PG_FUNCTION_ARGS)
 {
-	Machine		m = MachineFor(fcinfo, 0);
+	const RebalanceMachineOf *r = MachineFor(fcinfo, 0);
 	int			from;
-	const char *step;
+	int			step;
+	int			to;
+	char	   *name;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the step of a rebalance %s must not be NULL", m.what)));
-	step = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	from = StateArg(fcinfo, &m, 0);
-	for (int i = 0; i < m.nrows; i++)
-		if (m.rows[i].from == from && strcmp(m.rows[i].step, step) == 0)
-			PG_RETURN_DATUM(DirectFunctionCall2(enum_in, CStringGetDatum(m.names[m.rows[i].to]),
-												ObjectIdGetDatum(get_fn_expr_argtype(fcinfo->flinfo, 0))));
-	for (int i = 0; i < m.nrows; i++)
-		if (strcmp(m.rows[i].step, step) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("a rebalance %s %s cannot %s", m.what,
-							from == 0 ? "not recorded yet" : psprintf("in state \"%s\"", m.names[from]), step),
-					 errdetail("Another session changed the record meanwhile."),
-					 errhint("SELECT * FROM snowseq_rebalance_status(); shows the runs; CALL snowseq_rebalance resumes a stopped one.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("\"%s\" is not a step of a rebalance %s", step, m.what),
-			 errhint("%s", m.rows == RebalanceRunTransitions ? "The steps of a run are begin, take, stop, abandon, fail and finish." :
-					 "The steps of a step are plan, begin, succeed and fail.")));
-	PG_RETURN_NULL();			/* keep the compiler quiet */
+				 errmsg("the step of a rebalance %s must not be NULL", r->what)));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	from = StateArg(fcinfo, r, 0);
+	step = StepOf(r, name);
+	if (step < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" is not a step of a rebalance %s", name, r->what),
+				 errhint("%s", r == &Machines[REBALANCE_RUN] ? "The steps of a run are begin, take, stop, abandon, fail and finish." :
+						 "The steps of a step are plan, begin, succeed and fail.")));
+	to = MachineNext(&r->m, from, step);
+	if (to == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a rebalance %s %s cannot %s", r->what,
+						from == 0 ? "not recorded yet" : psprintf("in state \"%s\"", r->m.names[from]), name),
+				 errdetail("Another session changed the record meanwhile."),
+				 errhint("SELECT * FROM snowseq_rebalance_status(); shows the runs; CALL snowseq_rebalance resumes a stopped one.")));
+	PG_RETURN_DATUM(DirectFunctionCall2(enum_in, CStringGetDatum(r->m.names[to]),
+										ObjectIdGetDatum(get_fn_expr_argtype(fcinfo->flinfo, 0))));
 }
 
 PG_FUNCTION_INFO_V1(snowseq_rebalance_to);
@@ -221,26 +240,72 @@ PG_FUNCTION_INFO_V1(snowseq_rebalance_to);
 Datum
 snowseq_rebalance_to(PG_FUNCTION_ARGS)
 {
-	Machine		m = MachineFor(fcinfo, PG_ARGISNULL(0) ? 1 : 0);
+	const RebalanceMachineOf *r = MachineFor(fcinfo, PG_ARGISNULL(0) ? 1 : 0);
 	int			from;
 	int			to;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the new state of a rebalance %s must not be NULL", m.what)));
-	from = StateArg(fcinfo, &m, 0);
-	to = StateArg(fcinfo, &m, 1);
-	if (from == to)
+				 errmsg("the new state of a rebalance %s must not be NULL", r->what)));
+	from = StateArg(fcinfo, r, 0);
+	to = StateArg(fcinfo, r, 1);
+	if (from == to || MachineLeads(&r->m, from, to))
 		PG_RETURN_DATUM(PG_GETARG_DATUM(1));
-	for (int i = 0; i < m.nrows; i++)
-		if (m.rows[i].from == from && m.rows[i].to == to)
-			PG_RETURN_DATUM(PG_GETARG_DATUM(1));
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("a rebalance %s %s cannot go to state \"%s\"", m.what,
-					from == 0 ? "not recorded yet" : psprintf("in state \"%s\"", m.names[from]), m.names[to]),
-			 errdetail("No step of a rebalance %s leads there: another session changed the record meanwhile, or the state given was not made by snowseq_rebalance_next.", m.what),
+			 errmsg("a rebalance %s %s cannot go to state \"%s\"", r->what,
+					from == 0 ? "not recorded yet" : psprintf("in state \"%s\"", r->m.names[from]), r->m.names[to]),
+			 errdetail("No step of a rebalance %s leads there: another session changed the record meanwhile, or the state given was not made by snowseq_rebalance_next.", r->what),
 			 errhint("SELECT * FROM snowseq_rebalance_status(); shows the runs.")));
 	PG_RETURN_NULL();			/* keep the compiler quiet */
+}
+
+PG_FUNCTION_INFO_V1(snowseq_rebalance_state_is_over);
+
+/*
+ * snowseq_rebalance_is_over(state), snowseq_rebalance_step_is_over(state):
+ * whether a run or step in state is over, entered by a step and left by
+ * none (a run done or abandoned; a step done).
+ */
+Datum
+snowseq_rebalance_state_is_over(PG_FUNCTION_ARGS)
+{
+	const RebalanceMachineOf *r = MachineFor(fcinfo, 0);
+
+	PG_RETURN_BOOL(MachineOver(&r->m, StateArg(fcinfo, r, 0)));
+}
+
+/* Whether the state of argument 0 is one the step of that name leads to. */
+static bool
+StateEnteredBy(FunctionCallInfo fcinfo, const char *name)
+{
+	const RebalanceMachineOf *r = MachineFor(fcinfo, 0);
+	int			step = StepOf(r, name);
+
+	return step >= 0 && MachineEnters(&r->m, StateArg(fcinfo, r, 0), step);
+}
+
+PG_FUNCTION_INFO_V1(snowseq_rebalance_is_running);
+
+/*
+ * snowseq_rebalance_is_running(state): whether a run or a step in state is
+ * running, the state its step "begin" leads to.
+ */
+Datum
+snowseq_rebalance_is_running(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(StateEnteredBy(fcinfo, "begin"));
+}
+
+PG_FUNCTION_INFO_V1(snowseq_rebalance_step_is_planned);
+
+/*
+ * snowseq_rebalance_step_is_planned(state): whether a step in state is
+ * planned and not begun, the state its step "plan" leads to.
+ */
+Datum
+snowseq_rebalance_step_is_planned(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(StateEnteredBy(fcinfo, "plan"));
 }

@@ -345,8 +345,7 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 	args[2] = PointerGetDatum(ListArray(part_last, false));
 	args[3] = CStringGetTextDatum(key);
 
-	SpiRunArgs(psprintf("WITH map AS (SELECT coalesce(pg_catalog.lag(upper_gene) OVER (ORDER BY upper_gene) OPERATOR(pg_catalog.+) 1, 0) AS f, "
-				 "upper_gene AS l, shard FROM %s), "
+	SpiRunArgs(psprintf("WITH map AS (SELECT first_gene AS f, last_gene AS l, shard FROM %s()), "
 				 "parts AS (SELECT p.oid, c.relkind, p.f, p.l "
 				 "FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.oid[]), pg_catalog.unnest($2::pg_catalog.int4[]), "
 				 "pg_catalog.unnest($3::pg_catalog.int4[])) AS p(oid, f, l) "
@@ -365,7 +364,7 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 				 "LEFT JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) p.oid "
 				 "LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) p.oid AND a.attname OPERATOR(pg_catalog.=) $4::pg_catalog.name "
 				 "ORDER BY 1",
-				 MoveExt(m, "snowseq_shard_map")),
+				 MoveExt(m, "snowseq_route_ranges")),
 			   4, arg_types, args, NULL, SPI_OK_SELECT);
 	pieces = SPI_tuptable;
 	n = SPI_processed;

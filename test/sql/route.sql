@@ -36,13 +36,19 @@ SELECT snowseq_route(100::bigint << 48), snowseq_route((101::bigint << 48) - 1),
 -- a change is seen by the next lookup
 UPDATE snowseq_shard_map SET shard = 'c2' WHERE upper_gene = 32767;
 SELECT snowseq_route_gene(32767);
+-- the map as routing reads it: each server's genes, first to last
+SELECT * FROM snowseq_route_ranges();
 BEGIN;
 DELETE FROM snowseq_shard_map WHERE upper_gene = 100;
 SELECT snowseq_route_gene(100);
+-- the transaction's own change, as shard_of sees it
+SELECT * FROM snowseq_route_ranges();
 ROLLBACK;
+SELECT * FROM snowseq_route_ranges();
 SELECT snowseq_route_gene(100);
 TRUNCATE snowseq_shard_map;
 SELECT snowseq_route_gene(100);
+SELECT count(*) AS ranges FROM snowseq_route_ranges();
 
 -- snowseq_create_shards: partitions on gene boundaries, map to match
 CREATE TABLE shop_orders (order_id bigint NOT NULL, buyer text NOT NULL)

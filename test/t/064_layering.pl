@@ -194,7 +194,7 @@ for my $array (sort keys %sets)
 	my @writers = grep { $code{$_} =~ /\bstate = \$\d|SET state\b/ } grep { m{src/shards/[^/]+\.c$} && !m{merge} } sort keys %code;
 	is(join(',', @writers), 'src/shards/move_common.c', 'one file of the moves writes their state column');
 	my ($writer) = $text =~ /\nMoveRecordStep\(Move \*m,[^{]*\{(.*?)\n\}/s;
-	like($writer // '', qr/to = MoveTransitionNext\(from, step\)/, 'and its writer takes the next state from the table, refusing a step it does not declare');
+	like($writer // '', qr/to = MachineNext\(&MoveMachine, from, step\)/, 'and its writer takes the next state from the table, refusing a step it does not declare');
 	my @named = grep { $code{$_} =~ /\bMoveRecordStep(?:Error)?\(\w+, MOVE_STATE_/ } sort keys %code;
 	is(scalar(@named), 0, 'no caller names the state a move goes to, only its step');
 }
@@ -215,33 +215,36 @@ for my $array (sort keys %sets)
 	my @writers = grep { $code{$_} =~ /\bstate = \$\d|SET state\b/ } grep { m{src/shards/merge[^/]*\.c$} } sort keys %code;
 	is(join(',', @writers), 'src/shards/merge_records.c', 'one file of the merges writes their state column');
 	my ($writer) = $text =~ /\nMergeRecordStep\(Move \*m,[^{]*\{(.*?)\n\}/s;
-	like($writer // '', qr/MergeTransitions\[i\]\.from == from && MergeTransitions\[i\]\.step == step/,
+	like($writer // '', qr/next = MachineNext\(&MergeMachine, from, step\)/,
 		'and its writer takes the next state from the table, for the committed state and the step');
 	my @strings = grep { $code{$_} =~ /\bMERGE_(?:PREPARE|COPY|SWITCH|SWITCHED|DONE|FAILED|ROLLBACK)\b/ } sort keys %code;
 	is(scalar(@strings), 0, 'no merge code names a state by its stored string' . (@strings ? ' (' . join(', ', @strings) . ')' : ''));
 }
 
-# What is over is said once: the states a machine enters and never leaves.
-# C takes them from MoveTransitions and MergeTransitions (MoveStatesOver,
-# MergeStatesOver: no list of its own, issue 39), SQL from each kind's
-# _is_over function, and the two agree.
+# What a state is is said once, derived from the machines (src/shards/
+# machine.c): what is over (entered, never left) and which step a state is
+# the one of.  C takes the states over from the tables (MoveStatesOver,
+# MergeStatesOver: no list of its own, issue 39); SQL asks the predicates,
+# functions in C over the same tables (test/sql/states.sql prints what each
+# says of every label), and no SQL predicate lists states itself.
 {
-	my %over;
-	for my $t ([ 'MoveTransitions', 'src/shards/move_common.c', 'MOVE_STEP', 'snowseq_move_is_over' ],
-		[ 'MergeTransitions', 'src/shards/merge_records.c', 'MERGE_STEP', 'snowseq_merge_is_over' ])
+	my $install = slurp_file('sql/snowseq--1.3.sql');
+	my @preds;
+	while ($install =~ /CREATE FUNCTION \@extschema\@\.(snowseq_(?:move|merge|rebalance|rebalance_step)_(?:is|has)_\w+)\(state [\w\@.]+\)\s*RETURNS boolean\s*(AS '[^']*', '\w+'\s*LANGUAGE C)?/g)
 	{
-		my ($table, $file, $step, $fn) = @$t;
-		my ($list) = ($code{$file} // '') =~ /\b$table\[\]\s*=\s*\{(.*?)\n\};/s;
-		my @rows = defined $list ? $list =~ /\{MOVE_STATE_(\w+),\s*${step}_\w+,\s*MOVE_STATE_(\w+)\}/g : ();
-		my (%from, %to);
-		for (my $i = 0; $i < @rows; $i += 2) { $from{ lc $rows[$i] } = 1; $to{ lc $rows[ $i + 1 ] } = 1; }
-		my @c = sort grep { !$from{$_} } keys %to;
-		my ($body) = slurp_file('sql/snowseq--1.3.sql') =~ /CREATE FUNCTION \@extschema\@\.$fn\(.*?RETURN (.*?);\n/s;
-		my @sql = sort(($body // '') =~ /'(\w+)'/g);
-		is(join(',', @sql), join(',', @c), "$fn names the states $table enters and never leaves (" . join(',', @c) . ')');
+		push @preds, $1 . (defined $2 ? '' : ' (not C)');
+	}
+	ok(@preds >= 12, 'the install script has the predicates of the states: ' . join(', ', @preds));
+	is(scalar(grep { /not C/ } @preds), 0, 'each is a C function over the machine, not a list of states');
+	for my $fn (qw(MachineOver MachineEnters))
+	{
+		my @users = grep { $code{$_} =~ /\b$fn\(/ && !m{/machine\.c$} } sort keys %code;
+		ok(@users >= 2, "the predicates derive from the tables ($fn): " . join(', ', @users));
 	}
 	my @lists = grep { $code{$_} =~ /MoveStateArray\(MOVE_STATE_DONE, MOVE_STATE_FAILED, (?:MOVE_STATE_REVERTED, )?MOVE_STATE_NONE\)|MERGE_NOT_OVER/ } sort keys %code;
 	is(join(',', @lists), '', 'no C file lists the states over itself (MoveStatesOver, MergeStatesOver)');
+	my @walks = grep { $code{$_} =~ /\b\w*Transitions\[i\]\.(?:from|to)\b/ } sort keys %code;
+	is(join(',', @walks), '', 'no file walks a machine\'s rows itself (machine.c does)');
 }
 
 # A rebalance run's state and its steps' likewise (issue 39: the driver
@@ -284,7 +287,7 @@ sub stored_rebalance_states
 	for my $table (qw(RebalanceRunTransitions RebalanceStepTransitions))
 	{
 		my ($list) = $text =~ /\b$table\[\]\s*=\s*\{(.*?)\n\};/s;
-		my @rows = defined $list ? $list =~ /\{(\w+),\s*"(\w+)",\s*(\w+)\}/g : ();
+		my @rows = defined $list ? $list =~ /\{((?:RUN|STEP)_\w+),\s*((?:RUN|STEP)_\w+),\s*((?:RUN|STEP)_\w+)\}/g : ();
 		ok(@rows >= 3 * 6, "the steps of a rebalance " . ($table =~ /Run/ ? 'run' : 'step') . " are one declared table of (state, step, next state) ($table): " . (@rows / 3) . ' rows');
 	}
 	my %uniq = map { $_ => 1 } @all;
@@ -292,7 +295,7 @@ sub stored_rebalance_states
 	is(scalar(@hits), 0, 'the SQL sources store no rebalance state they name, only snowseq_rebalance_next\'s' . (@hits ? ': ' . join('; ', @hits) : ''));
 	my @to = $sources =~ /\bstate = \@extschema\@\.snowseq_rebalance_to\((?:r|st)\.state, /g;
 	is(scalar(@to), 2, 'save_run and save_steps store a given state checked against the committed one (snowseq_rebalance_to)');
-	my @driven = $sources =~ /\bstate\s+OPERATOR\(pg_catalog\.=\)\s+'running'\s+AND\s+\@extschema\@\.snowseq_rebalance_runner_alive/g;
+	my @driven = $sources =~ /\bsnowseq_rebalance_is_running\(\$1\.state\)\s+AND\s+\@extschema\@\.snowseq_rebalance_runner_alive/g;
 	is(scalar(@driven), 1, 'a run driven by a live process is one function (snowseq_rebalance_driven)');
 	# the check itself, on what the sources wrote before
 	ok(scalar(stored_rebalance_states(q{state = CASE WHEN r.stop IS NULL THEN r.state WHEN r.stop OPERATOR(pg_catalog.=) 'abandon' THEN 'abandoned' ELSE 'stopped' END,}, [ sort keys %uniq ])) == 2
@@ -621,10 +624,10 @@ sub script_history
 }
 
 # States are enum types, each state named once in the SQL sources, in its
-# enum: no CHECK or array lists states elsewhere, what is over is the
-# kind's _is_over function (the one other list), and the labels of a
-# move's states are MoveStateNames, in order (a merge's are some of them).
-# A statement may still name one state it sets or compares with.
+# enum: no CHECK or array lists states elsewhere, no statement sets or
+# compares with a state it names (it asks a predicate, or stores what
+# snowseq_rebalance_next returns), and the labels of a move's states are
+# MoveStateNames, in order (a merge's are some of them).
 sub sql_text
 {
 	my ($f) = @_;
@@ -663,13 +666,25 @@ sub state_lists
 		my @hits = state_lists($sources, $type, \@l);
 		is(scalar(@hits), 0, "no list of ${type}'s labels but the enum and its _is_over function" . (@hits ? ': ' . join('; ', @hits) : ''));
 	}
-	# what is left: single states a statement sets or compares with
+	# and no single state either: no literal of a label outside the enums
+	# (the fence's states, FenceStateNames, are another machine's, text on
+	# the shard servers; one of them is also called "block")
 	my %all = map { $_ => 1 } map { @$_ } values %labels;
+	my ($fence) = ($code{'src/shards/server/fence.c'} // '') =~ /\bFenceStateNames\[\]\s*=\s*\{(.*?)\}/s;
+	my $fence_set = join(',', sort(($fence // '') =~ /"(\w+)"/g));
+	(my $rest = $sources) =~ s/CREATE TYPE \@extschema\@\.\w+ AS ENUM\s*\(.*?\);//sg;
+	$rest =~ s/(ARRAY\s*\[([^\]]*)\])/join(',', sort($2 =~ \/'(\w+)'\/g)) eq $fence_set ? '' : $1/ge;
+	my @single;
 	for my $label (sort keys %all)
 	{
-		my $n = () = $sources =~ /'\Q$label\E'/g;
-		note("state '$label': $n times in the SQL sources (enums, _is_over functions, single states set or compared)");
+		while ($rest =~ /([^\n]*'\Q$label\E'[^\n]*)/g)
+		{
+			push @single, "'$label': " . ($1 =~ s/^\s+//r);
+		}
 	}
+	ok(length($fence_set) > 0, 'the fence\'s states are read from FenceStateNames');
+	is(scalar(@single), 0, 'no statement of the SQL sources names a move, merge or rebalance state (' . scalar(@single) . ' do)'
+		. (@single ? ': ' . join('; ', @single) : ''));
 	is(join(',', @{ $labels{snowseq_move_state} }), join(',', @move_names),
 		'the labels of snowseq_move_state are MoveStateNames, in order');
 	my %move = map { $_ => 1 } @move_names;
@@ -694,6 +709,59 @@ sub state_lists
 		  && scalar(state_lists("WHERE m.state IN ('done', 'failed')", 'snowseq_move_state', \@l)) == 1
 		  && scalar(state_lists("WHERE NOT \@extschema\@.snowseq_move_is_over(m.state) AND m.state <> 'rollback'", 'snowseq_move_state', \@l)) == 0,
 		'the list check finds a CHECK, an array and an IN list of states, and passes one state compared');
+}
+
+# The rebalance reads the map as routing does (issue 39: "routing lookups
+# through route.c"): its SQL and the C of its collection name no
+# snowseq_shard_map outside messages and comments, only route.c's
+# snowseq_route_ranges and snowseq_route_gene.
+{
+	my @hits;
+	for my $f (glob('sql/src/rebalance*.sql'), 'src/shards/shard_stats.c', glob('src/shards/rebalance_*.c'))
+	{
+		my $t = $f =~ /\.sql$/ ? sql_text($f) : $code{$f};
+		$t =~ s/'(?:[^']|'')*'//g if $f =~ /\.sql$/;		# messages
+		$t =~ s/(?:errmsg|errhint|errdetail)\("(?:[^"\\]|\\.)*"//g unless $f =~ /\.sql$/;
+		push @hits, $f if $t =~ /\bsnowseq_shard_map\b/;
+	}
+	is(join(', ', @hits), '', 'the rebalance and shard_stats read the map through route.c (snowseq_route_ranges)');
+}
+
+# Every object the SQL sources name outside string literals and function
+# bodies is schema-qualified (PostgreSQL's rules for secure extension
+# scripts): what is created, commented on, granted, revoked, the table a
+# trigger or index is on and the function a trigger runs.  Index, trigger
+# and constraint names cannot be qualified.
+sub unqualified
+{
+	my ($t) = @_;
+	my $out = '';
+	# comments, string literals and dollar-quoted bodies blanked out
+	while ($t =~ /\G(.*?)(--[^\n]*|'(?:[^']|'')*'|(\$\w*\$).*?\3|\z)/gsc)
+	{
+		my ($pre, $tok) = ($1, $2);
+		$out .= $pre . ($tok =~ s/[^\n]/ /gr);
+		last if $tok eq '';
+	}
+	my @hits;
+	while ($out =~ /(\b(?:INDEX|TRIGGER|CONSTRAINT)\s+)?(?<![.\w@"])(snowseq_\w+)/g)
+	{
+		push @hits, $2 unless defined $1;
+	}
+	return @hits;
+}
+{
+	my @hits;
+	for my $f (glob('sql/src/*.sql'))
+	{
+		push @hits, map { "$f: $_" } unqualified(slurp_file($f));
+	}
+	is(scalar(@hits), 0, 'every object the SQL sources name is qualified with @extschema@' . (@hits ? ' (' . scalar(@hits) . ' are not: ' . join('; ', @hits[0 .. ($#hits < 9 ? $#hits : 9)]) . ')' : ''));
+	# the check itself
+	is(join(',', unqualified("CREATE PROCEDURE snowseq_merge_shards(x int) AS \$b\$ snowseq_y \$b\$;\nCOMMENT ON PROCEDURE snowseq_merge_shards(int) IS 'snowseq_z';\n"
+			. "CREATE TRIGGER snowseq_guard BEFORE INSERT ON \@extschema\@.t FOR EACH ROW EXECUTE FUNCTION snowseq_guard();\n")),
+		'snowseq_merge_shards,snowseq_merge_shards,snowseq_guard',
+		'the check finds unqualified names in DDL, not in bodies, literals or a trigger\'s own name');
 }
 
 # No function or procedure body of the install script is over 200 lines
