@@ -40,6 +40,7 @@
 #include "compat.h"
 #include "snowseq.h"
 #include "gene.h"
+#include "route.h"
 #include "sqlrun.h"
 
 typedef struct MapEntry
@@ -256,30 +257,51 @@ snowseq_shard_map_changed(PG_FUNCTION_ARGS)
 }
 
 /*
- * snowseq_route_ranges(): the map as the routing functions read it, from
- * this backend's cache under its rule (every change committed before the
- * call, and the caller's own): each server's genes, first to last, in gene
- * order.  What elastic shards read the map through (the rebalance's
- * servers, snowseq_shard_stats), so they route as shard_of does.
+ * The map as the routing functions read it, from this backend's cache
+ * under its rule (every change committed before the call, and the
+ * caller's own): each server's genes, first to last, in gene order, in
+ * the current memory context.  What elastic shards read the map through
+ * (the rebalance's servers, snowseq_shard_stats), so they route as
+ * shard_of does.  fn_oid: a function of the extension's schema.
  */
+List *
+RouteRanges(Oid fn_oid)
+{
+	List	   *ranges = NIL;
+	int			first = 0;
+
+	CatCacheEnsure(&map_cache, fn_oid, MapLoad);
+	for (int i = 0; i < map_len; i++)
+	{
+		RouteRange *r = palloc(sizeof(RouteRange));
+
+		r->first = first;
+		r->last = map[i].upper_gene;
+		r->shard = pstrdup(map[i].shard);
+		ranges = lappend(ranges, r);
+		first = map[i].upper_gene + 1;
+	}
+	return ranges;
+}
+
+/* snowseq_route_ranges(): RouteRanges as rows (first_gene, last_gene, shard). */
 Datum
 snowseq_route_ranges(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			first = 0;
+	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	CatCacheEnsure(&map_cache, fcinfo->flinfo->fn_oid, MapLoad);
-	for (int i = 0; i < map_len; i++)
+	foreach(lc, RouteRanges(fcinfo->flinfo->fn_oid))
 	{
+		RouteRange *r = lfirst(lc);
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
 
-		values[0] = Int32GetDatum(first);
-		values[1] = Int32GetDatum(map[i].upper_gene);
-		values[2] = CStringGetTextDatum(map[i].shard);
+		values[0] = Int32GetDatum(r->first);
+		values[1] = Int32GetDatum(r->last);
+		values[2] = CStringGetTextDatum(r->shard);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		first = map[i].upper_gene + 1;
 	}
 	PG_RETURN_NULL();
 }

@@ -37,6 +37,7 @@
 #include "move_parts.h"
 #include "move_repl.h"
 #include "move_switch.h"
+#include "route.h"
 #include "snowseq.h"
 #include "sqlrun.h"
 #include "testpoint.h"
@@ -293,8 +294,11 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 	List	   *part_first = NIL;
 	List	   *part_last = NIL;
 	ListCell   *lc;
-	Oid			arg_types[4] = {OIDARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTOID};
-	Datum		args[4];
+	Oid			arg_types[7] = {OIDARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTOID, INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID};
+	Datum		args[7];
+	List	   *map_first = NIL;
+	List	   *map_last = NIL;
+	List	   *map_shards = NIL;
 	ShardStatsPiece *out;
 	Datum	   *writes;
 	Datum	   *reads;
@@ -344,8 +348,27 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 	args[1] = PointerGetDatum(ListArray(part_first, false));
 	args[2] = PointerGetDatum(ListArray(part_last, false));
 	args[3] = CStringGetTextDatum(key);
+	/* the map as routing reads it (route.c's cache), as shard_of routes */
+	foreach(lc, RouteRanges(fcinfo->flinfo->fn_oid))
+	{
+		RouteRange *r = lfirst(lc);
 
-	SpiRunArgs(psprintf("WITH map AS (SELECT first_gene AS f, last_gene AS l, shard FROM %s()), "
+		map_first = lappend_int(map_first, r->first);
+		map_last = lappend_int(map_last, r->last);
+		map_shards = lappend(map_shards, cstring_to_text(r->shard));
+	}
+	args[4] = PointerGetDatum(ListArray(map_first, false));
+	args[5] = PointerGetDatum(ListArray(map_last, false));
+	{
+		Datum	   *d = palloc(sizeof(Datum) * (list_length(map_shards) + 1));
+		int			i = 0;
+
+		foreach(lc, map_shards)
+			d[i++] = PointerGetDatum(lfirst(lc));
+		args[6] = PointerGetDatum(construct_array(d, i, TEXTOID, -1, false, TYPALIGN_INT));
+	}
+
+	SpiRunArgs(psprintf("WITH map AS (SELECT m.f, m.l, m.shard FROM pg_catalog.unnest($5::pg_catalog.int4[], $6::pg_catalog.int4[], $7::pg_catalog.text[]) AS m(f, l, shard)), "
 				 "parts AS (SELECT p.oid, c.relkind, p.f, p.l "
 				 "FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.oid[]), pg_catalog.unnest($2::pg_catalog.int4[]), "
 				 "pg_catalog.unnest($3::pg_catalog.int4[])) AS p(oid, f, l) "
@@ -363,9 +386,8 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 				 "LEFT JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
 				 "LEFT JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid OPERATOR(pg_catalog.=) p.oid "
 				 "LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) p.oid AND a.attname OPERATOR(pg_catalog.=) $4::pg_catalog.name "
-				 "ORDER BY 1",
-				 MoveExt(m, "snowseq_route_ranges")),
-			   4, arg_types, args, NULL, SPI_OK_SELECT);
+				 "ORDER BY 1"),
+			   7, arg_types, args, NULL, SPI_OK_SELECT);
 	pieces = SPI_tuptable;
 	n = SPI_processed;
 	out = palloc0(sizeof(ShardStatsPiece) * (n + 1));

@@ -724,7 +724,9 @@ sub state_lists
 		$t =~ s/(?:errmsg|errhint|errdetail)\("(?:[^"\\]|\\.)*"//g unless $f =~ /\.sql$/;
 		push @hits, $f if $t =~ /\bsnowseq_shard_map\b/;
 	}
-	is(join(', ', @hits), '', 'the rebalance and shard_stats read the map through route.c (snowseq_route_ranges)');
+	is(join(', ', @hits), '', 'the rebalance and shard_stats read the map through route.c (snowseq_route_ranges, RouteRanges)');
+	like($code{'src/shards/shard_stats.c'} // '', qr/\bRouteRanges\(fcinfo->flinfo->fn_oid\)/,
+		'shard_stats takes the map from route.c in C (a catalog of 1.2 has no snowseq_route_ranges)');
 }
 
 # Every object the SQL sources name outside string literals and function
