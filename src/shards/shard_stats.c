@@ -368,7 +368,8 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 		args[6] = PointerGetDatum(construct_array(d, i, TEXTOID, -1, false, TYPALIGN_INT));
 	}
 
-	SpiRunArgs(psprintf("WITH map AS (SELECT m.f, m.l, m.shard FROM pg_catalog.unnest($5::pg_catalog.int4[], $6::pg_catalog.int4[], $7::pg_catalog.text[]) AS m(f, l, shard)), "
+	SpiRunArgs(psprintf("WITH map AS (SELECT m.f, m.l, m.shard FROM ROWS FROM (pg_catalog.unnest($5::pg_catalog.int4[]), "
+				 "pg_catalog.unnest($6::pg_catalog.int4[]), pg_catalog.unnest($7::pg_catalog.text[])) AS m(f, l, shard)), "
 				 "parts AS (SELECT p.oid, c.relkind, p.f, p.l "
 				 "FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.oid[]), pg_catalog.unnest($2::pg_catalog.int4[]), "
 				 "pg_catalog.unnest($3::pg_catalog.int4[])) AS p(oid, f, l) "

@@ -185,6 +185,17 @@ for my $from (sort keys %paths)
 	sql($stay, "CREATE EXTENSION snowseq VERSION '$from'");
 	my $old_shapes = check_library($stay, "$from, not updated");
 	take_ids($stay, "$from, not updated");
+	# the statistics of a gene-sharded table: every version's
+	# snowseq_shard_stats runs the library's C, which must ask nothing of
+	# the catalog that this version lacks (the map comes from route.c)
+	if (sql($stay, "SELECT count(*) FROM pg_proc WHERE proname = 'snowseq_shard_stats'") ne '0')
+	{
+		sql($stay, q{CREATE TABLE stats_t (id bigint NOT NULL) PARTITION BY RANGE (id);
+			SELECT snowseq_create_shards('stats_t', 4);
+			INSERT INTO stats_t SELECT snowseq_gene_next(i::text) FROM generate_series(1, 100) i});
+		my ($rc, $out, $err) = $node->psql($stay, "SELECT count(*) || ' partitions, ' || sum(rows) || ' rows' FROM snowseq_shard_stats('stats_t')");
+		is($rc == 0 ? $out : $err, '4 partitions, 100 rows', "$from, not updated: snowseq_shard_stats of a gene-sharded table runs with the current library");
+	}
 	my @clash;
 	for my $symbol (sort keys %$old_shapes)
 	{
