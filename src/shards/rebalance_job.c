@@ -418,8 +418,8 @@ RebalanceJobsResume(int elevel)
 		if (has_jobs)
 		{
 			char	   *sql = psprintf("SELECT run_id, job_role FROM %s.snowseq_rebalance_runs"
-									   " WHERE state OPERATOR(pg_catalog.=) 'running' AND job_role IS NOT NULL"
-									   " ORDER BY run_id", schema);
+									   " WHERE %s.snowseq_rebalance_is_running(state) AND job_role IS NOT NULL"
+									   " ORDER BY run_id", schema, schema);
 
 			if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
 				elog(ERROR, "reading the background rebalances failed");

@@ -291,6 +291,9 @@ sub stored_rebalance_states
 		ok(@rows >= 3 * 6, "the steps of a rebalance " . ($table =~ /Run/ ? 'run' : 'step') . " are one declared table of (state, step, next state) ($table): " . (@rows / 3) . ' rows');
 	}
 	my %uniq = map { $_ => 1 } @all;
+	# nor does the C: it asks the predicates too
+	my @c = grep { my $f = $_; grep { $code{$f} =~ /'\Q$_\E'/ } keys %uniq } sort keys %code;
+	is(join(', ', @c), '', 'no C file names a rebalance state in its SQL');
 	my @hits = stored_rebalance_states($sources, [ sort keys %uniq ]);
 	is(scalar(@hits), 0, 'the SQL sources store no rebalance state they name, only snowseq_rebalance_next\'s' . (@hits ? ': ' . join('; ', @hits) : ''));
 	my @to = $sources =~ /\bstate = \@extschema\@\.snowseq_rebalance_to\((?:r|st)\.state, /g;
