@@ -466,7 +466,7 @@ CREATE FUNCTION @extschema@.snowseq_route_ranges(OUT first_gene integer, OUT las
 	AS 'MODULE_PATHNAME', 'snowseq_route_ranges'
 	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION @extschema@.snowseq_route_ranges() IS
-	'the servers of snowseq_shard_map and the genes each holds (first to last), as shard_of routes them (1.3)';
+	'the servers of snowseq_shard_map and the genes each holds (first to last), as snowseq_route routes them (1.3)';
 CREATE FUNCTION @extschema@.snowseq_shard_stats(parent regclass,
 	OUT first_gene integer, OUT last_gene integer, OUT shard text,
 	OUT partition regclass, OUT rows bigint, OUT bytes bigint,
@@ -1802,7 +1802,7 @@ BEGIN
 		SELECT * INTO mv FROM @extschema@.snowseq_rebalance_step_move(run.parent, s, NULL);
 		on_dest := mv.move_id IS NOT NULL;
 		IF NOT is_merge THEN
-			-- the router's own lookup (route.c, its cached map), as shard_of routes
+			-- the router's own lookup (route.c, its cached map), as snowseq_route routes
 			SELECT pg_catalog.bool_and(@extschema@.snowseq_route_gene(g) OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
 				FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g;
 		END IF;

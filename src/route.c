@@ -262,7 +262,7 @@ snowseq_shard_map_changed(PG_FUNCTION_ARGS)
  * caller's own): each server's genes, first to last, in gene order, in
  * the current memory context.  What elastic shards read the map through
  * (the rebalance's servers, snowseq_shard_stats), so they route as
- * shard_of does.  fn_oid: a function of the extension's schema.
+ * snowseq_route does.  fn_oid: a function of the extension's schema.
  */
 List *
 RouteRanges(Oid fn_oid)

@@ -127,7 +127,7 @@ BEGIN
 		SELECT * INTO mv FROM @extschema@.snowseq_rebalance_step_move(run.parent, s, NULL);
 		on_dest := mv.move_id IS NOT NULL;
 		IF NOT is_merge THEN
-			-- the router's own lookup (route.c, its cached map), as shard_of routes
+			-- the router's own lookup (route.c, its cached map), as snowseq_route routes
 			SELECT pg_catalog.bool_and(@extschema@.snowseq_route_gene(g) OPERATOR(pg_catalog.=) s.to_server) INTO on_dest
 				FROM pg_catalog.generate_series(s.first_gene, s.last_gene) g;
 		END IF;

@@ -4,10 +4,10 @@
 
 -- IMMUTABLE: id >> 48 whatever the configuration, so it can be used in
 -- generated columns, index expressions and partition keys.
-CREATE FUNCTION shard_of(id bigint) RETURNS integer
+CREATE FUNCTION @extschema@.shard_of(id bigint) RETURNS integer
 	AS 'MODULE_PATHNAME', 'shard_of'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION shard_of(bigint) IS 'gene of a gene ID (id >> 48), the key to its shard';
+COMMENT ON FUNCTION @extschema@.shard_of(bigint) IS 'gene of a gene ID (id >> 48), the key to its shard';
 
 CREATE FUNCTION @extschema@.snowseq_gene_range(gene integer) RETURNS int8range
 	AS 'MODULE_PATHNAME', 'snowseq_gene_range'
@@ -49,7 +49,7 @@ CREATE FUNCTION @extschema@.snowseq_in_range(id bigint, r int8range) RETURNS boo
 				THEN COALESCE(pg_catalog.upper(r) OPERATOR(pg_catalog.-) 1, '9223372036854775807'::bigint) END;
 COMMENT ON FUNCTION @extschema@.snowseq_in_range(bigint, int8range) IS
 	'id <@ r, written so that partition pruning sees the bounds';
-CREATE OPERATOR <@ (
+CREATE OPERATOR @extschema@.<@ (
 	LEFTARG = bigint, RIGHTARG = int8range,
 	FUNCTION = @extschema@.snowseq_in_range,
 	COMMUTATOR = OPERATOR(@extschema@.@>)
@@ -61,7 +61,7 @@ CREATE FUNCTION @extschema@.snowseq_range_contains(r int8range, id bigint) RETUR
 	RETURN @extschema@.snowseq_in_range(id, r);
 COMMENT ON FUNCTION @extschema@.snowseq_range_contains(int8range, bigint) IS
 	'r @> id, written so that partition pruning sees the bounds';
-CREATE OPERATOR @> (
+CREATE OPERATOR @extschema@.@> (
 	LEFTARG = int8range, RIGHTARG = bigint,
 	FUNCTION = @extschema@.snowseq_range_contains,
 	COMMUTATOR = OPERATOR(@extschema@.<@)
@@ -114,7 +114,7 @@ CREATE FUNCTION @extschema@.snowseq_route_ranges(OUT first_gene integer, OUT las
 	AS 'MODULE_PATHNAME', 'snowseq_route_ranges'
 	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION @extschema@.snowseq_route_ranges() IS
-	'the servers of snowseq_shard_map and the genes each holds (first to last), as shard_of routes them (1.3)';
+	'the servers of snowseq_shard_map and the genes each holds (first to last), as snowseq_route routes them (1.3)';
 --@end
 
 CREATE FUNCTION @extschema@.snowseq_route_key(key text) RETURNS text
@@ -142,7 +142,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_create_shards(regclass, integer) FROM
 
 -- IMMUTABLE: the top 23 bits whatever the configuration, so it can be used
 -- in generated columns, index expressions and partition keys.
-CREATE FUNCTION shard_of(id uuid) RETURNS integer
+CREATE FUNCTION @extschema@.shard_of(id uuid) RETURNS integer
 	AS 'MODULE_PATHNAME', 'shard_of_uuid'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.shard_of(uuid) IS
@@ -162,7 +162,7 @@ COMMENT ON FUNCTION @extschema@.snowseq_route(uuid) IS
 -- untyped driver parameter (shard_of($1) from node-postgres or pgx) would
 -- be ambiguous; a text overload is what PostgreSQL picks for it, and reads
 -- the value as 1.1 did: up to 20 characters a bigint, longer a uuid.
-CREATE FUNCTION shard_of(id text) RETURNS integer
+CREATE FUNCTION @extschema@.shard_of(id text) RETURNS integer
 	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 	RETURN CASE WHEN pg_catalog.length(id) OPERATOR(pg_catalog.<=) 20
 				THEN @extschema@.shard_of(CAST(id AS pg_catalog.int8))

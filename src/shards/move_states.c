@@ -5,6 +5,13 @@
  *		and which step a state is the one of.  The enum types of the SQL
  *		sources name each state once; every statement that asks something
  *		of a state asks it here, so no SQL lists or compares a state name.
+ *
+ * IMMUTABLE, and an index uses one: the unique token index of
+ * snowseq_moves covers the moves NOT snowseq_move_is_undone(state).  What
+ * each predicate says of each label is pinned by test/expected/states.out;
+ * a library that changes it (a machine whose steps lead elsewhere) must
+ * REINDEX snowseq_moves_token_key in its update script, as PostgreSQL asks
+ * of an index whose immutable function changed.
  */
 #include "postgres.h"
 
@@ -15,11 +22,23 @@
 #include "merge_records.h"
 #include "move_common.h"
 
-/* The state of argument 0, a label of snowseq_move_state or snowseq_merge_state. */
+/*
+ * The state of argument 0, a label of snowseq_move_state (m: MoveMachine)
+ * or snowseq_merge_state (MergeMachine); a label this library does not
+ * know is an ERROR.
+ */
 static MoveStateId
-StateArg(FunctionCallInfo fcinfo)
+StateArg(FunctionCallInfo fcinfo, const Machine *m)
 {
-	return MoveStateFromName(DatumGetCString(DirectFunctionCall1(enum_out, PG_GETARG_DATUM(0))));
+	char	   *label = DatumGetCString(DirectFunctionCall1(enum_out, PG_GETARG_DATUM(0)));
+	int			state = MachineStateOf(m, label);
+
+	if (state < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" is not a state of a %s that snowseq knows", label, m == &MergeMachine ? "merge" : "move"),
+				 errhint("Install the snowseq library of the extension's version.")));
+	return (MoveStateId) state;
 }
 
 PG_FUNCTION_INFO_V1(snowseq_move_is_over);
@@ -28,7 +47,7 @@ PG_FUNCTION_INFO_V1(snowseq_move_is_over);
 Datum
 snowseq_move_is_over(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(MachineOver(&MoveMachine, StateArg(fcinfo)));
+	PG_RETURN_BOOL(MachineOver(&MoveMachine, StateArg(fcinfo, &MoveMachine)));
 }
 
 PG_FUNCTION_INFO_V1(snowseq_move_is_copying);
@@ -37,7 +56,7 @@ PG_FUNCTION_INFO_V1(snowseq_move_is_copying);
 Datum
 snowseq_move_is_copying(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(MachineEnters(&MoveMachine, StateArg(fcinfo), MOVE_STEP_COPY));
+	PG_RETURN_BOOL(MachineEnters(&MoveMachine, StateArg(fcinfo, &MoveMachine), MOVE_STEP_COPY));
 }
 
 PG_FUNCTION_INFO_V1(snowseq_move_is_undone);
@@ -46,7 +65,7 @@ PG_FUNCTION_INFO_V1(snowseq_move_is_undone);
 Datum
 snowseq_move_is_undone(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(MachineEnters(&MoveMachine, StateArg(fcinfo), MOVE_STEP_UNDO));
+	PG_RETURN_BOOL(MachineEnters(&MoveMachine, StateArg(fcinfo, &MoveMachine), MOVE_STEP_UNDO));
 }
 
 PG_FUNCTION_INFO_V1(snowseq_move_has_leftovers);
@@ -55,7 +74,7 @@ PG_FUNCTION_INFO_V1(snowseq_move_has_leftovers);
 Datum
 snowseq_move_has_leftovers(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(MachineEnters(&MoveMachine, StateArg(fcinfo), MOVE_STEP_UNDO_LEFT));
+	PG_RETURN_BOOL(MachineEnters(&MoveMachine, StateArg(fcinfo, &MoveMachine), MOVE_STEP_UNDO_LEFT));
 }
 
 PG_FUNCTION_INFO_V1(snowseq_move_is_revertable);
@@ -64,7 +83,7 @@ PG_FUNCTION_INFO_V1(snowseq_move_is_revertable);
 Datum
 snowseq_move_is_revertable(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(MachineEnters(&MoveMachine, StateArg(fcinfo), MOVE_STEP_KEEP));
+	PG_RETURN_BOOL(MachineEnters(&MoveMachine, StateArg(fcinfo, &MoveMachine), MOVE_STEP_KEEP));
 }
 
 PG_FUNCTION_INFO_V1(snowseq_move_is_done);
@@ -73,7 +92,7 @@ PG_FUNCTION_INFO_V1(snowseq_move_is_done);
 Datum
 snowseq_move_is_done(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(MachineEnters(&MoveMachine, StateArg(fcinfo), MOVE_STEP_FINISH));
+	PG_RETURN_BOOL(MachineEnters(&MoveMachine, StateArg(fcinfo, &MoveMachine), MOVE_STEP_FINISH));
 }
 
 PG_FUNCTION_INFO_V1(snowseq_merge_is_over);
@@ -82,7 +101,7 @@ PG_FUNCTION_INFO_V1(snowseq_merge_is_over);
 Datum
 snowseq_merge_is_over(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(MachineOver(&MergeMachine, StateArg(fcinfo)));
+	PG_RETURN_BOOL(MachineOver(&MergeMachine, StateArg(fcinfo, &MergeMachine)));
 }
 
 PG_FUNCTION_INFO_V1(snowseq_merge_is_done);
@@ -91,5 +110,5 @@ PG_FUNCTION_INFO_V1(snowseq_merge_is_done);
 Datum
 snowseq_merge_is_done(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(MachineEnters(&MergeMachine, StateArg(fcinfo), MERGE_STEP_FINISH));
+	PG_RETURN_BOOL(MachineEnters(&MergeMachine, StateArg(fcinfo, &MergeMachine), MERGE_STEP_FINISH));
 }

@@ -348,7 +348,7 @@ ShardStatsRun(FunctionCallInfo fcinfo, ShardStatsMode mode)
 	args[1] = PointerGetDatum(ListArray(part_first, false));
 	args[2] = PointerGetDatum(ListArray(part_last, false));
 	args[3] = CStringGetTextDatum(key);
-	/* the map as routing reads it (route.c's cache), as shard_of routes */
+	/* the map as routing reads it (route.c's cache), as snowseq_route routes */
 	foreach(lc, RouteRanges(fcinfo->flinfo->fn_oid))
 	{
 		RouteRange *r = lfirst(lc);

@@ -60,3 +60,18 @@ WHERE p.proname ~ '_(is|has)_' AND p.proname ~ '^snowseq_(move|merge|rebalance)'
 	AND p.proargtypes[0] IN ('snowseq_move_state'::regtype, 'snowseq_merge_state'::regtype,
 		'snowseq_rebalance_state'::regtype, 'snowseq_rebalance_step_state'::regtype, 'anyenum'::regtype)
 ORDER BY 1;
+
+-- a label the library does not know (an enum altered by hand): an ERROR
+-- that says so, in a database of its own
+SELECT current_database() AS here \gset
+CREATE DATABASE snowseq_states_labels;
+\c snowseq_states_labels
+CREATE EXTENSION snowseq;
+ALTER TYPE snowseq_move_state ADD VALUE 'zzz';
+ALTER TYPE snowseq_merge_state ADD VALUE 'zzz';
+ALTER TYPE snowseq_rebalance_state ADD VALUE 'zzz';
+SELECT snowseq_move_is_over('zzz');
+SELECT snowseq_merge_is_done('zzz');
+SELECT snowseq_rebalance_is_running('zzz'::snowseq_rebalance_state);
+\c :here
+DROP DATABASE snowseq_states_labels;

@@ -243,6 +243,29 @@ for my $array (sort keys %sets)
 	}
 	my @lists = grep { $code{$_} =~ /MoveStateArray\(MOVE_STATE_DONE, MOVE_STATE_FAILED, (?:MOVE_STATE_REVERTED, )?MOVE_STATE_NONE\)|MERGE_NOT_OVER/ } sort keys %code;
 	is(join(',', @lists), '', 'no C file lists the states over itself (MoveStatesOver, MergeStatesOver)');
+	# each table gives one next state for a state and a step (MachineNext
+	# takes the first row that matches)
+	for my $t ([ 'MoveTransitions', 'src/shards/move_common.c' ], [ 'MergeTransitions', 'src/shards/merge_records.c' ],
+		[ 'RebalanceRunTransitions', 'src/shards/rebalance_state.c' ], [ 'RebalanceStepTransitions', 'src/shards/rebalance_state.c' ])
+	{
+		my ($list) = ($code{ $t->[1] } // '') =~ /\b$t->[0]\[\]\s*=\s*\{(.*?)\n\};/s;
+		my @rows = defined $list ? $list =~ /\{(\w+),\s*(\w+),\s*\w+\}/g : ();
+		my (%seen, @twice);
+		for (my $i = 0; $i < @rows; $i += 2)
+		{
+			push @twice, "$rows[$i] by $rows[$i + 1]" if $seen{"$rows[$i] $rows[$i + 1]"}++;
+		}
+		ok(@rows >= 2 * 6 && !@twice, "$t->[0]: one next state for each state and step" . (@twice ? ' (twice: ' . join(', ', @twice) . ')' : ''));
+	}
+	# each predicate of move_states.c asks its machine
+	my @bodies = ($code{'src/shards/move_states.c'} // '') =~ /\n(snowseq_\w+)\(PG_FUNCTION_ARGS\)\n\{(.*?)\n\}/sg;
+	my @own;
+	for (my $i = 0; $i < @bodies; $i += 2)
+	{
+		push @own, $bodies[$i] unless $bodies[ $i + 1 ] =~ /\bMachine(?:Over|Enters)\(/;
+	}
+	ok(@bodies >= 2 * 8 && !@own, 'each predicate of move_states.c asks its machine (MachineOver, MachineEnters): ' . (@bodies / 2)
+		. (@own ? ' (not: ' . join(', ', @own) . ')' : ''));
 	my @walks = grep { $code{$_} =~ /\b\w*Transitions\[i\]\.(?:from|to)\b/ } sort keys %code;
 	is(join(',', @walks), '', 'no file walks a machine\'s rows itself (machine.c does)');
 }
@@ -753,6 +776,14 @@ sub unqualified
 	{
 		push @hits, $2 unless defined $1;
 	}
+	# and whatever the name, the object a statement creates, comments on,
+	# grants or revokes (a table, function, procedure, view, type, operator)
+	my $kind = qr/(?:FUNCTION|PROCEDURE|TABLE|VIEW|TYPE|OPERATOR|SEQUENCE|DOMAIN|COLUMN)/;
+	while ($out =~ /\b(?:CREATE\s+(?:OR\s+REPLACE\s+)?$kind\s+|COMMENT\s+ON\s+$kind\s+|ON\s+(?:$kind\s+)?(?=\S+\s+(?:TO|FROM)\b))([^\s(]+)/g)
+	{
+		my $name = $1;
+		push @hits, $name unless $name =~ /^(?:\@extschema\@|pg_catalog)\./ || $name =~ /^snowseq_/;
+	}
 	return @hits;
 }
 {
@@ -764,8 +795,10 @@ sub unqualified
 	is(scalar(@hits), 0, 'every object the SQL sources name is qualified with @extschema@' . (@hits ? ' (' . scalar(@hits) . ' are not: ' . join('; ', @hits[0 .. ($#hits < 9 ? $#hits : 9)]) . ')' : ''));
 	# the check itself
 	is(join(',', unqualified("CREATE PROCEDURE snowseq_merge_shards(x int) AS \$b\$ snowseq_y \$b\$;\nCOMMENT ON PROCEDURE snowseq_merge_shards(int) IS 'snowseq_z';\n"
-			. "CREATE TRIGGER snowseq_guard BEFORE INSERT ON \@extschema\@.t FOR EACH ROW EXECUTE FUNCTION snowseq_guard();\n")),
-		'snowseq_merge_shards,snowseq_merge_shards,snowseq_guard',
+			. "CREATE TRIGGER snowseq_guard BEFORE INSERT ON \@extschema\@.t FOR EACH ROW EXECUTE FUNCTION snowseq_guard();\n"
+			. "CREATE FUNCTION shard_of(id bigint) RETURNS integer AS 'x' LANGUAGE C;\nCREATE OPERATOR <@ (LEFTARG = bigint);\n"
+			. "GRANT SELECT (a, b) ON t TO pg_monitor;\nREVOKE ALL ON FUNCTION \@extschema\@.f(int) FROM PUBLIC;\n")),
+		'snowseq_merge_shards,snowseq_merge_shards,snowseq_guard,shard_of,<@,t',
 		'the check finds unqualified names in DDL, not in bodies, literals or a trigger\'s own name');
 }
 
