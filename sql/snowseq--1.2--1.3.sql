@@ -587,7 +587,7 @@ CREATE TABLE @extschema@.snowseq_rebalance_runs (
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 	finished_at timestamptz,
 	-- of background rebalances (the block of that name below)
-	job_role name,
+	job_role regrole,
 	max_rows_per_second double precision
 		CHECK (max_rows_per_second OPERATOR(pg_catalog.>) 0),
 	max_lag_bytes bigint
@@ -1147,7 +1147,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FRO
 -- the error that ended its worker (columns of snowseq_rebalance_runs, in
 -- its definition: an install script alters nothing it creates).
 COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.job_role IS
-	'the role whose background worker runs the rebalance (snowseq_rebalance_start); NULL: a run of CALL snowseq_rebalance';
+	'the role whose background worker runs the rebalance (snowseq_rebalance_start), by its OID (a rename keeps it); NULL: a run of CALL snowseq_rebalance';
 COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.max_rows_per_second IS
 	'the throttle: before each step, the run sleeps until the rows its steps copied over the time since its first step began are at most this many per second';
 COMMENT ON COLUMN @extschema@.snowseq_rebalance_runs.max_lag_bytes IS
@@ -1195,7 +1195,9 @@ DECLARE
 BEGIN
 	IF takeover THEN
 		UPDATE @extschema@.snowseq_rebalance_runs r
-			SET job_role = SESSION_USER,
+			-- the role by its OID: a rename does not lose the job
+			SET job_role = (SELECT CAST(a.oid AS pg_catalog.regrole) FROM pg_catalog.pg_roles a
+					WHERE a.rolname OPERATOR(pg_catalog.=) SESSION_USER),
 				state = CASE WHEN r.stop IS NULL THEN r.state ELSE @extschema@.snowseq_rebalance_next(r.state, r.stop) END,
 				finished_at = CASE WHEN r.stop OPERATOR(pg_catalog.=) 'abandon' THEN pg_catalog.clock_timestamp() ELSE r.finished_at END,
 				-- the worker drives it from now (its driver records its start)
@@ -1555,7 +1557,8 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_status_impl(job bigint DEFAULT NUL
 	AS $status$
 BEGIN
 	RETURN QUERY
-	SELECT r.run_id, r.parent, r.state::pg_catalog.text, r.job_role IS NOT NULL, r.job_role,
+	SELECT r.run_id, r.parent, r.state::pg_catalog.text, r.job_role IS NOT NULL,
+		(SELECT a.rolname FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) CAST(r.job_role AS pg_catalog.oid)),
 		@extschema@.snowseq_rebalance_driven(r),
 		st.done, st.total, cur.step,
 		CASE WHEN cur.step IS NOT NULL THEN pg_catalog.format(CASE WHEN cur.from_server OPERATOR(pg_catalog.=) cur.to_server

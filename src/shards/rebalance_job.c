@@ -417,7 +417,7 @@ RebalanceJobsResume(int elevel)
 		}
 		if (has_jobs)
 		{
-			char	   *sql = psprintf("SELECT run_id, job_role FROM %s.snowseq_rebalance_runs"
+			char	   *sql = psprintf("SELECT run_id, CAST(job_role AS pg_catalog.oid) FROM %s.snowseq_rebalance_runs"
 									   " WHERE %s.snowseq_rebalance_is_running(state) AND job_role IS NOT NULL"
 									   " ORDER BY run_id", schema, schema);
 
@@ -427,14 +427,14 @@ RebalanceJobsResume(int elevel)
 			{
 				bool		isnull;
 				int64		run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-				char	   *role = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-				Oid			roleid = get_role_oid(role, true);
+				Oid			roleid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
 				MemoryContext old;
 
-				if (!OidIsValid(roleid))
+				/* the role by its OID: renamed, it is the same role; dropped, none */
+				if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(roleid)))
 				{
 					ereport(elevel,
-							(errmsg("snowseq: rebalance job " INT64_FORMAT " is not resumed: its role \"%s\" does not exist", run_id, role),
+							(errmsg("snowseq: rebalance job " INT64_FORMAT " is not resumed: its role (OID %u) no longer exists", run_id, roleid),
 							 errhint("Resume it with CALL snowseq_rebalance, or give it up with snowseq_rebalance_stop(abandon => true).")));
 					continue;
 				}

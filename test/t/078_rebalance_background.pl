@@ -172,7 +172,7 @@ is(status($job, 'state, background, job_role, runner_alive, steps_done, steps_to
 like(status($job, 'step_running'), qr/^move of genes \d+ to \d+ from server s2 to server s1$/, 'status: the step running');
 is(status($job, 'rows_planned > 0 AND time_left IS NULL'), 't', 'status: the rows planned, no time left known before a step is done');
 is($router->safe_psql('postgres', "SELECT runner_pid = (SELECT pid FROM pg_stat_activity WHERE backend_type = 'snowseq rebalance job')
-	AND job_role = '$su' FROM snowseq_rebalance_runs WHERE run_id = $job"), 't', 'the run records the worker and its role');
+	AND job_role = '$su'::regrole FROM snowseq_rebalance_runs WHERE run_id = $job"), 't', 'the run records the worker and its role');
 ($rc, $out, $err) = $router->psql('postgres', q{SELECT snowseq_rebalance_start('items')});
 like($err, qr/rebalance $job of table items is running in process \d+/, 'a second start is refused');
 ($rc, $out, $err) = $router->psql('postgres', q{CALL snowseq_rebalance('items')});
@@ -329,14 +329,24 @@ $standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
 ok($router->poll_query_until('postgres', $paused), 'the standby replays: the job runs a move, paused after the copy');
 is(status($job2, 'throttled_by IS NULL'), 't', 'status: no longer throttled');
 is(status($job2, 'state, step IS NOT NULL'), 'running|t', 'status: a step running');
+# the job's role is renamed before the crash (by another superuser): the
+# resolver finds it by its OID, and resumes the job as that role
+$router->safe_psql('postgres', 'CREATE ROLE su_other SUPERUSER LOGIN');
+my @as_other = (extra_params => [ '-U', 'su_other' ]);
+$router->safe_psql('postgres', qq{ALTER ROLE "$su" RENAME TO su_renamed}, @as_other);
+is($router->safe_psql('postgres', "SELECT job_role FROM snowseq_rebalance_runs WHERE run_id = $job2", @as_other), 'su_renamed',
+	'the run\'s role is the role, whatever its name');
 my $log_at = -s $router->logfile;
 $router->stop('immediate');
 $locker->{run}->kill_kill;
 $router->start;
+ok(wait_until(sub { slurp_file($router->logfile, $log_at) =~ /rebalance job $job2 (?:resumes in a background worker|is not resumed)/ }),
+	'the resolver looked at the job');
+like(slurp_file($router->logfile, $log_at), qr/rebalance job $job2 resumes in a background worker/,
+	'the resolver started its worker again, as the renamed role (the log says so)');
+$router->safe_psql('postgres', qq{ALTER ROLE su_renamed RENAME TO "$su"}, @as_other);
 ok($router->poll_query_until('postgres', "SELECT state = 'done' FROM snowseq_rebalance_status($job2)"),
 	'after the restart the job finishes by itself');
-like(slurp_file($router->logfile, $log_at), qr/rebalance job $job2 resumes in a background worker/,
-	'the resolver started its worker again (the log says so)');
 is($router->safe_psql('postgres', "SELECT snowseq_rebalance_wait($job2)"), 'done', 'wait returns the state: done');
 is(status($job2, 'last_error IS NULL'), 't', 'its resumed worker ended with no error');
 is($router->safe_psql('postgres', "SELECT count(*) FILTER (WHERE state <> 'done') FROM snowseq_rebalance_steps WHERE run_id = $job2"),
