@@ -44,41 +44,42 @@ OBJS = \
 	src/catcache.o \
 	$(SHARDS_OBJS)
 
-# elastic shards (src/shards/README.md): the router side, and what runs on
-# shard servers (src/shards/server/)
+# elastic shards (src/shards/README.md): the router side, one folder per
+# role, and what runs on shard servers (src/shards/server/)
+SHARDS_FOLDERS = remote records operations replication transaction cleanup rebalance server
 SHARDS_OBJS = \
-	src/shards/remote.o \
-	src/shards/nodes.o \
-	src/shards/create_shards.o \
-	src/shards/move.o \
-	src/shards/machine.o \
-	src/shards/move_common.o \
-	src/shards/move_states.o \
-	src/shards/move_plan.o \
-	src/shards/move_parts.o \
-	src/shards/move_group.o \
-	src/shards/move_repl.o \
-	src/shards/move_switch.o \
-	src/shards/move_keep.o \
-	src/shards/move_cleanup.o \
-	src/shards/move_orphans.o \
-	src/shards/move_schema.o \
-	src/shards/merge.o \
-	src/shards/merge_records.o \
-	src/shards/merge_switch.o \
-	src/shards/merge_cleanup.o \
-	src/shards/shard_stats.o \
-	src/shards/rebalance_loads.o \
-	src/shards/rebalance_plan.o \
-	src/shards/rebalance_state.o \
-	src/shards/rebalance_rights.o \
-	src/shards/check_shards.o \
-	src/shards/shard_ddl.o \
-	src/shards/shard_ddl_xact.o \
-	src/shards/resolver.o \
-	src/shards/rebalance_job.o \
-	src/shards/server/fence.o \
+	src/shards/remote/nodes.o \
+	src/shards/remote/remote.o \
+	src/shards/records/machine.o \
+	src/shards/records/merge_records.o \
+	src/shards/records/move_common.o \
+	src/shards/records/move_states.o \
+	src/shards/operations/check_shards.o \
+	src/shards/operations/create_shards.o \
+	src/shards/operations/merge.o \
+	src/shards/operations/move.o \
+	src/shards/operations/move_group.o \
+	src/shards/operations/move_keep.o \
+	src/shards/operations/move_parts.o \
+	src/shards/operations/move_plan.o \
+	src/shards/operations/move_schema.o \
+	src/shards/operations/shard_ddl.o \
+	src/shards/operations/shard_stats.o \
+	src/shards/replication/move_repl.o \
+	src/shards/transaction/merge_switch.o \
+	src/shards/transaction/move_switch.o \
+	src/shards/transaction/resolver.o \
+	src/shards/transaction/shard_ddl_xact.o \
+	src/shards/cleanup/merge_cleanup.o \
+	src/shards/cleanup/move_cleanup.o \
+	src/shards/cleanup/move_orphans.o \
+	src/shards/rebalance/rebalance_job.o \
+	src/shards/rebalance/rebalance_loads.o \
+	src/shards/rebalance/rebalance_plan.o \
+	src/shards/rebalance/rebalance_rights.o \
+	src/shards/rebalance/rebalance_state.o \
 	src/shards/server/apply_error.o \
+	src/shards/server/fence.o \
 	src/shards/server/merge_mirror.o
 
 # the full script of every release (so the upgrade test can compare a fresh
@@ -124,7 +125,7 @@ TAP_TESTS = 1
 PROVE_TESTS = $(or $(T),test/t/*.pl)
 PROVE_FLAGS = -I ./test
 
-PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/shards -I$(srcdir)/src/shards/server -I$(libpq_srcdir) -DSNOWSEQ_VERSION=\"$(EXTVERSION)\"
+PG_CPPFLAGS = -I$(srcdir)/src $(foreach d,$(SHARDS_FOLDERS),-I$(srcdir)/src/shards/$(d)) -I$(libpq_srcdir) -DSNOWSEQ_VERSION=\"$(EXTVERSION)\"
 # a test build with snowseq's own Assert()s checked (ERROR when they fail)
 # on a server built without assertions: make SNOWSEQ_DEBUG=1 (src/debug.h,
 # included first in every source file)

@@ -254,7 +254,7 @@ COMMENT ON COLUMN @extschema@.snowseq_moves.back_lsn IS
 	'the destination''s WAL position when the move stopped replicating to it: replication back to the source starts there';
 -- A move's state becomes its enum type; the view that reads the column
 -- and the index on it are made again.
--- The states of a move, as MoveStateNames (src/shards/move_common.c) names
+-- The states of a move, as MoveStateNames (src/shards/records/move_common.c) names
 -- them, in its order: the one list of them in SQL.  snowseq writes a state
 -- as its name (text, assigned: the cast below), and reads it as text, from
 -- a catalog of this version or (cleanup before ALTER EXTENSION UPDATE) of
@@ -265,7 +265,7 @@ CREATE TYPE @extschema@.snowseq_move_state AS ENUM
 COMMENT ON TYPE @extschema@.snowseq_move_state IS
 	'the states of a move (snowseq_moves.state)';
 CREATE CAST (pg_catalog.text AS @extschema@.snowseq_move_state) WITH INOUT AS ASSIGNMENT;
--- What a state is, derived from the move's machine (src/shards/move_states.c):
+-- What a state is, derived from the move's machine (src/shards/records/move_states.c):
 -- no statement names a state, it asks one of these.
 CREATE FUNCTION @extschema@.snowseq_move_is_over(state @extschema@.snowseq_move_state)
 	RETURNS boolean
@@ -324,7 +324,7 @@ CREATE UNIQUE INDEX snowseq_moves_token_key ON @extschema@.snowseq_moves (token)
 -- the operation is over: always, only if it ended undone (on_failure), or
 -- only if it ended done (on_success); otherwise the record is forgotten
 -- and the object stays.  The labels of the kinds are MoveObjectNames
--- (src/shards/move_common.c), in its order; those of the policies
+-- (src/shards/records/move_common.c), in its order; those of the policies
 -- MoveCleanupPolicyNames, in its order.
 CREATE TYPE @extschema@.snowseq_move_object_kind AS ENUM
 	('publication', 'replication slot', 'subscription', 'table', 'fence',
@@ -527,7 +527,7 @@ CREATE TYPE @extschema@.snowseq_rebalance_step_state AS ENUM
 	('planned', 'running', 'failed', 'done');
 COMMENT ON TYPE @extschema@.snowseq_rebalance_step_state IS
 	'the states of a step of a rebalance (snowseq_rebalance_steps.state)';
--- What a state is, derived from the machines (src/shards/rebalance_state.c).
+-- What a state is, derived from the machines (src/shards/rebalance/rebalance_state.c).
 CREATE FUNCTION @extschema@.snowseq_rebalance_is_over(state @extschema@.snowseq_rebalance_state)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_rebalance_state_is_over'
@@ -552,7 +552,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_step_is_planned(state @extschema@.
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_is_planned(@extschema@.snowseq_rebalance_step_state) IS
 	'whether a step of a rebalance in this state is planned, not begun';
--- The state machines of a run and of a step (src/shards/rebalance_state.c):
+-- The state machines of a run and of a step (src/shards/rebalance/rebalance_state.c):
 -- the state a step takes one to; every state the SQL sources store comes
 -- from here, and a step the state does not allow is an ERROR.
 CREATE FUNCTION @extschema@.snowseq_rebalance_next(state anyenum, step text)
@@ -629,7 +629,7 @@ CREATE TRIGGER snowseq_guard
 ALTER TABLE @extschema@.snowseq_rebalance_steps ENABLE ALWAYS TRIGGER snowseq_guard;
 REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_rebalance_steps FROM PUBLIC;
 
--- The planner itself (src/shards/rebalance_plan.c): from the loads, one
+-- The planner itself (src/shards/rebalance/rebalance_plan.c): from the loads, one
 -- jsonb document (docs/elastic-shards.md, "The planner"), the plan's rows.
 -- snowseq_rebalance_plan_json reads nothing but its argument (a cut sized
 -- by a histogram takes it from the loads): PUBLIC may run it, as any
@@ -1135,7 +1135,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FRO
 -- ---- end of rebalance (1.3) ----
 
 -- ---- background rebalances (1.3) ----
--- A rebalance run by a background worker (src/shards/rebalance_job.c):
+-- A rebalance run by a background worker (src/shards/rebalance/rebalance_job.c):
 -- snowseq_rebalance_start records the run and starts a worker in this
 -- database as the caller's role, which CALLs snowseq_rebalance as that
 -- role's session would, and returns the run's id (the job) at once.  The
@@ -1866,7 +1866,7 @@ REVOKE ALL ON PROCEDURE @extschema@.snowseq_rebalance(regclass, text, double pre
 -- as the owner of the records, like those of moves: the resolver and
 -- cleanup act on them (a prepared transaction to commit or roll back, a
 -- table to drop), so the guard refuses changes by any other role.
--- The states of a merge, those of MoveStateNames (src/shards/merge.h) a
+-- The states of a merge, those of MoveStateNames (src/shards/operations/merge.h) a
 -- merge goes through: the one list of them in SQL, written and read as
 -- text by snowseq, as a move's.
 CREATE TYPE @extschema@.snowseq_merge_state AS ENUM
@@ -1874,7 +1874,7 @@ CREATE TYPE @extschema@.snowseq_merge_state AS ENUM
 COMMENT ON TYPE @extschema@.snowseq_merge_state IS
 	'the states of a merge (snowseq_merges.state)';
 CREATE CAST (pg_catalog.text AS @extschema@.snowseq_merge_state) WITH INOUT AS ASSIGNMENT;
--- What a state is, derived from the merge's machine (src/shards/move_states.c).
+-- What a state is, derived from the merge's machine (src/shards/records/move_states.c).
 CREATE FUNCTION @extschema@.snowseq_merge_is_over(state @extschema@.snowseq_merge_state)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_merge_is_over'

@@ -2,7 +2,7 @@
  * route.c
  *		Routing: shard_of, gene ranges, the routing map and its per-backend
  *		cache (snowseq_create_shards, which fills the map, is in
- *		src/shards/create_shards.c).
+ *		src/shards/operations/create_shards.c).
  *
  * The map (snowseq_shard_map) gives each shard the highest gene it holds;
  * a gene belongs to the row with the smallest upper_gene >= it.  Each

@@ -1,7 +1,7 @@
 /*
  * worker.h
  *		The reservation worker (worker.c); the move resolver is
- *		src/shards/resolver.c.
+ *		src/shards/transaction/resolver.c.
  */
 #ifndef SNOWSEQ_WORKER_H
 #define SNOWSEQ_WORKER_H

@@ -11,8 +11,9 @@
 # the file of its name does not define (every header: reserve.h declares
 # reserve.c's API, guc.h guc.c's, move_plan.h move_plan.c's; a header with
 # no file of its name, compat.h or debug.h, may declare none).
-# Folders are layers: src/ is the core, src/shards/ the router side of
-# elastic shards, src/shards/server/ what runs on shard servers.  The core
+# Folders are layers: src/ is the core, the folders of src/shards/ the
+# router side of elastic shards (one per role: operations/, records/,
+# replication/, ...), src/shards/server/ what runs on shard servers.  The core
 # never uses nor includes anything of src/shards/ (except snowseq.c, the
 # module's entry, which calls each subsystem's Init), and the server side
 # never uses nor includes the router side.
@@ -32,7 +33,14 @@ set -euo pipefail
 dir=${1:-src}
 allowed=${LAYERING_ALLOWED:-"reserve rmgr"}
 shopt -s nullglob
-objs=("$dir"/*.o "$dir"/shards/*.o "$dir"/shards/server/*.o)
+# the folders: the core, then src/shards/ and each of its folders (the
+# router side's role folders, and server/)
+folders=("$dir" "$dir"/shards)
+for d in "$dir"/shards/*/; do folders+=("${d%/}"); done
+objs=() sources=() headers=()
+for d in "${folders[@]}"; do
+	objs+=("$d"/*.o); sources+=("$d"/*.[ch]); headers+=("$d"/*.h)
+done
 if [ ${#objs[@]} -eq 0 ]; then
 	echo "layering: no object files in $dir (run make first)" >&2
 	exit 2
@@ -120,7 +128,7 @@ perl -e '
 	}
 	print $bad ? "sizes: FAILED\n" : "sizes: $nfiles files of at most $max_lines lines, $nstructs structs of at most $max_members members\n";
 	exit $bad;
-' "$max_lines" "$max_members" "$dir"/*.[ch] "$dir"/shards/*.[ch] "$dir"/shards/server/*.[ch] || sizes_ok=0
+' "$max_lines" "$max_members" "${sources[@]}" || sizes_ok=0
 # the layer of each file (core, shards, server), from its folder
 layer_of() {
 	case "$1" in
@@ -131,13 +139,13 @@ layer_of() {
 }
 # the includes of snowseq's own headers, as "I file header" lines
 {
-for c in "$dir"/*.[ch] "$dir"/shards/*.[ch] "$dir"/shards/server/*.[ch]; do
+for c in "${sources[@]}"; do
 	f=$(basename "$c"); f=${f%.*}
 	sed -n 's/^#include "\([a-z_0-9]*\)\.h".*/\1/p' "$c" | while read -r h; do
 		echo "I $f $h"
 	done
 done
-for h in "$dir"/*.h "$dir"/shards/*.h "$dir"/shards/server/*.h; do
+for h in "${headers[@]}"; do
 	echo "L $(basename "$h" .h) $(layer_of "$h")"
 done
 for o in "${objs[@]}"; do
@@ -148,7 +156,7 @@ for o in "${objs[@]}"; do
 		NF == 3 && $2 ~ /^[TDBRVWG]$/ { print "D", f, $3 }
 		NF == 3 && $2 == "T" { print "T", f, $3 }'
 done
-} | HEADERS="$dir $dir/shards $dir/shards/server" perl -e '
+} | HEADERS="${folders[*]}" perl -e '
 	use strict; use warnings;
 	my @allowed = sort split /\s+/, $ARGV[0];
 	my (%def, %use, %edge, @func, %layer, @incl);

@@ -5,7 +5,7 @@
 -- as the owner of the records, like those of moves: the resolver and
 -- cleanup act on them (a prepared transaction to commit or roll back, a
 -- table to drop), so the guard refuses changes by any other role.
--- The states of a merge, those of MoveStateNames (src/shards/merge.h) a
+-- The states of a merge, those of MoveStateNames (src/shards/operations/merge.h) a
 -- merge goes through: the one list of them in SQL, written and read as
 -- text by snowseq, as a move's.
 CREATE TYPE @extschema@.snowseq_merge_state AS ENUM
@@ -13,7 +13,7 @@ CREATE TYPE @extschema@.snowseq_merge_state AS ENUM
 COMMENT ON TYPE @extschema@.snowseq_merge_state IS
 	'the states of a merge (snowseq_merges.state)';
 CREATE CAST (pg_catalog.text AS @extschema@.snowseq_merge_state) WITH INOUT AS ASSIGNMENT;
--- What a state is, derived from the merge's machine (src/shards/move_states.c).
+-- What a state is, derived from the merge's machine (src/shards/records/move_states.c).
 CREATE FUNCTION @extschema@.snowseq_merge_is_over(state @extschema@.snowseq_merge_state)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_merge_is_over'

@@ -2,7 +2,7 @@
 ------------------------------------------------------------------------
 
 --@block move_state
--- The states of a move, as MoveStateNames (src/shards/move_common.c) names
+-- The states of a move, as MoveStateNames (src/shards/records/move_common.c) names
 -- them, in its order: the one list of them in SQL.  snowseq writes a state
 -- as its name (text, assigned: the cast below), and reads it as text, from
 -- a catalog of this version or (cleanup before ALTER EXTENSION UPDATE) of
@@ -13,7 +13,7 @@ CREATE TYPE @extschema@.snowseq_move_state AS ENUM
 COMMENT ON TYPE @extschema@.snowseq_move_state IS
 	'the states of a move (snowseq_moves.state)';
 CREATE CAST (pg_catalog.text AS @extschema@.snowseq_move_state) WITH INOUT AS ASSIGNMENT;
--- What a state is, derived from the move's machine (src/shards/move_states.c):
+-- What a state is, derived from the move's machine (src/shards/records/move_states.c):
 -- no statement names a state, it asks one of these.
 CREATE FUNCTION @extschema@.snowseq_move_is_over(state @extschema@.snowseq_move_state)
 	RETURNS boolean
@@ -350,7 +350,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_fence_let_go(integer) FROM PUBLIC;
 -- the operation is over: always, only if it ended undone (on_failure), or
 -- only if it ended done (on_success); otherwise the record is forgotten
 -- and the object stays.  The labels of the kinds are MoveObjectNames
--- (src/shards/move_common.c), in its order; those of the policies
+-- (src/shards/records/move_common.c), in its order; those of the policies
 -- MoveCleanupPolicyNames, in its order.
 CREATE TYPE @extschema@.snowseq_move_object_kind AS ENUM
 	('publication', 'replication slot', 'subscription', 'table', 'fence',

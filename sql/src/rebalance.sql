@@ -14,7 +14,7 @@ CREATE TYPE @extschema@.snowseq_rebalance_step_state AS ENUM
 	('planned', 'running', 'failed', 'done');
 COMMENT ON TYPE @extschema@.snowseq_rebalance_step_state IS
 	'the states of a step of a rebalance (snowseq_rebalance_steps.state)';
--- What a state is, derived from the machines (src/shards/rebalance_state.c).
+-- What a state is, derived from the machines (src/shards/rebalance/rebalance_state.c).
 CREATE FUNCTION @extschema@.snowseq_rebalance_is_over(state @extschema@.snowseq_rebalance_state)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'snowseq_rebalance_state_is_over'
@@ -39,7 +39,7 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_step_is_planned(state @extschema@.
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.snowseq_rebalance_step_is_planned(@extschema@.snowseq_rebalance_step_state) IS
 	'whether a step of a rebalance in this state is planned, not begun';
--- The state machines of a run and of a step (src/shards/rebalance_state.c):
+-- The state machines of a run and of a step (src/shards/rebalance/rebalance_state.c):
 -- the state a step takes one to; every state the SQL sources store comes
 -- from here, and a step the state does not allow is an ERROR.
 CREATE FUNCTION @extschema@.snowseq_rebalance_next(state anyenum, step text)
@@ -116,7 +116,7 @@ CREATE TRIGGER snowseq_guard
 ALTER TABLE @extschema@.snowseq_rebalance_steps ENABLE ALWAYS TRIGGER snowseq_guard;
 REVOKE ALL ON TABLE @extschema@.snowseq_rebalance_runs, @extschema@.snowseq_rebalance_steps FROM PUBLIC;
 
--- The planner itself (src/shards/rebalance_plan.c): from the loads, one
+-- The planner itself (src/shards/rebalance/rebalance_plan.c): from the loads, one
 -- jsonb document (docs/elastic-shards.md, "The planner"), the plan's rows.
 -- snowseq_rebalance_plan_json reads nothing but its argument (a cut sized
 -- by a histogram takes it from the loads): PUBLIC may run it, as any
@@ -622,7 +622,7 @@ REVOKE ALL ON FUNCTION @extschema@.snowseq_rebalance_stop(regclass, boolean) FRO
 -- ---- end of rebalance (1.3) ----
 
 -- ---- background rebalances (1.3) ----
--- A rebalance run by a background worker (src/shards/rebalance_job.c):
+-- A rebalance run by a background worker (src/shards/rebalance/rebalance_job.c):
 -- snowseq_rebalance_start records the run and starts a worker in this
 -- database as the caller's role, which CALLs snowseq_rebalance as that
 -- role's session would, and returns the run's id (the job) at once.  The

@@ -1,6 +1,6 @@
 -- What snowseq knows of the states of its operations: every label of each
 -- state type, and what the predicates derived from the state machines
--- (src/shards/machine.c) say of it.  The SQL names each state once, in its
+-- (src/shards/records/machine.c) say of it.  The SQL names each state once, in its
 -- enum type; statements ask these functions instead of naming a state.
 -- a move
 SELECT s AS state,

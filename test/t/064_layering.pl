@@ -142,13 +142,29 @@ unlike($out, qr/^HEADER: d\.h declares d1/m, 'and d.h may declare d.c\'s own');
 	like($out, qr/^LAYER: fence \(server\) includes move\.h \(shards\)$/m, 'a server file including a router header is named');
 }
 # and the tree has files in each layer
-ok(scalar(glob('src/shards/*.o')) && scalar(glob('src/shards/server/*.o')), 'the build made objects in src/shards/ and src/shards/server/');
+ok(scalar(glob('src/shards/operations/*.o')) && scalar(glob('src/shards/server/*.o')), 'the build made objects in src/shards/\'s folders and src/shards/server/');
+# The router side is grouped by role, one folder each (issue 39: the files
+# lay flat, split by the phases of one move): src/shards/ itself holds its
+# README and folders, no source, and each folder is one the README maps.
+{
+	my @flat = glob('src/shards/*.[ch]');
+	is(join(' ', @flat), '', 'no C file lies flat in src/shards/: each is in the folder of its role');
+	open(my $fh, '<', 'src/shards/README.md') or die;
+	my $readme = do { local $/; <$fh> };
+	close($fh);
+	my @folders = map { m{src/shards/(\w+)/$} } glob('src/shards/*/');
+	ok(@folders >= 6, 'the router side has its role folders: ' . join(' ', @folders));
+	my @unmapped = grep { $readme !~ /^\| `$_\/` \|/m } @folders;
+	is(join(' ', @unmapped), '', 'the README maps each folder (a row of its folder table)');
+	my @unlisted = grep { my ($n) = m{/(\w+\.c)$}; $readme !~ /\b\Q$n\E\b/ } glob('src/shards/*/*.c');
+	is(join(' ', @unlisted), '', 'and names each C file');
+}
 
 # Each state of a move and of a fence is named once in the C sources (the
 # names array of its file) and is never a literal in SQL text: the SQL side
 # takes it from that array (issue: a state lived in five places).
 my %code;
-for my $f (glob('src/*.c src/shards/*.c src/shards/server/*.c'))
+for my $f (glob('src/*.c src/shards/*.c src/shards/*/*.c'))
 {
 	open(my $fh, '<', $f) or die "$f: $!";
 	my $text = do { local $/; <$fh> };
@@ -183,7 +199,7 @@ for my $array (sort keys %sets)
 # (state, step, next state)): MoveTransitions lists every step's change,
 # MoveRecordStep alone sets the column and takes the next state from it.
 {
-	my ($common) = grep { m{src/shards/move_common\.c$} } sort keys %code;
+	my ($common) = grep { m{src/shards/\w+/move_common\.c$} } sort keys %code;
 	my $text = defined $common ? $code{$common} : '';
 	my ($list) = $text =~ /\bMoveTransitions\[\]\s*=\s*\{(.*?)\n\};/s;
 	my @rows = defined $list ? $list =~ /\{(MOVE_STATE_\w+),\s*(MOVE_STEP_\w+),\s*(MOVE_STATE_\w+)\}/g : ();
@@ -191,8 +207,8 @@ for my $array (sort keys %sets)
 	my %to = map { $rows[3 * $_ + 2] => 1 } 0 .. $#rows / 3;
 	is(join(',', sort keys %to), join(',', sort map { "MOVE_STATE_\U$_" } qw(copy switch switched revertable done reverted failed rollback)),
 		'every state a move enters after prepare is the next state of a declared step');
-	my @writers = grep { $code{$_} =~ /\bstate = \$\d|SET state\b/ } grep { m{src/shards/[^/]+\.c$} && !m{merge} } sort keys %code;
-	is(join(',', @writers), 'src/shards/move_common.c', 'one file of the moves writes their state column');
+	my @writers = grep { $code{$_} =~ /\bstate = \$\d|SET state\b/ } grep { m{src/shards/(?!server/)\w+/[^/]+\.c$} && !m{merge} } sort keys %code;
+	is(join(',', @writers), 'src/shards/records/move_common.c', 'one file of the moves writes their state column');
 	my ($writer) = $text =~ /\nMoveRecordStep\(Move \*m,[^{]*\{(.*?)\n\}/s;
 	like($writer // '', qr/to = MachineNext\(&MoveMachine, from, step\)/, 'and its writer takes the next state from the table, refusing a step it does not declare');
 	my @named = grep { $code{$_} =~ /\bMoveRecordStep(?:Error)?\(\w+, MOVE_STATE_/ } sort keys %code;
@@ -204,7 +220,7 @@ for my $array (sort keys %sets)
 # state), MergeRecordStep alone sets the column and takes the next state from
 # the table.
 {
-	my ($records) = grep { m{src/shards/merge_records\.c$} } sort keys %code;
+	my ($records) = grep { m{src/shards/\w+/merge_records\.c$} } sort keys %code;
 	my $text = defined $records ? $code{$records} : '';
 	my ($list) = $text =~ /\bMergeTransitions\[\]\s*=\s*\{(.*?)\n\};/s;
 	my @rows = defined $list ? $list =~ /\{(MOVE_STATE_\w+),\s*(MERGE_STEP_\w+),\s*(MOVE_STATE_\w+)\}/g : ();
@@ -212,8 +228,8 @@ for my $array (sort keys %sets)
 	my %to = map { $rows[3 * $_ + 2] => 1 } 0 .. $#rows / 3;
 	is(join(',', sort keys %to), join(',', sort map { "MOVE_STATE_\U$_" } qw(copy switch switched done failed rollback)),
 		'every state a merge enters after prepare is the next state of a declared step');
-	my @writers = grep { $code{$_} =~ /\bstate = \$\d|SET state\b/ } grep { m{src/shards/merge[^/]*\.c$} } sort keys %code;
-	is(join(',', @writers), 'src/shards/merge_records.c', 'one file of the merges writes their state column');
+	my @writers = grep { $code{$_} =~ /\bstate = \$\d|SET state\b/ } grep { m{src/shards/\w+/merge[^/]*\.c$} } sort keys %code;
+	is(join(',', @writers), 'src/shards/records/merge_records.c', 'one file of the merges writes their state column');
 	my ($writer) = $text =~ /\nMergeRecordStep\(Move \*m,[^{]*\{(.*?)\n\}/s;
 	like($writer // '', qr/next = MachineNext\(&MergeMachine, from, step\)/,
 		'and its writer takes the next state from the table, for the committed state and the step');
@@ -245,8 +261,8 @@ for my $array (sort keys %sets)
 	is(join(',', @lists), '', 'no C file lists the states over itself (MoveStatesOver, MergeStatesOver)');
 	# each table gives one next state for a state and a step (MachineNext
 	# takes the first row that matches)
-	for my $t ([ 'MoveTransitions', 'src/shards/move_common.c' ], [ 'MergeTransitions', 'src/shards/merge_records.c' ],
-		[ 'RebalanceRunTransitions', 'src/shards/rebalance_state.c' ], [ 'RebalanceStepTransitions', 'src/shards/rebalance_state.c' ])
+	for my $t ([ 'MoveTransitions', 'src/shards/records/move_common.c' ], [ 'MergeTransitions', 'src/shards/records/merge_records.c' ],
+		[ 'RebalanceRunTransitions', 'src/shards/rebalance/rebalance_state.c' ], [ 'RebalanceStepTransitions', 'src/shards/rebalance/rebalance_state.c' ])
 	{
 		my ($list) = ($code{ $t->[1] } // '') =~ /\b$t->[0]\[\]\s*=\s*\{(.*?)\n\};/s;
 		my @rows = defined $list ? $list =~ /\{(\w+),\s*(\w+),\s*\w+\}/g : ();
@@ -258,7 +274,7 @@ for my $array (sort keys %sets)
 		ok(@rows >= 2 * 6 && !@twice, "$t->[0]: one next state for each state and step" . (@twice ? ' (twice: ' . join(', ', @twice) . ')' : ''));
 	}
 	# each predicate of move_states.c asks its machine
-	my @bodies = ($code{'src/shards/move_states.c'} // '') =~ /\n(snowseq_\w+)\(PG_FUNCTION_ARGS\)\n\{(.*?)\n\}/sg;
+	my @bodies = ($code{'src/shards/records/move_states.c'} // '') =~ /\n(snowseq_\w+)\(PG_FUNCTION_ARGS\)\n\{(.*?)\n\}/sg;
 	my @own;
 	for (my $i = 0; $i < @bodies; $i += 2)
 	{
@@ -292,7 +308,7 @@ sub stored_rebalance_states
 	return @hits;
 }
 {
-	my ($file) = grep { m{src/shards/rebalance_state\.c$} } sort keys %code;
+	my ($file) = grep { m{src/shards/\w+/rebalance_state\.c$} } sort keys %code;
 	my $text = defined $file ? $code{$file} : '';
 	my %arrays = (RebalanceStateNames => 'snowseq_rebalance_state', RebalanceStepStateNames => 'snowseq_rebalance_step_state');
 	my $sources = join("\n", map { sql_text($_) } glob('sql/src/rebalance*.sql'));
@@ -430,7 +446,7 @@ sub records_as_caller
 	return grep { /snowseq_(?:moves|move_objects|status)\b/ && !/to_regclass\(|::pg_catalog\.regclass/ }
 	  map { call_args($text, $_) } qw(SpiRun SpiRunArgs SpiRunParams SpiValue SpiValueParams);
 }
-for my $f (grep { m{src/shards/(?:move|merge|resolver)} } sort keys %code)
+for my $f (grep { m{src/shards/\w+/(?:move|merge|resolver)} } sort keys %code)
 {
 	my @hits = records_as_caller($code{$f});
 	is(scalar(@hits), 0, "$f reads and writes the records of moves as their owner" . (@hits ? ":\n" . join("\n", @hits) : ''));
@@ -508,7 +524,7 @@ sub quoted_values
 	}
 	return @hits;
 }
-for my $f ((sort keys %code), glob('src/*.h src/shards/*.h src/shards/server/*.h'))
+for my $f ((sort keys %code), glob('src/*.h src/shards/*.h src/shards/*/*.h'))
 {
 	my $text = $code{$f};
 	if (!defined $text)
@@ -680,7 +696,7 @@ sub state_lists
 }
 {
 	my $sources = join("\n", map { sql_text($_) } glob('sql/src/*.sql'));
-	my ($names) = $code{'src/shards/move_common.c'} =~ /\bMoveStateNames\[\]\s*=\s*\{(.*?)\}/s;
+	my ($names) = $code{'src/shards/records/move_common.c'} =~ /\bMoveStateNames\[\]\s*=\s*\{(.*?)\}/s;
 	my @move_names = defined $names ? $names =~ /"(\w+)"/g : ();
 	my %labels;
 	for my $type (qw(snowseq_move_state snowseq_merge_state snowseq_rebalance_state snowseq_rebalance_step_state))
@@ -743,7 +759,7 @@ sub state_lists
 # snowseq_route_ranges and snowseq_route_gene.
 {
 	my @hits;
-	for my $f (glob('sql/src/rebalance*.sql'), 'src/shards/shard_stats.c', glob('src/shards/rebalance_*.c'))
+	for my $f (glob('sql/src/rebalance*.sql'), 'src/shards/operations/shard_stats.c', glob('src/shards/rebalance/rebalance_*.c'))
 	{
 		my $t = $f =~ /\.sql$/ ? sql_text($f) : $code{$f};
 		$t =~ s/'(?:[^']|'')*'//g if $f =~ /\.sql$/;		# messages
@@ -751,7 +767,7 @@ sub state_lists
 		push @hits, $f if $t =~ /\bsnowseq_shard_map\b/;
 	}
 	is(join(', ', @hits), '', 'the rebalance and shard_stats read the map through route.c (snowseq_route_ranges, RouteRanges)');
-	like($code{'src/shards/shard_stats.c'} // '', qr/\bRouteRanges\(fcinfo->flinfo->fn_oid\)/,
+	like($code{'src/shards/operations/shard_stats.c'} // '', qr/\bRouteRanges\(fcinfo->flinfo->fn_oid\)/,
 		'shard_stats takes the map from route.c in C (a catalog of 1.2 has no snowseq_route_ranges)');
 }
 
