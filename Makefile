@@ -69,6 +69,7 @@ SHARDS_OBJS = \
 	src/shards/transaction/merge_switch.o \
 	src/shards/transaction/move_switch.o \
 	src/shards/transaction/resolver.o \
+	src/shards/transaction/twophase.o \
 	src/shards/transaction/shard_ddl_xact.o \
 	src/shards/cleanup/merge_cleanup.o \
 	src/shards/cleanup/move_cleanup.o \

@@ -159,6 +159,30 @@ ok(scalar(glob('src/shards/operations/*.o')) && scalar(glob('src/shards/server/*
 	my @unlisted = grep { my ($n) = m{/(\w+\.c)$}; $readme !~ /\b\Q$n\E\b/ } glob('src/shards/*/*.c');
 	is(join(' ', @unlisted), '', 'and names each C file');
 }
+# The statements of two-phase commit on another server are written in one
+# file, transaction/twophase.c (issue 39: the prepared transaction of the
+# switch appeared in 6 files): every other file calls TwoPhasePrepare,
+# TwoPhaseEnd, TwoPhaseExists, TwoPhaseList or TwoPhaseStatement.
+sub twophase_writers
+{
+	my (%files) = @_;
+	return grep { $files{$_} =~ /PREPARE\s+TRANSACTION|(?:COMMIT|ROLLBACK)\s+PREPARED|pg_prepared_xacts/ } sort keys %files;
+}
+{
+	my %sources;
+	for my $f (glob('src/*.c src/shards/*/*.c'))
+	{
+		open(my $fh, '<', $f) or die "$f: $!";
+		my $text = do { local $/; <$fh> };
+		close($fh);
+		$text =~ s{/\*.*?\*/}{}gs;
+		$sources{$f} = $text;
+	}
+	is(join(' ', twophase_writers(%sources)), 'src/shards/transaction/twophase.c',
+		'two-phase commands are written in transaction/twophase.c alone');
+	is(join(' ', twophase_writers(a => 'RemoteCommand(rc, psprintf("COMMIT PREPARED %s", g), "x");', b => 'TwoPhaseEnd(rc, g, true, "x");')), 'a',
+		'and the check finds a file that writes one itself');
+}
 
 # Each state of a move and of a fence is named once in the C sources (the
 # names array of its file) and is never a literal in SQL text: the SQL side

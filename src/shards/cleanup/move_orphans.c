@@ -30,6 +30,7 @@
 #include "move_repl.h"
 #include "move_switch.h"
 #include "sqlrun.h"
+#include "twophase.h"
 
 /* Whether an object of a kind is there, on the server of a Move (rc). */
 static bool
@@ -51,9 +52,7 @@ CleanupObjectThere(RemoteConn *rc, MoveObjectKind kind, const char *name)
 				"WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))";
 			break;
 		case MOVE_OBJECT_PREPARED:
-			sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_xacts WHERE gid OPERATOR(pg_catalog.=) $1::pg_catalog.text "
-				"AND database OPERATOR(pg_catalog.=) pg_catalog.current_database())";
-			break;
+			return TwoPhaseExists(rc, name);
 		case MOVE_OBJECT_FENCE:
 			return true;		/* snowseq_fence_drop says */
 		default:
@@ -109,10 +108,7 @@ CleanupRecordedOne(MoveCleanupItem *o)
 		bool		commit = o->lead_state == MOVE_STATE_DONE || o->lead_state == MOVE_STATE_REVERTED ||
 			o->lead_state == MOVE_STATE_SWITCHED;
 
-		/* COMMIT PREPARED takes no parameters: the name is quoted */
-		RemoteCommand(rc, commit ? psprintf("COMMIT PREPARED %s", quote_literal_cstr(name)) :
-					  psprintf("ROLLBACK PREPARED %s", quote_literal_cstr(name)),
-					  "resolve the prepared transaction");
+		TwoPhaseEnd(rc, name, commit, "resolve the prepared transaction");
 		action = commit ? "committed" : "rolled back";
 	}
 	else if (o->kind == MOVE_OBJECT_VIEW)

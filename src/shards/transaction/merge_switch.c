@@ -29,6 +29,7 @@
 #include "move_schema.h"
 #include "move_switch.h"
 #include "sqlrun.h"
+#include "twophase.h"
 #include "testpoint.h"
 
 #define MERGE_SWITCH_LOCK_MS	2000	/* the server's tables, with the router's lock held */
@@ -207,8 +208,7 @@ MergeSwitch(Move *m)
 		RemoteCommandParams(rc, psprintf("SELECT %s($1::pg_catalog.regclass)", MoveRemoteExt(rc, "snowseq_fence_clear")),
 							SQL_ARGS((char *) lfirst(lc)), "clear the fences of a table the merge drops");
 	RemoteCommand(rc, psprintf("DROP TABLE %s", dropped.data), "drop the tables the merge made one");
-	RemoteCommand(rc, psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(m->op.token)),
-				  "prepare the server transaction of the merge");
+	TwoPhasePrepare(rc, m->op.token, "prepare the server transaction of the merge");
 
 	/* the router: one partition for the merged table, in place of the old ones */
 	foreach(lc, MoveGroup(m))

@@ -29,6 +29,7 @@
 #include "move_switch.h"
 #include "snowseq.h"
 #include "sqlrun.h"
+#include "twophase.h"
 #include "testpoint.h"
 
 #define MOVE_BLOCK_ATTEMPTS		5	/* tries to hold writes back and catch up */
@@ -42,9 +43,8 @@
 #define MOVE_FK_ATTEMPTS		500 /* a foreign key on the destination: tries, 20 ms apart */
 
 /*
- * The two-phase name of the source transaction of a move: its token.  PREPARE
- * TRANSACTION and COMMIT/ROLLBACK PREPARED take no parameters, so their
- * statements quote it.
+ * The two-phase name of the source transaction of a move: its token
+ * (twophase.c writes the statements).
  */
 static const char *
 MoveGid(Move *m)
@@ -87,16 +87,10 @@ SwitchCancelsAutovacuum(RemoteConn *rc, List *tables)
 static void
 MoveResolvePreparedOn(Move *m, RemoteConn *rc, const char *server, bool commit)
 {
-	char	   *v = RemoteValueParams(rc, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
-									  "WHERE gid OPERATOR(pg_catalog.=) $1::pg_catalog.text "
-									  "AND database OPERATOR(pg_catalog.=) pg_catalog.current_database()",
-									  SQL_ARGS(m->op.token), "look up the prepared source transaction");
-
-	if (strcmp(v, "0") == 0)
+	if (!TwoPhaseExists(rc, MoveGid(m)))
 		return;
-	RemoteCommand(rc, commit ? psprintf("COMMIT PREPARED %s", quote_literal_cstr(MoveGid(m))) :
-				  psprintf("ROLLBACK PREPARED %s", quote_literal_cstr(MoveGid(m))),
-				  commit ? "commit the prepared source transaction" : "roll back the prepared source transaction");
+	TwoPhaseEnd(rc, MoveGid(m), commit,
+				commit ? "commit the prepared source transaction" : "roll back the prepared source transaction");
 	MoveNote(m, server, psprintf("prepared transaction %s", m->op.token),
 			 commit ? "committed" : "rolled back");
 }
@@ -754,8 +748,7 @@ MoveRevertDestTransaction(Move *m)
 	RemoteCommand(rc, psprintf("SET LOCAL lock_timeout = %d; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE",
 							   MOVE_SWITCH_MAX_WAIT_MS, tables.data),
 				  "lock the tables of the revert's destination");
-	RemoteCommand(rc, psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(MoveGid(m))),
-				  "prepare the transaction of the revert on its destination");
+	TwoPhasePrepare(rc, MoveGid(m), "prepare the transaction of the revert on its destination");
 }
 
 /*
@@ -822,8 +815,7 @@ MoveSwitch(Move *m)
 	}
 	if (m->revert.reverts != 0)
 		MoveRevertDestTransaction(m);
-	RemoteCommand(MoveHolder(m), psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(MoveGid(m))),
-				  "prepare the source transaction");
+	TwoPhasePrepare(MoveHolder(m), MoveGid(m), "prepare the source transaction");
 	MoveHoldParent(m);
 	SNOWSEQ_TESTPOINT("move_after_source_commit");
 	MoveRecordStep(m, MOVE_STEP_SWITCH, "switched_at = pg_catalog.clock_timestamp(), "

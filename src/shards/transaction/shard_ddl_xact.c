@@ -39,6 +39,7 @@
 #include "rmgr.h"
 #include "shard_ddl_xact.h"
 #include "sqlrun.h"
+#include "twophase.h"
 #include "testpoint.h"
 
 #define SHARD_DDL_GID_PREFIX "snowseq_ddl_"
@@ -244,10 +245,7 @@ DdlFinish(DdlServer *s, bool commit)
 			(void) DdlExecBounded(s, "ROLLBACK");
 		return;
 	}
-	if (commit)
-		sql = psprintf("COMMIT PREPARED %s", quote_literal_cstr(s->gid));
-	else
-		sql = psprintf("ROLLBACK PREPARED %s", quote_literal_cstr(s->gid));
+	sql = TwoPhaseStatement(commit ? TWOPHASE_COMMIT : TWOPHASE_ROLLBACK, s->gid);
 	error = DdlExecBounded(s, sql);
 	if (error != NULL)
 		ereport(WARNING,
@@ -296,8 +294,7 @@ DdlXactCallback(XactEvent event, void *arg)
 							 errmsg("the change of the shard table on server \"%s\" lost track of a savepoint", s->rc->server),
 							 errhint("Run the change again.")));
 				DdlGid(s);
-				RemoteCommand(s->rc, psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(s->gid)),
-							  "prepare the change of the shard table");
+				TwoPhasePrepare(s->rc, s->gid, "prepare the change of the shard table");
 				s->prepared = true;
 			}
 			SNOWSEQ_TESTPOINT("shard_ddl_prepared");
@@ -401,9 +398,7 @@ DdlDecideOn(RemoteConn *rc, void *arg)
 	PGresult   *res;
 	char	   *prefix = psprintf(SHARD_DDL_GID_PREFIX UINT64_FORMAT "_", GetSystemIdentifier());
 
-	res = RemoteExec(rc, "SELECT gid FROM pg_catalog.pg_prepared_xacts "
-					 "WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database() ORDER BY gid",
-					 "list the prepared transactions");
+	res = TwoPhaseList(rc);
 	for (int i = 0; i < PQntuples(res); i++)
 	{
 		const char *gid = PQgetvalue(res, i, 0);
@@ -442,10 +437,7 @@ DdlDecideOn(RemoteConn *rc, void *arg)
 			continue;
 		}
 		commit = strcmp(status, "committed") == 0;
-		if (commit)
-			decide = psprintf("COMMIT PREPARED %s", quote_literal_cstr(gid));
-		else
-			decide = psprintf("ROLLBACK PREPARED %s", quote_literal_cstr(gid));
+		decide = TwoPhaseStatement(commit ? TWOPHASE_COMMIT : TWOPHASE_ROLLBACK, gid);
 		if (!RemoteTry(rc, decide, "decide the prepared change of the shard table", sqlstate))
 		{
 			d->left++;
