@@ -226,16 +226,27 @@ COMMENT ON PROCEDURE @extschema@.snowseq_merge_shards(regclass, integer) IS
 	'move the partition holding gene to the server of its left neighbour (its right one for the first)';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_merge_shards(regclass, integer) FROM PUBLIC;
 
--- ---- the move to a neighbour's server, by its own name (1.3) ----
--- snowseq_merge_shards moves a partition to another server and merges no
--- table; snowseq_move_to_neighbour says so.  The older name stays, the same
--- procedure.
+--@block clear_names
+-- ---- the moves by their own names (1.3) ----
+-- "shard" has one meaning (src/shards/README.md, "Glossary"): a server of
+-- the map, as the map's shard column and snowseq_route_key name it.  The
+-- older names of two moves used it for a partition: snowseq_split_shard
+-- splits a partition, snowseq_merge_shards moves a partition to another
+-- server and merges no table.  Their clear names are the same procedures;
+-- the older names stay.
+CREATE PROCEDURE @extschema@.snowseq_split_partition(parent pg_catalog.regclass, at_gene pg_catalog.int4, to_server pg_catalog.name)
+	AS 'MODULE_PATHNAME', 'snowseq_split_shard'
+	LANGUAGE C;
+COMMENT ON PROCEDURE @extschema@.snowseq_split_partition(pg_catalog.regclass, pg_catalog.int4, pg_catalog.name) IS
+	'move the genes from at_gene to the end of its partition to another server; snowseq_split_shard is its older name';
+REVOKE ALL ON PROCEDURE @extschema@.snowseq_split_partition(pg_catalog.regclass, pg_catalog.int4, pg_catalog.name) FROM PUBLIC;
 CREATE PROCEDURE @extschema@.snowseq_move_to_neighbour(parent pg_catalog.regclass, gene pg_catalog.int4)
 	AS 'MODULE_PATHNAME', 'snowseq_merge_shards'
 	LANGUAGE C;
 COMMENT ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4) IS
 	'move the partition holding gene to the server of its left neighbour (its right one for the first); snowseq_merge_shards is its older name';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
+--@end
 
 CREATE FUNCTION @extschema@.snowseq_move_cleanup(
 	OUT move_id bigint, OUT parent regclass, OUT first_gene integer, OUT last_gene integer,

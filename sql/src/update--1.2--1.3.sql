@@ -173,16 +173,7 @@ DROP FUNCTION @extschema@.snowseq_shard_stats(regclass);
 --@include rebalance
 --@include rebalance_run
 --@include merges
--- ---- the move to a neighbour's server, by its own name (1.3) ----
--- snowseq_merge_shards moves a partition to another server and merges no
--- table; snowseq_move_to_neighbour says so.  The older name stays, the same
--- procedure.
-CREATE PROCEDURE @extschema@.snowseq_move_to_neighbour(parent pg_catalog.regclass, gene pg_catalog.int4)
-	AS 'MODULE_PATHNAME', 'snowseq_merge_shards'
-	LANGUAGE C;
-COMMENT ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4) IS
-	'move the partition holding gene to the server of its left neighbour (its right one for the first); snowseq_merge_shards is its older name';
-REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
+--@include clear_names
 --@include check_shards
 --@include public_text_prefix
 

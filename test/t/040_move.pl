@@ -369,8 +369,8 @@ is($derr, '', '(1) shard_a still takes direct writes of the genes it keeps');
 # ---------------------------------------------------------------------
 # (2) Split B's range between B and C
 # ---------------------------------------------------------------------
-($rc, $err) = move(q{snowseq_split_shard('orders', 24576, 'shard_c')});
-is($rc, 0, '(2) snowseq_split_shard moves genes 24576..32767 from shard_b to shard_c');
+($rc, $err) = move(q{snowseq_split_partition('orders', 24576, 'shard_c')});
+is($rc, 0, '(2) snowseq_split_partition (the clear name of snowseq_split_shard) moves genes 24576..32767 from shard_b to shard_c');
 like(layout(), qr/^4095=shard_c,16383=shard_a,24575=shard_b,32767=shard_c /, '(2) the map: B keeps 16384..24575');
 let_clients_write('(2) after splitting B');
 check_state('(2) after splitting B');
