@@ -135,7 +135,8 @@ PG_CPPFLAGS += -DSNOWSEQ_DEBUG -include $(srcdir)/src/debug.h
 endif
 override PG_CFLAGS += -fno-semantic-interposition -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
 
-EXTRA_CLEAN = tmp_check_regress tmp_check_isolation results output_iso regression.diffs regression.out
+EXTRA_CLEAN = tmp_check_regress tmp_check_isolation results output_iso regression.diffs regression.out \
+	$(wildcard src/shards/*.o src/shards/*.bc)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -1558,7 +1558,10 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_status_impl(job bigint DEFAULT NUL
 BEGIN
 	RETURN QUERY
 	SELECT r.run_id, r.parent, r.state::pg_catalog.text, r.job_role IS NOT NULL,
-		(SELECT a.rolname FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) CAST(r.job_role AS pg_catalog.oid)),
+		-- the role's name now; a role dropped since shows as its OID
+		CAST(COALESCE((SELECT CAST(a.rolname AS pg_catalog.text) FROM pg_catalog.pg_roles a
+			WHERE a.oid OPERATOR(pg_catalog.=) CAST(r.job_role AS pg_catalog.oid)),
+			CAST(CAST(r.job_role AS pg_catalog.oid) AS pg_catalog.text)) AS pg_catalog.name),
 		@extschema@.snowseq_rebalance_driven(r),
 		st.done, st.total, cur.step,
 		CASE WHEN cur.step IS NOT NULL THEN pg_catalog.format(CASE WHEN cur.from_server OPERATOR(pg_catalog.=) cur.to_server
@@ -1972,6 +1975,31 @@ CREATE PROCEDURE @extschema@.snowseq_move_to_neighbour(parent pg_catalog.regclas
 COMMENT ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4) IS
 	'move the partition holding gene to the server of its left neighbour (its right one for the first); snowseq_merge_shards is its older name';
 REVOKE ALL ON PROCEDURE @extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
+-- A role granted an older name keeps what it may do under the clear one:
+-- each EXECUTE grant of snowseq_split_shard and snowseq_merge_shards (but
+-- the owner's) is made on snowseq_split_partition and
+-- snowseq_move_to_neighbour too.
+DO $$
+DECLARE
+	g record;
+BEGIN
+	FOR g IN
+		SELECT DISTINCT n.clear, a.grantee
+		FROM (VALUES
+			(CAST('@extschema@.snowseq_split_shard(pg_catalog.regclass, pg_catalog.int4, pg_catalog.name)' AS pg_catalog.regprocedure),
+			 '@extschema@.snowseq_split_partition(pg_catalog.regclass, pg_catalog.int4, pg_catalog.name)'),
+			(CAST('@extschema@.snowseq_merge_shards(pg_catalog.regclass, pg_catalog.int4)' AS pg_catalog.regprocedure),
+			 '@extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4)')) AS n(old, clear),
+			pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid OPERATOR(pg_catalog.=) n.old AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+			AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON PROCEDURE %s TO %s', g.clear,
+								  CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+								  ELSE CAST(CAST(g.grantee AS pg_catalog.regrole) AS pg_catalog.text) END);
+	END LOOP;
+END
+$$;
 
 -- ---- drift between the router and its shard servers (1.3) ----
 CREATE FUNCTION @extschema@.snowseq_check_shards(OUT parent pg_catalog.regclass, OUT server pg_catalog.text,

@@ -103,7 +103,7 @@ MapLookup(Oid fn_oid, int gene)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("snowseq_shard_map is empty"),
-				 errhint("Insert one row per shard (upper_gene, shard) ending at upper_gene 32767, or call snowseq_create_shards().")));
+				 errhint("Insert one row per gene range (upper_gene, and the shard server that holds it) ending at upper_gene 32767, or call snowseq_create_shards().")));
 	hi = map_len;
 	while (lo < hi)
 	{

@@ -34,7 +34,9 @@ dir=${1:-src}
 allowed=${LAYERING_ALLOWED:-"reserve rmgr"}
 shopt -s nullglob
 # the folders: the core, then src/shards/ and each of its folders (the
-# router side's role folders, and server/)
+# router side's role folders, and server/); src/shards/ itself holds no
+# source (064 checks it), only objects of a build from before the role
+# folders, which make clean removes, or a synthetic tree of 064's
 folders=("$dir" "$dir"/shards)
 for d in "$dir"/shards/*/; do folders+=("${d%/}"); done
 objs=() sources=() headers=()

@@ -1045,7 +1045,10 @@ CREATE FUNCTION @extschema@.snowseq_rebalance_status_impl(job bigint DEFAULT NUL
 BEGIN
 	RETURN QUERY
 	SELECT r.run_id, r.parent, r.state::pg_catalog.text, r.job_role IS NOT NULL,
-		(SELECT a.rolname FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) CAST(r.job_role AS pg_catalog.oid)),
+		-- the role's name now; a role dropped since shows as its OID
+		CAST(COALESCE((SELECT CAST(a.rolname AS pg_catalog.text) FROM pg_catalog.pg_roles a
+			WHERE a.oid OPERATOR(pg_catalog.=) CAST(r.job_role AS pg_catalog.oid)),
+			CAST(CAST(r.job_role AS pg_catalog.oid) AS pg_catalog.text)) AS pg_catalog.name),
 		@extschema@.snowseq_rebalance_driven(r),
 		st.done, st.total, cur.step,
 		CASE WHEN cur.step IS NOT NULL THEN pg_catalog.format(CASE WHEN cur.from_server OPERATOR(pg_catalog.=) cur.to_server

@@ -174,6 +174,31 @@ DROP FUNCTION @extschema@.snowseq_shard_stats(regclass);
 --@include rebalance_run
 --@include merges
 --@include clear_names
+-- A role granted an older name keeps what it may do under the clear one:
+-- each EXECUTE grant of snowseq_split_shard and snowseq_merge_shards (but
+-- the owner's) is made on snowseq_split_partition and
+-- snowseq_move_to_neighbour too.
+DO $$
+DECLARE
+	g record;
+BEGIN
+	FOR g IN
+		SELECT DISTINCT n.clear, a.grantee
+		FROM (VALUES
+			(CAST('@extschema@.snowseq_split_shard(pg_catalog.regclass, pg_catalog.int4, pg_catalog.name)' AS pg_catalog.regprocedure),
+			 '@extschema@.snowseq_split_partition(pg_catalog.regclass, pg_catalog.int4, pg_catalog.name)'),
+			(CAST('@extschema@.snowseq_merge_shards(pg_catalog.regclass, pg_catalog.int4)' AS pg_catalog.regprocedure),
+			 '@extschema@.snowseq_move_to_neighbour(pg_catalog.regclass, pg_catalog.int4)')) AS n(old, clear),
+			pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid OPERATOR(pg_catalog.=) n.old AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+			AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON PROCEDURE %s TO %s', g.clear,
+								  CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+								  ELSE CAST(CAST(g.grantee AS pg_catalog.regrole) AS pg_catalog.text) END);
+	END LOOP;
+END
+$$;
 --@include check_shards
 --@include public_text_prefix
 

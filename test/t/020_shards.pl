@@ -405,11 +405,11 @@ sub refused
 	is($router->safe_psql('local_shards', $map_sql), $map, "create_shards: $what: map unchanged");
 }
 
-refused("'local_orders', 3", 'local_orders', qr/ERROR:  number of shards must be a power of two from 1 to 32768, not 3/,
+refused("'local_orders', 3", 'local_orders', qr/ERROR:  number of partitions must be a power of two from 1 to 32768, not 3/,
 	'n = 3');
-refused("'local_orders', 0", 'local_orders', qr/ERROR:  number of shards must be a power of two from 1 to 32768, not 0/,
+refused("'local_orders', 0", 'local_orders', qr/ERROR:  number of partitions must be a power of two from 1 to 32768, not 0/,
 	'n = 0');
-refused("'local_orders', 65536", 'local_orders', qr/ERROR:  number of shards must be a power of two from 1 to 32768, not 65536/,
+refused("'local_orders', 65536", 'local_orders', qr/ERROR:  number of partitions must be a power of two from 1 to 32768, not 65536/,
 	'n = 65536');
 refused("'plain_orders', 4", 'plain_orders', qr/ERROR:  table "plain_orders" is not partitioned/,
 	'non-partitioned parent');
@@ -465,7 +465,7 @@ $router->safe_psql('local_shards', q{
 	CREATE TABLE other_orders (order_id bigint NOT NULL, buyer_id text) PARTITION BY RANGE (order_id)});
 refused("'other_orders', 2", 'other_orders', qr/ERROR:  snowseq_shard_map already describes 4 shards with other gene ranges/,
 	'a map of 4 shards and n = 2');
-refused("'other_orders', 3", 'other_orders', qr/ERROR:  number of shards must be a power of two/,
+refused("'other_orders', 3", 'other_orders', qr/ERROR:  number of partitions must be a power of two/,
 	'n = 3 with the map filled');
 ($rc, $out, $err) = $router->psql('local_shards', q{SELECT snowseq_create_shards('other_orders', 4)});
 like($err, qr/NOTICE:  snowseq_shard_map already matches 4 shards and was left as it is/,

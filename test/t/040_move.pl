@@ -428,6 +428,13 @@ my @refusals = (
 	[ q{snowseq_split_shard('plain_orders', 0, 'shard_c')}, qr/no partition of table "plain_orders" holds gene 0/, 'a split of a table that is not partitioned' ],
 	[ q{snowseq_split_shard('def_orders', 5, 'shard_c')}, qr/table "def_orders" has a default partition, "def_orders_d"/, 'a split of a table with a default partition' ],
 	[ q{snowseq_merge_shards('def_orders', 0)}, qr/the partition holding gene 0 has no neighbour on another server/, 'a merge where only a default partition exists' ],
+	# a procedure cannot be STRICT: each NULL is named (a NULL server crashed
+	# the backend, a NULL gene was read as gene 0)
+	[ q{snowseq_split_partition('orders', 24576, NULL)}, qr/the server of a split must not be NULL/, 'a split to a NULL server' ],
+	[ q{snowseq_split_shard('orders', NULL, 'shard_c')}, qr/the gene of a split must not be NULL/, 'a split at a NULL gene' ],
+	[ q{snowseq_move_to_neighbour('orders', NULL)}, qr/the gene of a move to a neighbour must not be NULL/, 'a move to a neighbour of a NULL gene' ],
+	[ q{snowseq_move_revert(NULL)}, qr/the move of a revert must not be NULL/, 'a revert of a NULL move' ],
+	[ q{snowseq_move_finalize(NULL)}, qr/the move of a finalize must not be NULL/, 'a finalize of a NULL move' ],
 	[ q{snowseq_move_genes('orders', 0, 4095, 'shard_a2')}, qr/server "shard_a2" has node id 2, the same as server "shard_a"/, 'a destination with the node id of the source' ],
 	[ q{snowseq_move_genes('orders', 0, 4095, 'myself')}, qr/server "myself" has node id 1, the same as this server/, 'a destination with the node id of the router' ],
 	[ q{snowseq_move_genes('orders', 16384, 24575, 'shard_a')}, qr/server "shard_a" already has a table public.orders, read by partition orders_0/, 'a destination whose table of the same name is in use' ],

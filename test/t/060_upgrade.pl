@@ -269,7 +269,16 @@ if (exists $paths{'1.2'})
 	my ($mrc, $mout, $merr) = $node->psql('moves_1_2', "CALL snowseq_move_genes('orders', 0, 99, 'shard_b')");
 	like($merr, qr/ERROR:  moves need snowseq 1\.3 in this database; it is older.*HINT:  Run ALTER EXTENSION snowseq UPDATE, then move\./s,
 		'1.2 catalog, new library: a move is refused until the update');
+	# a role granted the older names of two moves gets their clear names
+	sql('moves_1_2', q{CREATE ROLE "Mover 1.2"; CREATE ROLE other_1_2;
+		GRANT EXECUTE ON PROCEDURE snowseq_split_shard(regclass, integer, name) TO "Mover 1.2";
+		GRANT EXECUTE ON PROCEDURE snowseq_merge_shards(regclass, integer) TO "Mover 1.2", other_1_2});
 	sql('moves_1_2', "ALTER EXTENSION snowseq UPDATE TO '$default'");
+	is(sql('moves_1_2', q{SELECT r || ' ' || has_function_privilege(r, 'snowseq_split_partition(regclass, integer, name)', 'EXECUTE')
+			|| ' ' || has_function_privilege(r, 'snowseq_move_to_neighbour(regclass, integer)', 'EXECUTE')
+			FROM unnest(ARRAY['Mover 1.2', 'other_1_2']) r ORDER BY r}),
+		"Mover 1.2 true true\nother_1_2 false true",
+		'1.2 -> 1.3: each role granted snowseq_split_shard or snowseq_merge_shards may call its clear name, and no other');
 	is(sql('moves_1_2', q{SELECT string_agg(move_id || ' ' || server || ' ' || kind || ' ' || name, E'\n' ORDER BY move_id, kind, name)
 			FROM snowseq_move_objects}),
 		join("\n",

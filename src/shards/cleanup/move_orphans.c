@@ -52,7 +52,7 @@ CleanupObjectThere(RemoteConn *rc, MoveObjectKind kind, const char *name)
 				"WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))";
 			break;
 		case MOVE_OBJECT_PREPARED:
-			return TwoPhaseExists(rc, name);
+			return TwoPhaseExists(rc, name, "look up an object of a move");
 		case MOVE_OBJECT_FENCE:
 			return true;		/* snowseq_fence_drop says */
 		default:

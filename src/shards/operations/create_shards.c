@@ -50,9 +50,9 @@ snowseq_create_shards(PG_FUNCTION_ARGS)
 	if (n < 1 || n > SNOWSEQ_MAX_GENE + 1 || (n & (n - 1)) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("number of shards must be a power of two from 1 to %d, not %d",
+				 errmsg("number of partitions must be a power of two from 1 to %d, not %d",
 						SNOWSEQ_MAX_GENE + 1, n),
-				 errhint("Shards hold equal gene ranges, so their number divides 32768.")));
+				 errhint("The partitions hold equal gene ranges, so their number divides 32768.")));
 
 	/* the owner's right, checked before any lock is taken */
 	if (!SnowseqClassOwnercheck(parent, GetUserId()))

@@ -1,8 +1,10 @@
 /*
  * move.c
  *		Elastic shards, the router side: the entry points
- *		(snowseq_move_genes and its conveniences snowseq_split_shard and
- *		snowseq_merge_shards, snowseq_move_cleanup, snowseq_placement_group,
+ *		(snowseq_move_genes and its conveniences snowseq_split_partition
+ *		and snowseq_move_to_neighbour, by their older names
+ *		snowseq_split_shard and snowseq_merge_shards in C,
+ *		snowseq_move_cleanup, snowseq_placement_group,
  *		snowseq_shard_stats) and
  *		the orchestration of a move: its steps in order, each committed,
  *		and the state it records.  The steps themselves live in
@@ -715,10 +717,13 @@ PG_FUNCTION_INFO_V1(snowseq_move_finalize);
 Datum
 snowseq_move_revert(PG_FUNCTION_ARGS)
 {
-	int64		id = PG_GETARG_INT64(0);
+	static const char *const names[] = {"the move"};
+	int64		id;
 	Move	   *o;
 	Move	   *r;
 
+	MoveArgsGiven(fcinfo, "a revert", names);
+	id = PG_GETARG_INT64(0);
 	MoveCheckNonAtomic(fcinfo, "a move of genes");
 	SPI_connect_ext(SPI_OPT_NONATOMIC);
 	o = MoveRevertable(fcinfo, id);
@@ -781,9 +786,12 @@ MoveFinalizeBack(Move *m)
 Datum
 snowseq_move_finalize(PG_FUNCTION_ARGS)
 {
-	int64		id = PG_GETARG_INT64(0);
+	static const char *const names[] = {"the move"};
+	int64		id;
 	Move	   *o;
 
+	MoveArgsGiven(fcinfo, "a finalize", names);
+	id = PG_GETARG_INT64(0);
 	MoveCheckNonAtomic(fcinfo, "a move of genes");
 	SPI_connect_ext(SPI_OPT_NONATOMIC);
 	o = MoveRevertable(fcinfo, id);
@@ -855,12 +863,16 @@ snowseq_move_genes_all(PG_FUNCTION_ARGS)
 Datum
 snowseq_split_shard(PG_FUNCTION_ARGS)
 {
-	Oid			parent = PG_GETARG_OID(0);
-	int			gene = PG_GETARG_INT32(1);
+	static const char *const names[] = {"the table", "the gene", "the server"};
+	Oid			parent;
+	int			gene;
 	int			first,
 				last;
 	char	   *server;
 
+	MoveArgsGiven(fcinfo, "a split", names);
+	parent = PG_GETARG_OID(0);
+	gene = PG_GETARG_INT32(1);
 	if (!PartitionOfGene(parent, gene, &first, &last, &server))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -876,8 +888,9 @@ snowseq_split_shard(PG_FUNCTION_ARGS)
 Datum
 snowseq_merge_shards(PG_FUNCTION_ARGS)
 {
-	Oid			parent = PG_GETARG_OID(0);
-	int			gene = PG_GETARG_INT32(1);
+	static const char *const names[] = {"the table", "the gene"};
+	Oid			parent;
+	int			gene;
 	int			first,
 				last,
 				nf,
@@ -885,6 +898,9 @@ snowseq_merge_shards(PG_FUNCTION_ARGS)
 	char	   *server;
 	char	   *to = NULL;
 
+	MoveArgsGiven(fcinfo, "a move to a neighbour", names);
+	parent = PG_GETARG_OID(0);
+	gene = PG_GETARG_INT32(1);
 	if (!PartitionOfGene(parent, gene, &first, &last, &server))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

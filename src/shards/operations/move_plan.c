@@ -794,3 +794,19 @@ MovePrepareChecks(Move *m)
 	if (m->dest_created == 1)
 		MoveRecordObject(m, m->dst_name, MOVE_OBJECT_COPY, m->src_table);
 }
+
+/*
+ * A procedure cannot be STRICT: a NULL argument of one is an ERROR that
+ * names it, before anything reads it (a NULL server went on into the plan's
+ * string compares and crashed the backend; a NULL gene read as gene 0).
+ */
+void
+MoveArgsGiven(FunctionCallInfo fcinfo, const char *what, const char *const *names)
+{
+	for (int i = 0; i < PG_NARGS(); i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s of %s must not be NULL", names[i], what),
+					 errhint("Give every argument of the CALL.")));
+}

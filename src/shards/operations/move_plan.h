@@ -20,4 +20,6 @@ extern char *MoveCopyMark(Move *m);
 extern void MoveRefuseReferenced(Move *m, RemoteConn *rc);
 extern void MovePrepareChecks(Move *m);
 
+extern void MoveArgsGiven(FunctionCallInfo fcinfo, const char *what, const char *const *names);
+
 #endif							/* SNOWSEQ_MOVE_PLAN_H */

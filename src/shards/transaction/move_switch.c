@@ -87,7 +87,7 @@ SwitchCancelsAutovacuum(RemoteConn *rc, List *tables)
 static void
 MoveResolvePreparedOn(Move *m, RemoteConn *rc, const char *server, bool commit)
 {
-	if (!TwoPhaseExists(rc, MoveGid(m)))
+	if (!TwoPhaseExists(rc, MoveGid(m), "look up the prepared source transaction"))
 		return;
 	TwoPhaseEnd(rc, MoveGid(m), commit,
 				commit ? "commit the prepared source transaction" : "roll back the prepared source transaction");

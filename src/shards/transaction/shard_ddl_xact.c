@@ -398,7 +398,7 @@ DdlDecideOn(RemoteConn *rc, void *arg)
 	PGresult   *res;
 	char	   *prefix = psprintf(SHARD_DDL_GID_PREFIX UINT64_FORMAT "_", GetSystemIdentifier());
 
-	res = TwoPhaseList(rc);
+	res = TwoPhaseList(rc, "list the prepared transactions");
 	for (int i = 0; i < PQntuples(res); i++)
 	{
 		const char *gid = PQgetvalue(res, i, 0);

@@ -51,21 +51,21 @@ TwoPhaseEnd(RemoteConn *rc, const char *gid, bool commit, const char *what)
 
 /* Whether a transaction named gid is prepared in rc's database. */
 bool
-TwoPhaseExists(RemoteConn *rc, const char *gid)
+TwoPhaseExists(RemoteConn *rc, const char *gid, const char *what)
 {
 	char	   *v = RemoteValueParams(rc, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_xacts "
 									  "WHERE gid OPERATOR(pg_catalog.=) $1::pg_catalog.text "
 									  "AND database OPERATOR(pg_catalog.=) pg_catalog.current_database())",
-									  SQL_ARGS(gid), "look up a prepared transaction");
+									  SQL_ARGS(gid), what);
 
 	return strcmp(v, "t") == 0;
 }
 
 /* The names of the transactions prepared in rc's database, one column, in order. */
 PGresult *
-TwoPhaseList(RemoteConn *rc)
+TwoPhaseList(RemoteConn *rc, const char *what)
 {
 	return RemoteExec(rc, "SELECT gid FROM pg_catalog.pg_prepared_xacts "
 					  "WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database() ORDER BY gid",
-					  "list the prepared transactions");
+					  what);
 }

@@ -20,7 +20,7 @@ typedef enum TwoPhaseStep
 extern char *TwoPhaseStatement(TwoPhaseStep step, const char *gid);
 extern void TwoPhasePrepare(RemoteConn *rc, const char *gid, const char *what);
 extern void TwoPhaseEnd(RemoteConn *rc, const char *gid, bool commit, const char *what);
-extern bool TwoPhaseExists(RemoteConn *rc, const char *gid);
-extern PGresult *TwoPhaseList(RemoteConn *rc);
+extern bool TwoPhaseExists(RemoteConn *rc, const char *gid, const char *what);
+extern PGresult *TwoPhaseList(RemoteConn *rc, const char *what);
 
 #endif
