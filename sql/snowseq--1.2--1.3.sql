@@ -1083,7 +1083,8 @@ BEGIN
 	COMMIT;
 	LOOP
 		remaining := taken_at OPERATOR(pg_catalog.+) sample OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp();
-		EXIT WHEN remaining OPERATOR(pg_catalog.<=) CAST('0' AS pg_catalog.interval);
+		-- no sample (NULL) ends it as an elapsed one does
+		EXIT WHEN remaining IS NULL OR remaining OPERATOR(pg_catalog.<=) CAST('0' AS pg_catalog.interval);
 		PERFORM pg_catalog.pg_sleep_for(LEAST(remaining, CAST('1 s' AS pg_catalog.interval)));
 		COMMIT;
 	END LOOP;

@@ -181,3 +181,19 @@ CREATE SCHEMA regress_rb_spoof;
 CREATE TYPE regress_rb_spoof.snowseq_rebalance_state AS ENUM ('running', 'zzz');
 SELECT snowseq_rebalance_next('zzz'::regress_rb_spoof.snowseq_rebalance_state, 'take');
 DROP SCHEMA regress_rb_spoof CASCADE;
+-- the sample of a run with no sample interval (NULL) is over at once: it
+-- looped, sleeping a second at a time, until cancelled (the timeout only
+-- turns that into an ERROR instead of a hang)
+SET statement_timeout = '60s';
+DO $$
+DECLARE
+	p oid[];
+	w bigint[];
+	x bigint[];
+	t timestamptz;
+BEGIN
+	CALL snowseq_rebalance_sample(NULL, NULL, p, w, x, t);
+	RAISE NOTICE 'sample over, parts %', p;
+END
+$$;
+RESET statement_timeout;
